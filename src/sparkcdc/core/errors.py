@@ -1,0 +1,75 @@
+"""The one exception tree of sparkcdc. Every message is one sentence saying what is wrong and
+what to do; structured fields ride along, and every class pickles across Spark workers.
+
+    SparkCDCError
+    ├── ConfigError            a configuration value is wrong (names the key)
+    ├── SourceError            the source database refuses or lacks something
+    │   ├── ConnectionFailed   unreachable host/port or wrong credentials
+    │   ├── MissingPrivilege   the user lacks a privilege CDC needs
+    │   ├── BinlogNotReady     log_bin off, binlog_format not ROW, row image not FULL
+    │   ├── BinlogPurged       the start position's binlog file is gone from the server
+    │   ├── NoTablesMatched    the table filter matches no table
+    │   └── TableWithoutKey    a captured table has no primary key and no key column configured
+    └── SinkError              writing a sink failed
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SparkCDCError(Exception):
+    """Base of every sparkcdc error; ``str(err)`` is the sentence for the user."""
+
+    def __init__(self, message: str, **fields: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fields = fields
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.message, self.fields))
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _rebuild(cls: type[SparkCDCError], message: str, fields: dict[str, Any]) -> SparkCDCError:
+    err = cls.__new__(cls)
+    SparkCDCError.__init__(err, message, **fields)
+    return err
+
+
+class ConfigError(SparkCDCError):
+    """A configuration value is wrong; ``fields['key']`` names it."""
+
+
+class SourceError(SparkCDCError):
+    """The source database refuses or lacks something CDC needs."""
+
+
+class ConnectionFailed(SourceError):
+    pass
+
+
+class MissingPrivilege(SourceError):
+    pass
+
+
+class BinlogNotReady(SourceError):
+    pass
+
+
+class BinlogPurged(SourceError):
+    pass
+
+
+class NoTablesMatched(SourceError):
+    pass
+
+
+class TableWithoutKey(SourceError):
+    pass
+
+
+class SinkError(SparkCDCError):
+    pass
