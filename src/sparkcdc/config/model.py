@@ -49,10 +49,11 @@ class SinkConfig:
 
 @dataclass(frozen=True)
 class StoreConfig:
-    """The event store between the log reader and Spark (Canal's ring buffer, seed 001)."""
+    """The event store between the log reader and Spark (Canal's event store: a memory-bounded ring buffer)."""
 
     max_bytes: int = 64 * 1024 * 1024
     max_items: int = 16384
+    batch_mode: str = "MEMSIZE"
     item_rows: int = 2048
 
 

@@ -10,7 +10,8 @@ what to do; structured fields ride along, and every class pickles across Spark w
     │   ├── BinlogPurged       the start position's binlog file is gone from the server
     │   ├── NoTablesMatched    the table filter matches no table
     │   └── TableWithoutKey    a captured table has no primary key and no key column configured
-    └── SinkError              writing a sink failed
+    ├── SinkError              writing a sink failed
+    └── StoreClosed            the event store was closed (the log reader stopped)
 """
 
 from __future__ import annotations
@@ -73,3 +74,7 @@ class TableWithoutKey(SourceError):
 
 class SinkError(SparkCDCError):
     pass
+
+
+class StoreClosed(SparkCDCError):
+    """The event store was closed; nothing more can be put into it."""

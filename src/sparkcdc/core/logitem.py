@@ -4,7 +4,7 @@ A transaction's events are cut into items of at most a few thousand rows; every 
 offset *after* it (:class:`~sparkcdc.core.offset.BinlogOffset`). At the last item of a transaction
 that offset is a boundary (``skip == 0``: the next transaction's start); inside a transaction it
 is the transaction's start with ``skip`` = rows of that transaction already delivered, so a
-reader reopened there skips exactly those rows (Canal's resume counter, seed 001).
+reader reopened there skips exactly those rows (the resume counter of Canal's event store).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from sparkcdc.core.offset import BinlogOffset
 
 @dataclass(frozen=True, slots=True)
 class LogItem:
-    """Decoded change events (:data:`~sparkcdc.core.event.ENVELOPE_SCHEMA`) and the offset after them.
+    """Decoded change events (the envelope of :mod:`sparkcdc.core.event`) and the offset after.
 
     ``batch`` is None for a progress marker: no captured rows, only the offset moves forward
     (transactions on other tables, heartbeats). ``is_ddl`` marks a schema change, which the store

@@ -3,7 +3,7 @@
 An offset names the point in the binary log *after* which the next change is delivered. It is
 taken only at a transaction boundary, except inside a transaction larger than the store's memory
 limit, where a resume counter says how many of that transaction's row events were already handed
-out (Canal's split-with-resume, seed 001):
+out (the split-with-resume of Canal's event store):
 
     file, pos   the binlog file and the byte position where the next transaction starts
                 (the GTID event that opens it); for a split transaction, where it started

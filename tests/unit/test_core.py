@@ -1,0 +1,114 @@
+"""Pure tests of the core value types: offsets, schemas, the change-event envelope."""
+
+from __future__ import annotations
+
+import pickle
+
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sparkcdc.core.errors import BinlogPurged, ConfigError, SparkCDCError
+from sparkcdc.core.event import ENVELOPE_SCHEMA, EnvelopeBuilder
+from sparkcdc.core.offset import BinlogOffset, file_sequence
+from sparkcdc.core.schema import Column, TableSchema
+
+offsets = st.builds(
+    BinlogOffset,
+    file=st.integers(1, 999999).map(lambda n: f"mysql-bin.{n:06d}"),
+    pos=st.integers(4, 2**32),
+    gtid=st.sampled_from(["", "0-1-5", "0-1-9,1-2-3"]),
+    skip=st.integers(0, 10**6),
+)
+
+
+@given(offsets, offsets)
+def test_offset_order_is_file_then_pos_then_skip(a: BinlogOffset, b: BinlogOffset) -> None:
+    assert (a < b) == ((file_sequence(a.file), a.pos, a.skip) < (file_sequence(b.file), b.pos, b.skip))
+    assert (a == b) == (a.key == b.key)
+
+
+@given(offsets)
+def test_offset_json_round_trip(a: BinlogOffset) -> None:
+    back = BinlogOffset.from_json(a.to_json())
+    assert back == a and back.gtid == a.gtid
+
+
+def test_offset_from_bad_json_names_the_value() -> None:
+    with pytest.raises(ValueError, match="not a binlog offset"):
+        BinlogOffset.from_json({"pos": 4})
+
+
+def test_file_order_is_numeric_not_lexical() -> None:
+    assert BinlogOffset("mysql-bin.999999", 4) < BinlogOffset("mysql-bin.1000000", 4)
+
+
+SCHEMA = TableSchema(
+    db="shop",
+    table="orders",
+    columns=(
+        Column("id", "bigint", unsigned=True, nullable=False),
+        Column("price", "decimal", precision=65, scale=30),
+        Column("small", "decimal", precision=10, scale=2),
+        Column("status", "enum", values=("new", "it's", "a,b")),
+        Column("at", "datetime", fsp=6),
+        Column("ts", "timestamp", fsp=3),
+        Column("t", "time"),
+        Column("raw", "varbinary", length=16),
+        Column("flag", "bit", length=1),
+        Column("tiny", "tinyint", unsigned=True),
+    ),
+    primary_key=("id",),
+)
+
+
+def test_type_mapping_is_lossless() -> None:
+    assert [c.spark_type() for c in SCHEMA.columns] == [
+        "decimal(20,0)",
+        "string",
+        "decimal(10,2)",
+        "string",
+        "timestamp_ntz",
+        "timestamp",
+        "string",
+        "binary",
+        "bigint",
+        "smallint",
+    ]
+
+
+def test_schema_json_round_trip_and_id() -> None:
+    back = TableSchema.from_json(SCHEMA.to_json())
+    assert back == SCHEMA
+    assert back.schema_id() == SCHEMA.schema_id()
+    changed = SCHEMA.with_columns(SCHEMA.columns[:-1])
+    assert changed.schema_id() != SCHEMA.schema_id()
+
+
+def test_unknown_type_names_the_column() -> None:
+    with pytest.raises(ValueError, match="'g' has type 'geometry'"):
+        Column("g", "geometry").spark_type()
+
+
+def test_envelope_builder_builds_the_envelope_schema() -> None:
+    b = EnvelopeBuilder()
+    for i in range(3):
+        b.append(
+            "c", "shop", "orders", f"[{i}]", None, f'{{"id":{i}}}', "abc",
+            server_id=1, file="mysql-bin.000001", pos=100, row=i, gtid="0-1-7", ts_ms=5,
+            total_order=i + 1, data_collection_order=i + 1,
+        )
+    batch = b.build()
+    assert batch.schema == ENVELOPE_SCHEMA
+    assert batch.num_rows == 3
+    assert batch.column("source").field("row").to_pylist() == [0, 1, 2]
+    assert batch.column("transaction").field("id").to_pylist() == ["0-1-7"] * 3
+    assert pa.Table.from_batches([batch]).column("after").to_pylist()[2] == '{"id":2}'
+
+
+def test_errors_survive_pickling_with_their_fields() -> None:
+    err = BinlogPurged("binlog file x was purged; restart", file="x")
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is BinlogPurged and str(back) == str(err) and back.fields == {"file": "x"}
+    assert isinstance(ConfigError("k"), SparkCDCError)
