@@ -1,0 +1,245 @@
+"""sparkcdc benchmarks: ``python -m bench.run`` (or ``./scripts/bench.sh``).
+
+Every figure is measured in this run, next to its baseline on the same binlog, and written to
+``bench/RESULTS.md`` (and ``bench/results.json``):
+
+1. 1M row changes (single-row insert transactions + batched updates) decoded from the binlog:
+   MariaDB's C decoder, python-mysql-replication, sparkcdc's log reader alone, and the whole
+   ``sparkcdc run --available-now`` into the Delta change log and replica.
+2. Commit → visible-in-replica latency, p50/p99, at a steady 2k rows/s.
+3. Peak memory of the source process while a single 1M-row transaction streams through a
+   store limited to ``max_bytes``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import baselines, latency, workload
+from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+
+HERE = Path(__file__).resolve().parent
+
+
+def pipeline_yaml(work: Path, server: EmbeddedMariaDB, tables: str, **pipeline: str) -> Path:
+    opts = {"trigger": "1s", "max_bytes": "64MB"} | pipeline
+    cfg = work / "pipeline.yaml"
+    cfg.write_text(
+        f"source: {{type: mysql, host: 127.0.0.1, port: {server.port}, user: root, "
+        f"password: '', tables: ['{tables}'], startup: earliest}}\n"
+        f"sink: {{type: delta, path: {work / 'lake'}}}\n"
+        f"pipeline: {{checkpoint: {work / 'checkpoint'}, trigger: {opts['trigger']}, "
+        f"store: {{max_bytes: {opts['max_bytes']}}}}}\n"
+    )
+    return cfg
+
+
+def sparkcdc(*args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "sparkcdc.cli.main", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def run_available_now(cfg: Path) -> float:
+    started = time.perf_counter()
+    proc = sparkcdc("run", str(cfg), "--available-now", "--quiet")
+    out, _ = proc.communicate()
+    if proc.returncode != 0:
+        raise RuntimeError(f"sparkcdc run failed:\n{out.decode()[-3000:]}")
+    return time.perf_counter() - started
+
+
+def reader_only(server: EmbeddedMariaDB, rows: int, work: Path) -> baselines.Measurement:
+    """sparkcdc's log reader alone: replication protocol + row decoding into Arrow, drained."""
+    from sparkcdc.config.model import SourceConfig
+    from sparkcdc.sources.mysql.catalog import MySQLCatalog
+    from sparkcdc.sources.mysql.reader import LogReader
+    from sparkcdc.sources.mysql.schema_history import SchemaHistory
+    from sparkcdc.store.ring import EventStore
+
+    source = SourceConfig(
+        host=server.host, port=server.port, user="root", password="", tables=(r"bench\.events",)
+    )
+    catalog = MySQLCatalog(server.host, server.port, "root", "")
+    start = catalog.resolve_startup("earliest")
+    store = EventStore(max_bytes=64 * 1024 * 1024, max_items=16384, batch_mode="MEMSIZE")
+    reader = LogReader(source, start, store, SchemaHistory(str(work / "history.jsonl")))
+    seen = 0
+    started = time.perf_counter()
+    reader.start()
+    try:
+        while seen < rows:
+            if reader.error is not None:
+                raise reader.error
+            batch = store.get(timeout=1.0)
+            if batch is None:
+                continue
+            seen += sum(item.rows for item in batch.items if not item.is_ddl)
+            store.ack(batch)
+        elapsed = time.perf_counter() - started
+    finally:
+        reader.stop()
+    return baselines.Measurement("sparkcdc log reader (protocol + decode to Arrow)", seen, elapsed)
+
+
+def throughput(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    server = EmbeddedMariaDB.start(base_dir=str(work))
+    try:
+        workload.create_schema(server)
+        load = workload.write_changes(server, args.inserts, args.update_rounds)
+        print(f"wrote {load.changes:,} changes in {load.seconds:.1f}s", flush=True)
+        c = baselines.mariadb_binlog(server, load.changes)
+        print(f"  {c.name}: {c.rows_per_s:,.0f} rows/s", flush=True)
+        p = baselines.python_mysql_replication(server, args.pmr_rows)
+        print(f"  {p.name}: {p.rows_per_s:,.0f} rows/s", flush=True)
+        r = reader_only(server, load.changes, work)
+        print(f"  {r.name}: {r.rows_per_s:,.0f} rows/s", flush=True)
+        # an empty pipeline run measures start-up (JVM, session, first batch) once
+        idle = work / "idle"
+        idle.mkdir()
+        server.execute("CREATE TABLE bench.empty (id INT PRIMARY KEY)")
+        startup = run_available_now(pipeline_yaml(idle, server, r"bench\.empty"))
+        e2e_dir = work / "e2e"
+        e2e_dir.mkdir()
+        total = run_available_now(pipeline_yaml(e2e_dir, server, r"bench\.events"))
+        e = baselines.Measurement("sparkcdc run --available-now (binlog → Delta)", load.changes, total)
+        steady = baselines.Measurement(
+            "  … without start-up", load.changes, max(total - startup, 1e-9)
+        )
+        print(f"  {e.name}: {e.rows_per_s:,.0f} rows/s ({total:.1f}s, start-up {startup:.1f}s)")
+        return {
+            "changes": load.changes,
+            "startup_s": startup,
+            "measurements": [
+                {"name": m.name, "rows": m.rows, "seconds": m.seconds, "rows_per_s": m.rows_per_s}
+                for m in (c, p, r, e, steady)
+            ],
+        }
+    finally:
+        server.stop()
+
+
+def commit_latency(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    server = EmbeddedMariaDB.start(base_dir=str(work))
+    try:
+        server.execute("CREATE DATABASE bench", latency.LATENCY_DDL)
+        cfg = pipeline_yaml(work, server, r"bench\.ticks", trigger=args.latency_trigger)
+        proc = sparkcdc("run", str(cfg), "--quiet")
+        server.execute("INSERT INTO bench.ticks VALUES (-1, 'warm-up', 0)")
+        replica = work / "lake" / "bench" / "ticks"
+        deadline = time.time() + 120
+        while not (replica / "_delta_log").exists() and time.time() < deadline:
+            time.sleep(0.2)
+        load = latency.SteadyLoad(server, rate=args.rate, seconds=args.latency_seconds)
+        load.start()
+        load.join()
+        time.sleep(5)
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=120)
+        visible = latency.visibility_times(replica)
+        lat = [visible[i] - t for i, t in load.committed.items() if i in visible]
+        missing = len(load.committed) - len(lat)
+        return {
+            "rate_rows_per_s": args.rate,
+            "seconds": args.latency_seconds,
+            "trigger": args.latency_trigger,
+            "rows": len(load.committed),
+            "not_visible": missing,
+            "p50_s": latency.percentile(lat, 0.5),
+            "p99_s": latency.percentile(lat, 0.99),
+            "max_s": max(lat) if lat else float("nan"),
+        }
+    finally:
+        server.stop()
+
+
+def big_transaction(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    server = EmbeddedMariaDB.start(base_dir=str(work))
+    try:
+        server.execute("CREATE DATABASE bench")
+        workload.write_big_transaction(server, args.big_rows)
+        cfg = pipeline_yaml(work, server, r"bench\.big", max_bytes=args.big_max_bytes)
+        peak = {"rss": 0}
+        stop = threading.Event()
+
+        def watch() -> None:
+            metrics = work / "checkpoint" / "sparkcdc" / "metrics.json"
+            while not stop.is_set():
+                try:
+                    data = json.loads(metrics.read_text())
+                    peak["rss"] = max(peak["rss"], int(data.get("peak_rss_bytes", 0)))
+                    peak["store"] = max(peak.get("store", 0), int(data.get("store_peak_bytes", 0)))
+                except (OSError, ValueError):
+                    pass
+                time.sleep(0.2)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        seconds = run_available_now(cfg)
+        stop.set()
+        watcher.join()
+        return {
+            "rows": args.big_rows,
+            "max_bytes": args.big_max_bytes,
+            "seconds": seconds,
+            "source_peak_rss_mb": peak["rss"] / 2**20,
+            "store_peak_mb": peak.get("store", 0) / 2**20,
+        }
+    finally:
+        server.stop()
+
+
+def write_report(results: dict[str, Any]) -> None:
+    (HERE / "results.json").write_text(json.dumps(results, indent=2))
+    from bench.report import render
+
+    (HERE / "RESULTS.md").write_text(render(results))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--inserts", type=int, default=200_000)
+    parser.add_argument("--update-rounds", type=int, default=4)
+    parser.add_argument("--pmr-rows", type=int, default=50_000)
+    parser.add_argument("--rate", type=int, default=2000)
+    parser.add_argument("--latency-seconds", type=float, default=30.0)
+    parser.add_argument("--latency-trigger", default="0s")
+    parser.add_argument("--big-rows", type=int, default=1_000_000)
+    parser.add_argument("--big-max-bytes", default="64MB")
+    parser.add_argument("--only", choices=["throughput", "latency", "big"], action="append")
+    args = parser.parse_args()
+    sections = args.only or ["throughput", "latency", "big"]
+    results: dict[str, Any] = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    previous = HERE / "results.json"
+    if args.only and previous.exists():
+        results = json.loads(previous.read_text()) | results
+    for name in sections:
+        with tempfile.TemporaryDirectory(prefix=f"sparkcdc-bench-{name}-") as tmp:
+            fn = {"throughput": throughput, "latency": commit_latency, "big": big_transaction}[name]
+            print(f"== {name}", flush=True)
+            results[name] = fn(args, Path(tmp))
+            print(json.dumps(results[name], indent=2), flush=True)
+    write_report(results)
+    print(f"wrote {HERE / 'RESULTS.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

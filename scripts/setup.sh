@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs what sparkcdc needs on a Debian 12 machine, skipping what is already there:
+# MariaDB server binaries (never started as a service: tests and the demo start private
+# servers), Java 17+, Python 3.11+ with venv, then .venv with the pinned packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" != "0" ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
+
+need=()
+command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
+command -v mariadb-binlog >/dev/null 2>&1 || need+=(mariadb-client)
+java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1; }
+if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ]; then need+=(default-jre-headless); fi
+
+pick_python() {
+  for py in python3.13 python3.12 python3.11 python3; do
+    if command -v "$py" >/dev/null 2>&1 && "$py" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+      echo "$py"; return 0
+    fi
+  done
+  return 1
+}
+PY=$(pick_python || true)
+if [ -z "$PY" ]; then need+=(python3 python3-venv python3-dev); fi
+
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  # policy-rc.d keeps Debian from starting the system MariaDB service during the install
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+    $SUDO chmod +x /usr/sbin/policy-rc.d
+    trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
+  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  PY=$(pick_python)
+fi
+
+stamp=.venv/.sparkcdc-installed
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $PY"
+  "$PY" -m venv .venv
+fi
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "setup: installing pinned Python packages into .venv"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e '.[dev]'
+  touch "$stamp"
+fi
+echo "setup: ready ($(.venv/bin/python --version), $(java -version 2>&1 | head -1), $(mariadbd --version 2>/dev/null || /usr/sbin/mariadbd --version))"

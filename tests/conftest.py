@@ -1,0 +1,36 @@
+"""Test harness: one private MariaDB server per test session (binlog ROW/FULL + GTID, a free
+loopback port, a temporary data folder), a fresh database per test, and Spark's Python workers
+pointed at this interpreter so executors import the same packages."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+@pytest.fixture(scope="session")
+def mariadb() -> Iterator[EmbeddedMariaDB]:
+    """A private MariaDB server for the whole session (root, empty password)."""
+    server = EmbeddedMariaDB.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def db(mariadb: EmbeddedMariaDB, request: pytest.FixtureRequest) -> str:
+    """A database of the test's own, created empty (named after the test)."""
+    name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:48]
+    name = f"t_{name}"
+    mariadb.execute(f"DROP DATABASE IF EXISTS `{name}`", f"CREATE DATABASE `{name}`")
+    return name
