@@ -27,7 +27,12 @@ class SteadyLoad(threading.Thread):
     """Inserts ``rate`` rows/s in transactions of ``per_txn`` rows for ``seconds``."""
 
     def __init__(
-        self, server: EmbeddedMariaDB, rate: int, seconds: float, per_txn: int = 20, first_id: int = 0
+        self,
+        server: EmbeddedMariaDB,
+        rate: int,
+        seconds: float,
+        per_txn: int = 20,
+        first_id: int = 0,
     ) -> None:
         super().__init__(daemon=True)
         self.server, self.rate, self.seconds, self.per_txn = server, rate, seconds, per_txn

@@ -36,7 +36,11 @@ def render(r: dict[str, Any]) -> str:
                 f"{_ratio(m['rows_per_s'], c['rows_per_s'])} | "
                 f"{_ratio(m['rows_per_s'], p['rows_per_s'])} |"
             )
-        out += ["", f"Pipeline start-up (JVM, session, empty first batch): {t['startup_s']:.1f} s.", ""]
+        out += [
+            "",
+            f"Pipeline start-up (JVM, session, empty first batch): {t['startup_s']:.1f} s.",
+            "",
+        ]
     lat = r.get("latency")
     if lat:
         out += [

@@ -65,17 +65,19 @@ def run_available_now(cfg: Path) -> float:
 
 def reader_only(server: EmbeddedMariaDB, rows: int, work: Path) -> baselines.Measurement:
     """sparkcdc's log reader alone: replication protocol + row decoding into Arrow, drained."""
-    from sparkcdc.config.model import SourceConfig
-    from sparkcdc.sources.mysql.catalog import MySQLCatalog
     from sparkcdc.sources.mysql.reader import LogReader
     from sparkcdc.sources.mysql.schema_history import SchemaHistory
+    from sparkcdc.sources.mysql.startup import resolve_startup
+
+    from sparkcdc.config.model import SourceConfig
+    from sparkcdc.sources.mysql.catalog import MySQLCatalog
     from sparkcdc.store.ring import EventStore
 
     source = SourceConfig(
         host=server.host, port=server.port, user="root", password="", tables=(r"bench\.events",)
     )
     catalog = MySQLCatalog(server.host, server.port, "root", "")
-    start = catalog.resolve_startup("earliest")
+    start = resolve_startup(catalog, source, "earliest")
     store = EventStore(max_bytes=64 * 1024 * 1024, max_items=16384, batch_mode="MEMSIZE")
     reader = LogReader(source, start, store, SchemaHistory(str(work / "history.jsonl")))
     seen = 0
@@ -116,7 +118,9 @@ def throughput(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         e2e_dir = work / "e2e"
         e2e_dir.mkdir()
         total = run_available_now(pipeline_yaml(e2e_dir, server, r"bench\.events"))
-        e = baselines.Measurement("sparkcdc run --available-now (binlog → Delta)", load.changes, total)
+        e = baselines.Measurement(
+            "sparkcdc run --available-now (binlog → Delta)", load.changes, total
+        )
         steady = baselines.Measurement(
             "  … without start-up", load.changes, max(total - startup, 1e-9)
         )
@@ -224,7 +228,9 @@ def main() -> int:
     args = parser.parse_args()
     sections = args.only or ["throughput", "latency", "big"]
     results: dict[str, Any] = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "machine": (
+            f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+        ),
         "date": time.strftime("%Y-%m-%d"),
     }
     previous = HERE / "results.json"

@@ -54,6 +54,6 @@ def write_big_transaction(server: EmbeddedMariaDB, rows: int) -> None:
     server.execute(
         "CREATE TABLE IF NOT EXISTS bench.big (id BIGINT PRIMARY KEY, note VARCHAR(64), "
         "amount DECIMAL(12,2))",
-        f"INSERT INTO bench.big SELECT seq, CONCAT('row-', seq), seq * 0.5 "
-        f"FROM seq_1_to_{rows}",
+        f"INSERT INTO bench.big SELECT seq, CONCAT('row-', seq), seq * 0.5 FROM seq_1_to_{rows}",
+        database="bench",
     )

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import os
 import random
-import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -18,38 +15,13 @@ import pytest
 from deltalake import DeltaTable
 
 from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from tests.e2e.cli import available_now, crash, log_end, start, write_config
 from tests.e2e.workload import DDL, ChangeWorkload
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.spark, pytest.mark.slow]
 
 TRIALS = int(os.environ.get("SPARKCDC_CRASH_TRIALS", "5"))
 CHANGES = int(os.environ.get("SPARKCDC_CRASH_CHANGES", "100000"))
-
-
-def write_config(tmp: Path, server: EmbeddedMariaDB, db: str, trigger: str = "500ms") -> Path:
-    cfg = tmp / "pipeline.yaml"
-    cfg.write_text(
-        f"source: {{type: mysql, host: 127.0.0.1, port: {server.port}, user: root, "
-        f"password: '', tables: ['{db}\\\\..*'], startup: earliest}}\n"
-        f"sink: {{type: delta, path: {tmp / 'lake'}}}\n"
-        f"pipeline: {{checkpoint: {tmp / 'checkpoint'}, trigger: {trigger}, "
-        f"store: {{max_bytes: 8MB}}}}\n"
-    )
-    return cfg
-
-
-def start_pipeline(cfg: Path, *extra: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "sparkcdc.cli.main", "run", str(cfg), "--quiet", *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
-def crash(proc: subprocess.Popen[bytes]) -> None:
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
 
 
 def changelog_identities(path: Path) -> Counter[tuple[str, int, int]]:
@@ -75,15 +47,18 @@ def replica_rows(path: Path) -> list[tuple[object, ...]]:
 
 
 @pytest.mark.parametrize("trial", range(TRIALS))
-def test_kill_9_mid_stream_then_restart(mariadb: EmbeddedMariaDB, tmp_path: Path, trial: int) -> None:
+def test_kill_9_mid_stream_then_restart(
+    mariadb: EmbeddedMariaDB, tmp_path: Path, trial: int
+) -> None:
     rng = random.Random(1000 + trial)
     db = f"crash{trial}"
+    begin = log_end(mariadb)
     mariadb.execute(f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}")
     mariadb.execute(*(s.format(db=db) for s in DDL))
-    cfg = write_config(tmp_path, mariadb, db)
+    cfg = write_config(tmp_path, mariadb, rf"{db}\..*", startup=begin)
 
     workload = ChangeWorkload(mariadb, db, CHANGES, seed=trial)
-    proc = start_pipeline(cfg)
+    proc = start(cfg)
     workload.start()
     # crash somewhere while the workload and the stream are both running
     time.sleep(rng.uniform(8.0, 20.0))
@@ -93,9 +68,7 @@ def test_kill_9_mid_stream_then_restart(mariadb: EmbeddedMariaDB, tmp_path: Path
     assert workload.error is None, workload.error
 
     # restart from the same checkpoint and catch up with everything written
-    done = start_pipeline(cfg, "--available-now")
-    out, _ = done.communicate(timeout=600)
-    assert done.returncode == 0, out.decode()
+    available_now(cfg)
 
     lake = tmp_path / "lake" / db
     assert replica_rows(lake / "accounts") == [

@@ -54,7 +54,7 @@ class ChangeWorkload(threading.Thread):
                     elif roll < 0.85:
                         pending.append(self._update(cur))
                     else:
-                        pending.append(self._delete(cur))
+                        pending.append(self._remove(cur))
                 if rng.random() < 0.03:
                     conn.rollback()
                     self._undo(pending)
@@ -83,7 +83,7 @@ class ChangeWorkload(threading.Thread):
         self.live[key] = version
         return ("u", key, version)
 
-    def _delete(self, cur: object) -> tuple[str, int, int]:
+    def _remove(self, cur: object) -> tuple[str, int, int]:
         key = self.rng.choice(list(self.live)) if len(self.live) < 2000 else self._recent()
         cur.execute("DELETE FROM accounts WHERE id=%s", (key,))  # type: ignore[attr-defined]
         return ("d", key, self.live.pop(key))

@@ -25,7 +25,9 @@ offsets = st.builds(
 
 @given(offsets, offsets)
 def test_offset_order_is_file_then_pos_then_skip(a: BinlogOffset, b: BinlogOffset) -> None:
-    assert (a < b) == ((file_sequence(a.file), a.pos, a.skip) < (file_sequence(b.file), b.pos, b.skip))
+    key_a = (file_sequence(a.file), a.pos, a.skip)
+    key_b = (file_sequence(b.file), b.pos, b.skip)
+    assert (a < b) == (key_a < key_b)
     assert (a == b) == (a.key == b.key)
 
 

@@ -49,7 +49,7 @@ class SinkConfig:
 
 @dataclass(frozen=True)
 class StoreConfig:
-    """The event store between the log reader and Spark (Canal's event store: a memory-bounded ring buffer)."""
+    """The event store between the log reader and Spark: a memory-bounded ring buffer."""
 
     max_bytes: int = 64 * 1024 * 1024
     max_items: int = 16384

@@ -5,6 +5,11 @@ offset *after* it (:class:`~sparkcdc.core.offset.BinlogOffset`). At the last ite
 that offset is a boundary (``skip == 0``: the next transaction's start); inside a transaction it
 is the transaction's start with ``skip`` = rows of that transaction already delivered, so a
 reader reopened there skips exactly those rows (the resume counter of Canal's event store).
+
+Consecutive small transactions may travel in one item (the log reader coalesces what is already
+buffered); such an item lists the transaction boundaries inside it (``boundaries``), so a
+consumer can cut it at any of them: which transactions share an item depends on timing and may
+differ when the same stretch of the log is read again.
 """
 
 from __future__ import annotations
@@ -23,11 +28,18 @@ class LogItem:
     ``batch`` is None for a progress marker: no captured rows, only the offset moves forward
     (transactions on other tables, heartbeats). ``is_ddl`` marks a schema change, which the store
     hands out in a batch of its own.
+
+    ``boundaries`` are the transaction ends inside the item before ``after``, in log order, as
+    ``(rows of the item before that boundary, offset of the boundary)``: empty when the item
+    holds one transaction (or one part of one). ``nbytes`` is the batch's size if the producer
+    knew it already (it is then not measured again).
     """
 
     after: BinlogOffset
     batch: pa.RecordBatch | None = None
     is_ddl: bool = False
+    boundaries: tuple[tuple[int, BinlogOffset], ...] = ()
+    nbytes: int | None = None
 
     @property
     def rows(self) -> int:
@@ -36,7 +48,21 @@ class LogItem:
     @property
     def size(self) -> int:
         """Bytes accounted against the store's memory limit (at least 64 per item)."""
+        if self.nbytes is not None:
+            return 64 + self.nbytes
         return 64 + (0 if self.batch is None else self.batch.nbytes)
+
+    def rows_before(self, offset: BinlogOffset) -> int:
+        """Rows of this item that come before the boundary ``offset`` (which must lie at or
+        before ``after``): those up to the last of its ``boundaries`` not after ``offset``."""
+        if offset >= self.after:
+            return self.rows
+        rows = 0
+        for before, boundary in self.boundaries:
+            if boundary > offset:
+                break
+            rows = before
+        return rows
 
     @property
     def at_boundary(self) -> bool:

@@ -15,7 +15,8 @@ BIGINT UNSIGNED         decimal(20,0)        number
 DECIMAL(p,s), p <= 38   decimal(p,s)         string, exact digits
 DECIMAL(p,s), p > 38    string               string, exact digits
 FLOAT, DOUBLE           float, double        number (shortest round-trip text)
-BIT(n)                  long                 number (the bits as an unsigned integer)
+BIT(n), n < 64          long                 number (the bits as an unsigned integer)
+BIT(64)                 decimal(20,0)        number (the bits as an unsigned integer)
 YEAR                    short                number
 CHAR..LONGTEXT, JSON    string               string (decoded with the column charset)
 ENUM, SET               string               string (SET members joined by ',')
@@ -23,7 +24,7 @@ BINARY..LONGBLOB        binary               string, base64 (trailing zero bytes
 DATE                    date                 "YYYY-MM-DD" (zero dates become null)
 DATETIME(fsp)           timestamp_ntz        "YYYY-MM-DDTHH:MM:SS.ffffff"
 TIMESTAMP(fsp)          timestamp            "YYYY-MM-DDTHH:MM:SS.ffffffZ" (UTC)
-TIME(fsp)               string               "[-]HHH:MM:SS.ffffff"
+TIME(fsp)               string               "[-]HH[H]:MM:SS.ffffff"
 ======================  ===================  =======================================
 """
 
@@ -78,7 +79,7 @@ class Column:
         if t == "double":
             return "double"
         if t == "bit":
-            return "bigint"
+            return "decimal(20,0)" if (self.length or 1) >= 64 else "bigint"
         if t == "year":
             return "smallint"
         if t in STRING_TYPES or t in ("enum", "set", "time"):

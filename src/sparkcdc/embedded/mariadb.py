@@ -200,7 +200,7 @@ class EmbeddedMariaDB:
     def restart(self, timeout: float = 60.0) -> None:
         """Start the server again on the same port and data folder."""
         self.stop(remove=False)
-        args = list(self.process.args)  # type: ignore[arg-type]
+        args = [str(a) for a in self.process.args]  # type: ignore[union-attr]
         self.process = subprocess.Popen(
             args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
         )

@@ -10,10 +10,12 @@ Catalog queries use an ordinary driver (pymysql); this module never reaches into
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import select
 import socket
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from sparkcdc.core.errors import BinlogPurged, ConnectionFailed, MissingPrivilege, SourceError
 
@@ -98,7 +100,7 @@ class PacketReader:
             self.seq = (b[s + 3] + 1) & 0xFF
             self._fill(4 + length)
             s = self.start
-            payload = bytes(self.buf[s + 4 : s + 4 + length])
+            payload = self.view[s + 4 : s + 4 + length].tobytes()
             self.start = s + 4 + length
             if length < _MAX_PACKET:
                 if parts:
@@ -136,6 +138,7 @@ class ReplicationConnection:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         self.reader = PacketReader(self.sock)
+        self._poller: select.poll | None = None
         self._handshake(password)
 
     def _send(self, payload: bytes, seq: int) -> None:
@@ -193,13 +196,32 @@ class ReplicationConnection:
             code, text = _err_text(reply)
             raise SourceError(f"MySQL rejected `{sql}`: {text}", code=code)
 
-    def dump(self, server_id: int, file: str, pos: int) -> Iterator[bytes]:
-        """Start COM_BINLOG_DUMP and yield each event's bytes (header included, OK byte cut)."""
+    def dump(
+        self, server_id: int, file: str, pos: int, idle: Callable[[], None] | None = None
+    ) -> Iterator[bytes]:
+        """Start COM_BINLOG_DUMP and yield each event's bytes (header included, OK byte cut).
+
+        ``idle`` is called whenever the receive buffer holds no complete event, before reading
+        from the socket (which may then wait for the server)."""
         self.sock.settimeout(None)
         payload = struct.pack("<BIHI", _COM_BINLOG_DUMP, pos, 0, server_id) + file.encode()
         self._send(payload, 0)
-        read = self.reader.read
+        reader = self.reader
+        read = reader.read
         while True:
+            # fast path: a whole event packet is in the buffer; copy its event out once
+            s = reader.start
+            avail = reader.end - s
+            if avail > 4:
+                b = reader.buf
+                length = b[s] | b[s + 1] << 8 | b[s + 2] << 16
+                if length + 4 <= avail and 0 < length < _MAX_PACKET and b[s + 4] == 0:
+                    reader.seq = (b[s + 3] + 1) & 0xFF
+                    reader.start = s + 4 + length
+                    yield reader.view[s + 5 : s + 4 + length].tobytes()
+                    continue
+            if idle is not None:
+                idle()
             packet = read()
             first = packet[0]
             if first == 0:
@@ -226,11 +248,17 @@ class ReplicationConnection:
             else:
                 raise SourceError(f"unexpected packet 0x{first:02x} on the binlog stream")
 
+    def data_waiting(self) -> bool:
+        """Whether the socket can be read without waiting (data, or the end of the stream)."""
+        poller = self._poller
+        if poller is None:
+            poller = self._poller = select.poll()
+            poller.register(self.sock, select.POLLIN)
+        return bool(poller.poll(0))
+
     def set_timeout(self, seconds: float | None) -> None:
         self.sock.settimeout(seconds)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.sock.close()
-        except OSError:
-            pass

@@ -1,0 +1,94 @@
+"""``sparkcdc``: run or check a pipeline described by one YAML file.
+
+    sparkcdc run PIPELINE.yaml [--available-now] [--quiet]
+    sparkcdc check PIPELINE.yaml
+
+``run`` streams until Ctrl-C / SIGTERM (the batch in flight commits first); with
+``--available-now`` it writes everything up to the log end seen at start and exits 0. ``check``
+validates the file and the server and changes nothing. Any
+:class:`~sparkcdc.core.errors.SparkCDCError` ends the command with its sentence on stderr and
+exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from sparkcdc.core.errors import SparkCDCError
+
+EXIT_ERROR = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sparkcdc", description="Change data capture from MySQL/MariaDB into Delta tables."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="stream changes into the sink")
+    run.add_argument("pipeline", help="the pipeline YAML file")
+    run.add_argument(
+        "--available-now",
+        action="store_true",
+        help="write everything up to the log end seen at start, then exit",
+    )
+    run.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    check = commands.add_parser("check", help="validate the pipeline file and the server")
+    check.add_argument("pipeline", help="the pipeline YAML file")
+    check.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    return parser
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    quiet = bool(getattr(args, "quiet", False))
+    logging.basicConfig(
+        level=logging.WARNING if quiet else logging.INFO,
+        format="%(asctime)s %(message)s",
+        datefmt="%H:%M:%S",
+        stream=sys.stderr,
+    )
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # its callback server chatters at INFO
+    from sparkcdc.config.load import load_config
+
+    try:
+        config = load_config(args.pipeline)
+        if args.command == "check":
+            from sparkcdc.spark.pipeline import check_source
+
+            schemas = check_source(config)
+            if not quiet:
+                print(f"ok: {len(schemas)} tables ready for change data capture")
+                for schema in schemas:
+                    print(f"  {schema.name} (key {', '.join(schema.key)})")
+            return 0
+        from sparkcdc.cli.progress import ProgressPrinter
+        from sparkcdc.spark.pipeline import run_pipeline
+
+        printer = None if quiet else ProgressPrinter()
+        try:
+            batches = run_pipeline(config, available_now=args.available_now, progress=printer)
+        finally:
+            if printer is not None:
+                printer.close()
+        if not quiet:
+            print(f"stopped after {batches} batches", file=sys.stderr)
+        return 0
+    except SparkCDCError as err:
+        print(f"sparkcdc: {err}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    code = run(argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # the Delta writer's native threads can abort a normal interpreter exit: leave directly
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,279 @@
+"""Reading a pipeline YAML file into a checked :class:`~sparkcdc.config.model.Config`.
+
+Every scalar is read as text (so ``password: 0123`` stays ``"0123"`` and ``no`` stays ``"no"``),
+``${VAR}`` / ``${VAR:-default}`` are replaced from the environment (``$${`` writes a literal
+``${``), and each value is converted by the key it belongs to. Any mistake is a
+:class:`~sparkcdc.core.errors.ConfigError` naming the full key path, e.g.
+``pipeline.store.max_bytes: '64XB' is not a size; use e.g. 64MB``.
+
+Sizes: a number of bytes or ``<n>B|KB|KiB|MB|MiB|GB|GiB`` (KB = KiB = 1024 bytes).
+Durations: seconds, or ``<n>ms|s|m|h``. Relative paths are taken from the file's folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sparkcdc.config.model import Config, PipelineConfig, SinkConfig, SourceConfig, StoreConfig
+from sparkcdc.config.values import (
+    STARTUP_FORMS,
+    as_duration,
+    as_int,
+    as_patterns,
+    as_size,
+    as_startup,
+    as_text,
+    fail,
+)
+from sparkcdc.core.errors import ConfigError
+
+_ENV = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+SECTIONS = ("source", "sink", "pipeline")
+SOURCE_KEYS = (
+    "type",
+    "host",
+    "port",
+    "user",
+    "password",
+    "tables",
+    "startup",
+    "server_id",
+    "key_columns",
+    "connect_timeout",
+)
+SINK_KEYS = ("type", "path")
+PIPELINE_KEYS = ("checkpoint", "trigger", "store", "spark")
+STORE_KEYS = ("max_bytes", "max_items", "batch_mode", "item_rows")
+SPARK_KEYS = ("master", "conf")
+
+__all__ = ["STARTUP_FORMS", "load_config", "load_config_text"]
+
+
+class _TextLoader(yaml.SafeLoader):
+    """A safe loader that resolves no implicit types: every plain scalar is a string."""
+
+
+_TextLoader.yaml_implicit_resolvers = {}
+_TextLoader.add_implicit_resolver("tag:yaml.org,2002:merge", re.compile(r"^(?:<<)$"), ["<"])
+
+
+def load_config(path: str | os.PathLike[str]) -> Config:
+    """Read and check the pipeline file at ``path``."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            f"Cannot read the pipeline file {file} ({exc.strerror}); check the path.", key=""
+        ) from exc
+    return load_config_text(text, file.resolve().parent, name=str(file))
+
+
+def load_config_text(
+    text: str, base_dir: str | os.PathLike[str] = ".", name: str = "The pipeline file"
+) -> Config:
+    """Check pipeline YAML given as text; relative paths are taken from ``base_dir``."""
+    try:
+        hidden, refs = _hide_references(text)
+        doc = yaml.load(hidden, Loader=_TextLoader)  # noqa: S506 - a safe loader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(
+            f"{name} is not valid YAML{line} ({exc.problem}); fix the syntax there.",
+            key="",
+            line=mark.line + 1 if mark else None,
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{name} is not valid YAML ({exc}); fix the syntax.", key="") from exc
+    if doc is None:
+        doc = {}
+    root = _section(_substitute(doc, "", refs), "", SECTIONS)
+    base = Path(base_dir)
+    return Config(
+        source=_source(_section(root.get("source"), "source", SOURCE_KEYS, required=True)),
+        sink=_sink(_section(root.get("sink"), "sink", SINK_KEYS, required=True), base),
+        pipeline=_pipeline(
+            _section(root.get("pipeline"), "pipeline", PIPELINE_KEYS, required=True), base
+        ),
+    )
+
+
+def _hide_references(text: str) -> tuple[str, dict[str, re.Match[str]]]:
+    """Swap each ``${...}`` for a plain token, so references may stand anywhere YAML allows a
+    word (also inside ``{...}`` flow mappings) and values with YAML syntax stay literal."""
+    nonce = uuid.uuid4().hex[:8]
+    found: dict[str, re.Match[str]] = {}
+
+    def token(match: re.Match[str]) -> str:
+        name = f"sparkcdcref{nonce}n{len(found)}x"
+        found[name] = match
+        return name
+
+    return _ENV.sub(token, text), found
+
+
+def _substitute(value: Any, key: str, refs: dict[str, re.Match[str]]) -> Any:
+    """Put the environment's values where the references were, in every string."""
+    if isinstance(value, dict):
+        return {k: _substitute(v, f"{key}.{k}" if key else str(k), refs) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, f"{key}[{i}]", refs) for i, v in enumerate(value)]
+    if not isinstance(value, str) or not refs:
+        return value
+
+    def replace(match: re.Match[str]) -> str:
+        ref = refs[match.group(0)]
+        if ref.group(0) == "$${":
+            return "${"
+        var, default = ref.group(1), ref.group(2)
+        found = os.environ.get(var)
+        if found is None or (found == "" and default is not None):
+            if default is None:
+                fail(
+                    key,
+                    f"refers to the environment variable {var}, which is not set; "
+                    f"export {var} or write ${{{var}:-default}}",
+                )
+            return default
+        return found
+
+    return re.sub("|".join(map(re.escape, refs)), replace, value)
+
+
+def _section(
+    value: Any, key: str, allowed: tuple[str, ...], required: bool = False
+) -> dict[str, Any]:
+    """A mapping whose keys are all among ``allowed``."""
+    where = key or "the file"
+    if value is None or value == "":
+        if required:
+            fail(key, f"is missing; add a {key} section with {', '.join(allowed)}")
+        return {}
+    if not isinstance(value, dict):
+        fail(key or "(top level)", f"must be a mapping of {', '.join(allowed)}")
+    for name in value:
+        if name not in allowed:
+            path = f"{key}.{name}" if key else str(name)
+            fail(path, f"is not a known key of {where}; allowed keys are {', '.join(allowed)}")
+    return value
+
+
+def _get(
+    section: dict[str, Any], key: str, path: str, convert: Callable[[Any, str], Any], default: Any
+) -> Any:
+    full = f"{path}.{key}"
+    if key not in section or section[key] is None:
+        if default is _REQUIRED:
+            fail(full, "is missing; it is required")
+        return default
+    return convert(section[key], full)
+
+
+_REQUIRED = object()
+
+
+def _one_of(*choices: str, aliases: dict[str, str] | None = None) -> Callable[[Any, str], str]:
+    def convert(value: Any, key: str) -> str:
+        text = as_text(value, key).strip()
+        text = (aliases or {}).get(text.lower(), text)
+        if text.lower() not in [c.lower() for c in choices]:
+            fail(key, f"{text!r} is not supported; use one of {', '.join(choices)}")
+        return next(c for c in choices if c.lower() == text.lower())
+
+    return convert
+
+
+def _ranged(low: int, high: int) -> Callable[[Any, str], int]:
+    def convert(value: Any, key: str) -> int:
+        number = as_int(value, key)
+        if not low <= number <= high:
+            fail(key, f"{number} is out of range; use {low}..{high}")
+        return number
+
+    return convert
+
+
+def _key_columns(value: Any, key: str) -> dict[str, tuple[str, ...]]:
+    if not isinstance(value, dict):
+        fail(key, 'must map "db.table" to a list of columns, e.g. {"shop.log": [id]}')
+    out: dict[str, tuple[str, ...]] = {}
+    for table, cols in value.items():
+        where = f"{key}.{table}"
+        if not isinstance(table, str) or table.count(".") != 1:
+            fail(where, f"{table!r} is not a db.table name; write it as db.table")
+        if isinstance(cols, str):
+            cols = [cols]
+        if not isinstance(cols, list) or not cols:
+            fail(where, "must be a non-empty list of column names")
+        out[table] = tuple(as_text(c, f"{where}[{i}]") for i, c in enumerate(cols))
+    return out
+
+
+def _source(s: dict[str, Any]) -> SourceConfig:
+    p = "source"
+    return SourceConfig(
+        type=_get(s, "type", p, _one_of("mysql", aliases={"mariadb": "mysql"}), "mysql"),
+        host=_get(s, "host", p, as_text, _REQUIRED),
+        port=_get(s, "port", p, _ranged(1, 65535), 3306),
+        user=_get(s, "user", p, as_text, _REQUIRED),
+        password=_get(s, "password", p, as_text, ""),
+        tables=_get(s, "tables", p, as_patterns, _REQUIRED),
+        startup=_get(s, "startup", p, as_startup, "earliest"),
+        server_id=_get(s, "server_id", p, _ranged(1, 2**32 - 1), 5701),
+        key_columns=_get(s, "key_columns", p, _key_columns, {}),
+        connect_timeout=_get(s, "connect_timeout", p, as_duration, 10.0),
+    )
+
+
+def _path(base: Path) -> Callable[[Any, str], str]:
+    def convert(value: Any, key: str) -> str:
+        text = as_text(value, key).strip()
+        if not text:
+            fail(key, "is empty; give a folder path")
+        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", text):
+            return text  # a URI (s3://, abfss://, file://) is used as written
+        path = Path(os.path.expanduser(text))
+        return str(path if path.is_absolute() else (base / path).resolve())
+
+    return convert
+
+
+def _sink(s: dict[str, Any], base: Path) -> SinkConfig:
+    return SinkConfig(
+        type=_get(s, "type", "sink", _one_of("delta"), "delta"),
+        path=_get(s, "path", "sink", _path(base), _REQUIRED),
+    )
+
+
+def _pipeline(s: dict[str, Any], base: Path) -> PipelineConfig:
+    p = "pipeline"
+    st = _section(s.get("store"), f"{p}.store", STORE_KEYS)
+    sp = _section(s.get("spark"), f"{p}.spark", SPARK_KEYS)
+    conf = _section(sp.get("conf"), f"{p}.spark.conf", tuple(sp.get("conf") or ()))
+    defaults = StoreConfig()
+    store = StoreConfig(
+        max_bytes=_get(st, "max_bytes", f"{p}.store", as_size, defaults.max_bytes),
+        max_items=_get(st, "max_items", f"{p}.store", _ranged(1, 2**31 - 1), defaults.max_items),
+        batch_mode=_get(
+            st, "batch_mode", f"{p}.store", _one_of("MEMSIZE", "ITEMSIZE"), defaults.batch_mode
+        ),
+        item_rows=_get(st, "item_rows", f"{p}.store", _ranged(1, 2**31 - 1), defaults.item_rows),
+    )
+    return PipelineConfig(
+        checkpoint=_get(s, "checkpoint", p, _path(base), _REQUIRED),
+        trigger_seconds=_get(s, "trigger", p, as_duration, 1.0),
+        store=store,
+        spark_master=_get(sp, "master", f"{p}.spark", as_text, "local[*]"),
+        spark_conf={
+            str(k): as_text("" if v is None else v, f"{p}.spark.conf.{k}") for k, v in conf.items()
+        },
+    )

@@ -1,0 +1,311 @@
+"""One pipeline run: check the source, start Spark, stream binlog changes into Delta, stop cleanly.
+
+``run_pipeline(config)`` is what ``sparkcdc run`` does:
+
+1. check the source before Spark starts (server ready for CDC, tables matched, every table's
+   schema and key loadable): a bad input fails here with its sentence;
+2. start the SparkSession (``pipeline.spark.master``, quiet logs, Python workers on this
+   interpreter);
+3. ``readStream.format("mysql-cdc")`` → ``writeStream.foreachBatch(DeltaSink)`` with Spark's
+   checkpoint in ``<checkpoint>/spark`` and the source's own files (schema history, status) in
+   ``<checkpoint>/sparkcdc``;
+4. run until SIGTERM/SIGINT (the micro-batch in flight finishes and commits, then the query
+   stops) or, with ``available_now``, until everything up to the log end seen at start is
+   written (``trigger(availableNow=True)``).
+
+Errors of the log reader (in the source process) and of the sink come back as the
+:class:`~sparkcdc.core.errors.SparkCDCError` they started as, with their sentence.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import signal
+import sys
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from sparkcdc.config.model import Config
+from sparkcdc.core import errors
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.spark.status import STATUS_FILE, read_status
+
+log = logging.getLogger("sparkcdc.pipeline")
+
+LOG4J = """rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What the progress line shows, about once a second."""
+
+    batches: int
+    changes: int
+    events_per_s: float
+    lag_s: float | None  # now - commit time of the newest change written (0 when caught up)
+    position: str | None
+    caught_up: bool
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+def check_source(config: Config, startup: bool = True) -> list[TableSchema]:
+    """Fail before Spark starts unless the server, the table filter and every table are usable,
+    and (``startup``) the configured start position resolves."""
+    from sparkcdc.sources.mysql.catalog import MySQLCatalog
+    from sparkcdc.sources.mysql.startup import resolve_startup
+
+    s = config.source
+    catalog = MySQLCatalog(s.host, s.port, s.user, s.password, s.connect_timeout)
+    try:
+        catalog.check_ready()
+        tables = catalog.match_tables(list(s.tables))
+        catalog.check_ready(sorted({db for db, _ in tables}))
+        schemas = [
+            catalog.load_schema(db, t, s.key_columns.get(f"{db}.{t}", ())) for db, t in tables
+        ]
+        if startup:
+            resolve_startup(catalog, s, s.startup)
+        return schemas
+    finally:
+        catalog.close()
+
+
+def has_checkpoint(config: Config) -> bool:
+    """Whether the pipeline resumes (Spark's checkpoint holds offsets) rather than starts."""
+    offsets = Path(config.pipeline.checkpoint) / "spark" / "offsets"
+    return offsets.is_dir() and any(offsets.iterdir())
+
+
+def run_pipeline(
+    config: Config,
+    available_now: bool = False,
+    progress: ProgressCallback | None = None,
+    reader_factory: str | None = None,
+) -> int:
+    """Run the pipeline (module docstring); returns the number of micro-batches written."""
+    if reader_factory is None:
+        schemas = check_source(config, startup=not has_checkpoint(config))
+        log.info("capturing %d tables: %s", len(schemas), ", ".join(t.name for t in schemas))
+    checkpoint = Path(config.pipeline.checkpoint)
+    own = checkpoint / "sparkcdc"
+    own.mkdir(parents=True, exist_ok=True)
+    spark = _session(config, own)
+    try:
+        return _stream(spark, config, checkpoint, available_now, progress, reader_factory)
+    finally:
+        spark.stop()
+
+
+def _session(config: Config, own: Path) -> Any:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    log4j = own / "log4j2.properties"
+    log4j.write_text(LOG4J)
+    java_opts = f"-Dlog4j2.configurationFile=file:{log4j.resolve()}"
+    builder = (
+        SparkSession.builder.master(config.pipeline.spark_master)
+        .appName("sparkcdc")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.executor.extraJavaOptions", java_opts)
+        .config("spark.python.worker.reuse", "true")
+    )
+    for key, value in config.pipeline.spark_conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _stream(
+    spark: Any,
+    config: Config,
+    checkpoint: Path,
+    available_now: bool,
+    progress: ProgressCallback | None,
+    reader_factory: str | None,
+) -> int:
+    import sparkcdc.spark
+    from sparkcdc.spark.options import source_options
+    from sparkcdc.spark.sink import DeltaSink
+
+    sparkcdc.spark.register(spark)
+    own = checkpoint / "sparkcdc"
+    status_path = own / STATUS_FILE
+    status_path.unlink(missing_ok=True)  # a previous run's error must not be reported again
+    store = config.pipeline.store
+    options = source_options(
+        config.source,
+        str(own / "schema_history.jsonl"),
+        max_bytes=store.max_bytes,
+        max_items=store.max_items,
+        batch_mode=store.batch_mode,
+        item_rows=store.item_rows,
+        status_file=str(status_path),
+    )
+    if reader_factory:
+        options["reader_factory"] = reader_factory
+    spark_checkpoint = checkpoint / "spark"
+    sink = DeltaSink(config.sink.path, app_id=lambda: pipeline_id(spark_checkpoint))
+    writer = (
+        spark.readStream.format("mysql-cdc")
+        .options(**options)
+        .load()
+        .writeStream.foreachBatch(sink)
+        .option("checkpointLocation", str(spark_checkpoint))
+        .queryName("sparkcdc")
+    )
+    if available_now:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(
+            processingTime=f"{int(config.pipeline.trigger_seconds * 1000)} milliseconds"
+        )
+    stop = _StopRequest()
+    query = writer.start()
+    meter = _Meter(sink, status_path)
+    try:
+        while query.isActive:
+            if stop.requested:
+                _graceful_stop(query)
+                break
+            if query.awaitTermination(0.25 if progress else 1.0):
+                break
+            if progress is not None:
+                sample = meter.sample()
+                if sample is not None:
+                    progress(sample)
+        query.awaitTermination()
+    except Exception as exc:
+        raise _as_sparkcdc_error(exc, sink, status_path) from None
+    finally:
+        stop.restore()
+    if progress is not None:
+        progress(meter.sample(force=True) or meter.last)
+    return int(sink.batches)
+
+
+def pipeline_id(spark_checkpoint: Path) -> str:
+    """The Delta transaction app id: ``sparkcdc-<Spark query id>`` (stable per checkpoint)."""
+    metadata = spark_checkpoint / "metadata"
+    for _ in range(100):
+        try:
+            first = metadata.read_text().splitlines()[0]
+            return f"sparkcdc-{json.loads(first)['id']}"
+        except (OSError, IndexError, ValueError, KeyError):
+            time.sleep(0.1)
+    raise errors.SinkError(
+        f"Spark's checkpoint {spark_checkpoint} has no query id; remove the checkpoint folder "
+        "only together with the sink's tables."
+    )
+
+
+class _StopRequest:
+    """SIGTERM/SIGINT set a flag; the loop stops the query after the batch in flight."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+        for s in self._previous:
+            signal.signal(s, self._handle)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.requested and signum == signal.SIGINT:
+            raise KeyboardInterrupt  # a second Ctrl-C: stop now
+        self.requested = True
+        log.info("stop requested: finishing the batch in flight")
+
+    def restore(self) -> None:
+        for s, handler in self._previous.items():
+            signal.signal(s, handler)
+
+
+def _graceful_stop(query: Any, timeout: float = 600.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = query.status
+        if not status.get("isTriggerActive", False):
+            break
+        time.sleep(0.05)
+    query.stop()
+
+
+class _Meter:
+    """Turns the sink's counters and the source's status file into :class:`Progress`."""
+
+    WINDOW = 10.0  # seconds of history behind the events/s figure
+
+    def __init__(self, sink: Any, status_path: Path) -> None:
+        self.sink, self.status_path = sink, status_path
+        self._samples: deque[tuple[float, int]] = deque([(time.monotonic(), 0)])
+        self.last = Progress(0, 0, 0.0, None, None, False)
+
+    def sample(self, force: bool = False) -> Progress | None:
+        now = time.monotonic()
+        if not force and now - self._samples[-1][0] < 1.0:
+            return None
+        status = read_status(self.status_path) or {}
+        changes = int(self.sink.changes)
+        self._samples.append((now, changes))
+        while len(self._samples) > 2 and now - self._samples[0][0] > self.WINDOW:
+            self._samples.popleft()
+        t0, c0 = self._samples[0]
+        rate = (changes - c0) / max(now - t0, 1e-6)
+        caught_up = bool(status.get("caught_up"))
+        last_ts = self.sink.last_event_ts_ms
+        lag = None if last_ts is None else max(0.0, time.time() - last_ts / 1000)
+        self.last = Progress(
+            int(self.sink.batches),
+            changes,
+            rate,
+            0.0 if caught_up else lag,
+            status.get("position"),
+            caught_up,
+        )
+        return self.last
+
+
+_PY_ERROR = re.compile(r"sparkcdc\.core\.errors\.(\w+): (.+)")
+
+
+def _as_sparkcdc_error(exc: Exception, sink: Any, status_path: Path) -> Exception:
+    """The SparkCDCError behind a failed query (sink, log reader), else the exception itself."""
+    if isinstance(sink.error, errors.SparkCDCError):
+        return sink.error
+    status = read_status(status_path) or {}
+    found = status.get("error") or {}
+    text = str(exc)
+    if not found:
+        match = _PY_ERROR.search(text)
+        if match:
+            found = {"type": match.group(1), "message": match.group(2).strip()}
+    if found:
+        cls = getattr(errors, str(found.get("type")), None)
+        if not (isinstance(cls, type) and issubclass(cls, errors.SparkCDCError)):
+            cls = errors.SourceError
+        return cls(str(found.get("message")))
+    if isinstance(exc, errors.SparkCDCError):
+        return exc
+    first = next((line for line in text.splitlines() if line.strip()), type(exc).__name__)
+    return errors.SparkCDCError(f"the stream stopped: {first.strip()}")

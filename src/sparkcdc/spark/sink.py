@@ -1,0 +1,314 @@
+"""The Delta sink: ``foreachBatch`` writer of every captured table's change log and replica.
+
+For micro-batch N (rows of :data:`~sparkcdc.core.event.ENVELOPE_SCHEMA` in log order, collected
+once with ``df.toArrow()``):
+
+1. Schema rows (``op = 's'``), in order: each announced schema is written to
+   ``<sink>/_sparkcdc/schemas/<db>.<table>.<schema_id>.json`` and the table's Delta tables are
+   created or evolved. DDL as it reaches the sink:
+
+   ===================  ===============================================================
+   CREATE TABLE         creates ``<db>/<t>`` and ``<db>/<t>__changelog``
+   ADD COLUMN           adds the column to the replica and to the change log's structs
+   DROP COLUMN          keeps the column; rows written afterwards hold null in it
+   MODIFY/CHANGE type   keeps the Delta type; values are cast to it (a failing cast stops
+                        the batch with SinkError)
+   TRUNCATE TABLE       deletes every replica row (in the batch's replica commit)
+   DROP TABLE           deletes every replica row; the change log stays
+   RENAME TABLE         the new name starts new Delta tables; the old ones stay as they were
+   ===================  ===============================================================
+
+2. Changes (c/u/d/r) per table: row images become typed structs (:mod:`.convert`), with the
+   schema version each row names (``schema_id``), widened to the table's current columns.
+3. Change log ``<db>/<t>__changelog``: one append of op, before, after, source, transaction.
+4. Replica ``<db>/<t>``: one MERGE on the key with the latest change per key in the batch by log
+   order; deletes delete, inserts and updates upsert (an update that changes the key deletes
+   the old key).
+
+Both commits carry the Delta transaction identifier (pipeline id, batch id), so a replay of batch
+N after a crash writes nothing twice (:mod:`.delta`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sparkcdc.core.errors import SinkError
+from sparkcdc.core.event import OP_SCHEMA
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.spark import delta
+from sparkcdc.spark.convert import arrow_schema, cast_struct, decode_images
+from sparkcdc.spark.replica import latest_changes
+
+log = logging.getLogger("sparkcdc.sink")
+
+TableName = tuple[str, str]
+
+
+@dataclass
+class BatchReport:
+    """What one micro-batch wrote."""
+
+    batch_id: int
+    changes: int
+    tables: list[str]
+    skipped: list[str]  # tables whose commits this batch had already made (a replay)
+    last_event_ts_ms: int | None
+
+
+class DeltaSink:
+    """``writeStream.foreachBatch(DeltaSink(path, app_id))``; see the module docstring."""
+
+    def __init__(self, path: str, app_id: str | Callable[[], str]) -> None:
+        self.path = str(path)
+        self._app_id = app_id
+        self._schemas: dict[str, TableSchema] = {}  # schema_id -> schema
+        self._columns: dict[TableName, list[pa.Field]] = {}
+        self.batches = 0
+        self.changes = 0
+        self.last_event_ts_ms: int | None = None
+        self.last_report: BatchReport | None = None
+        self.error: BaseException | None = None
+
+    @property
+    def app_id(self) -> str:
+        if callable(self._app_id):
+            self._app_id = self._app_id()
+        return self._app_id
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        try:
+            started = time.perf_counter()
+            envelope = df.toArrow()
+            self.write(envelope, int(batch_id), read_s=time.perf_counter() - started)
+        except BaseException as exc:
+            self.error = exc
+            raise
+
+    # -------------------------------------------------------------- one batch
+    def write(self, envelope: pa.Table, batch_id: int, read_s: float | None = None) -> BatchReport:
+        """Write one micro-batch (see the module docstring); idempotent per ``batch_id``."""
+        started = time.perf_counter()
+        ops = envelope.column("op").to_pylist() if envelope.num_rows else []
+        resets: dict[TableName, int] = {}
+        for i in (i for i, op in enumerate(ops) if op == OP_SCHEMA):
+            self._schema_row(envelope.slice(i, 1).to_pylist()[0], i, resets)
+        changes = pc.not_equal(envelope.column("op"), OP_SCHEMA) if envelope.num_rows else None
+        tables: list[str] = []
+        skipped: list[str] = []
+        count = 0
+        last_ts: int | None = None
+        if changes is not None and pc.any(changes).as_py():
+            positions = pc.indices_nonzero(changes)
+            rows = envelope.take(positions).append_column("_pos", positions.cast(pa.int64()))
+            names = pc.binary_join_element_wise(rows.column("db"), rows.column("table"), "\x00")
+            for name in pc.unique(names).to_pylist():
+                part = rows.filter(pc.equal(names, name))
+                db, table = name.split("\x00", 1)
+                wrote = self._table_changes((db, table), part, batch_id, resets.get((db, table)))
+                (tables if wrote else skipped).append(f"{db}.{table}")
+                count += part.num_rows
+            ts = pc.max(rows.column("source").combine_chunks().field("ts_ms")).as_py()
+            last_ts = None if ts is None else int(ts)
+        for name in resets:
+            if name not in {tuple(t.split(".", 1)) for t in tables + skipped}:
+                self._reset_only(name, batch_id)
+        report = BatchReport(batch_id, count, tables, skipped, last_ts)
+        took = f"read {read_s:.1f}s, " if read_s is not None else ""
+        self._account(report, f" ({took}written in {time.perf_counter() - started:.1f}s)")
+        return report
+
+    def _account(self, report: BatchReport, timing: str) -> None:
+        self.batches += 1
+        self.changes += report.changes
+        if report.last_event_ts_ms is not None:
+            self.last_event_ts_ms = max(self.last_event_ts_ms or 0, report.last_event_ts_ms)
+        self.last_report = report
+        if report.changes:
+            done = ", ".join(report.tables) or "nothing new"
+            extra = (
+                f" (already written before: {', '.join(report.skipped)})" if report.skipped else ""
+            )
+            log.info(
+                "batch %d: %d changes to %s; replica merged, change log appended%s%s",
+                report.batch_id,
+                report.changes,
+                done,
+                extra,
+                timing,
+            )
+
+    # -------------------------------------------------------------- schemas
+    def _schema_row(self, row: dict[str, Any], index: int, resets: dict[TableName, int]) -> None:
+        name = (row["db"], row["table"])
+        if _empties_table(row):
+            resets[name] = index
+        if not row.get("schema"):
+            return
+        schema = TableSchema.from_json(json.loads(row["schema"]))
+        schema_id = row.get("schema_id") or schema.schema_id()
+        self._schemas[schema_id] = schema
+        self._save_schema(schema, schema_id)
+        self._evolve((schema.db, schema.table), schema)
+
+    def _save_schema(self, schema: TableSchema, schema_id: str) -> None:
+        folder = Path(self.path) / "_sparkcdc" / "schemas"
+        target = folder / f"{schema.db}.{schema.table}.{schema_id}.json"
+        if target.exists():
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(schema.to_json(), indent=1, sort_keys=True))
+        os.replace(tmp, target)
+
+    def _schema(self, name: TableName, schema_id: str) -> TableSchema:
+        found = self._schemas.get(schema_id)
+        if found is None:
+            path = (
+                Path(self.path) / "_sparkcdc" / "schemas" / f"{name[0]}.{name[1]}.{schema_id}.json"
+            )
+            try:
+                found = TableSchema.from_json(json.loads(path.read_text()))
+            except (OSError, ValueError) as exc:
+                raise SinkError(
+                    f"changes to {name[0]}.{name[1]} name schema {schema_id}, which was never "
+                    f"announced in {path.parent}; restart the pipeline with a fresh checkpoint.",
+                    table=f"{name[0]}.{name[1]}",
+                ) from exc
+            self._schemas[schema_id] = found
+        return found
+
+    def _evolve(self, name: TableName, schema: TableSchema) -> list[pa.Field]:
+        wanted = list(arrow_schema(schema))
+        try:
+            columns = delta.ensure_replica(self._replica(name), wanted)
+            delta.ensure_changelog(self._changelog(name), columns)
+        except Exception as exc:
+            raise SinkError(
+                f"could not create or evolve the Delta tables of {name[0]}.{name[1]}: {exc}",
+                table=f"{name[0]}.{name[1]}",
+            ) from exc
+        self._columns[name] = columns
+        return columns
+
+    def _table_columns(self, name: TableName, schema: TableSchema) -> list[pa.Field]:
+        if name not in self._columns:
+            table = delta.open_table(self._replica(name))
+            if table is None:
+                return self._evolve(name, schema)
+            self._columns[name] = delta.arrow_fields(table)
+        return self._columns[name]
+
+    def _replica(self, name: TableName) -> str:
+        return str(Path(self.path) / name[0] / name[1])
+
+    def _changelog(self, name: TableName) -> str:
+        return str(Path(self.path) / name[0] / f"{name[1]}__changelog")
+
+    # -------------------------------------------------------------- changes
+    def _table_changes(
+        self, name: TableName, rows: pa.Table, batch_id: int, reset_at: int | None
+    ) -> bool:
+        schema_ids = rows.column("schema_id").to_pylist()
+        latest = self._schema(name, schema_ids[-1])
+        columns = self._table_columns(name, latest)
+        before, after = self._typed_images(name, rows, schema_ids, columns)
+        label = f"{name[0]}.{name[1]}"
+        try:
+            changelog = pa.Table.from_arrays(
+                [
+                    rows.column("op"),
+                    before,
+                    after,
+                    rows.column("source"),
+                    rows.column("transaction"),
+                ],
+                schema=delta.changelog_schema(columns),
+            )
+            wrote_log = delta.append_changelog(
+                self._changelog(name), changelog, self.app_id, batch_id
+            )
+            replica = latest_changes(rows, before, after, columns, latest.key, reset_at)
+            wrote_replica = delta.merge_replica(
+                self._replica(name),
+                replica,
+                latest.key,
+                self.app_id,
+                batch_id,
+                reset_at is not None,
+            )
+        except Exception as exc:
+            raise SinkError(
+                f"writing batch {batch_id} of {label} to Delta failed: {exc}", table=label
+            ) from exc
+        return wrote_log or wrote_replica
+
+    def _typed_images(
+        self, name: TableName, rows: pa.Table, schema_ids: list[str], columns: list[pa.Field]
+    ) -> tuple[pa.StructArray, pa.StructArray]:
+        images = []
+        for side in ("before", "after"):
+            values = rows.column(side).combine_chunks()
+            parts, order = [], []
+            for schema_id in dict.fromkeys(schema_ids):
+                mask = pc.equal(rows.column("schema_id"), schema_id)
+                decoded = decode_images(
+                    values.filter(mask.combine_chunks()), self._schema(name, schema_id)
+                )
+                try:
+                    parts.append(cast_struct(decoded, columns))
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                    raise SinkError(
+                        f"a change to {name[0]}.{name[1]} does not fit the Delta column types "
+                        f"({exc}); column type changes need a new table.",
+                        table=f"{name[0]}.{name[1]}",
+                    ) from exc
+                order.append(pc.indices_nonzero(mask))
+            if len(parts) == 1:
+                images.append(parts[0])
+                continue
+            merged = pa.concat_arrays(parts)
+            where = pa.concat_arrays([o.cast(pa.int64()) for o in order])
+            images.append(merged.take(pc.sort_indices(where)))
+        return images[0], images[1]
+
+    def _reset_only(self, name: TableName, batch_id: int) -> None:
+        """A TRUNCATE or DROP TABLE with no later change of the table in this batch."""
+        path = self._replica(name)
+        if delta.open_table(path) is None:
+            return
+        empty = pa.table({})
+        delta.merge_replica(path, empty, (), self.app_id, batch_id, reset=True)
+
+
+def _empties_table(row: dict[str, Any]) -> bool:
+    """TRUNCATE TABLE, DROP TABLE or DROP DATABASE (by the change's kind, else the statement)."""
+    ddl = row.get("ddl") or ""
+    if _RENAME.match(ddl):
+        return False  # the old name's tables stay as they were
+    try:
+        change = json.loads(row.get("after") or "null")
+    except ValueError:
+        change = None
+    if isinstance(change, dict) and "kind" in change:
+        return change["kind"] in ("truncate", "drop")
+    return bool(_EMPTYING.match(ddl))
+
+
+_EMPTYING = re.compile(r"\s*(TRUNCATE|DROP\s+(TABLE|DATABASE|SCHEMA))\b", re.IGNORECASE)
+_RENAME = re.compile(r"\s*(RENAME\s+TABLE|ALTER\s+TABLE\s+.*\bRENAME\b)", re.IGNORECASE | re.DOTALL)
+
+
+def _is_rename(ddl: str | None) -> bool:
+    return bool(_RENAME.match(ddl or ""))

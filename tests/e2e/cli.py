@@ -1,0 +1,74 @@
+"""Driving ``sparkcdc`` as a user does: a pipeline file and the command line in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+
+
+def write_config(
+    tmp: Path,
+    server: EmbeddedMariaDB,
+    tables: str,
+    *,
+    startup: str = "earliest",
+    trigger: str = "500ms",
+    max_bytes: str = "8MB",
+    user: str = "root",
+    password: str = "",
+    extra_source: str = "",
+) -> Path:
+    """A pipeline file for ``tables`` (one regex over ``db.table``) with its lake and checkpoint
+    under ``tmp``."""
+    cfg = tmp / "pipeline.yaml"
+    cfg.write_text(
+        f"source: {{type: mysql, host: 127.0.0.1, port: {server.port}, user: {user}, "
+        f"password: '{password}', tables: [{json.dumps(tables)}], "
+        f"startup: '{startup}'{extra_source}}}\n"
+        f"sink: {{type: delta, path: {tmp / 'lake'}}}\n"
+        f"pipeline: {{checkpoint: {tmp / 'checkpoint'}, trigger: {trigger}, "
+        f"store: {{max_bytes: {max_bytes}}}}}\n"
+    )
+    return cfg
+
+
+def log_end(server: EmbeddedMariaDB) -> str:
+    """``position:<file>:<pos>`` of the binlog's end now: a pipeline starting there reads only
+    what the test writes afterwards, not the whole shared server's history."""
+    file, pos = server.query("SHOW MASTER STATUS")[0][:2]
+    return f"position:{file}:{pos}"
+
+
+def start(cfg: Path, *extra: str, command: str = "run") -> subprocess.Popen[bytes]:
+    """``sparkcdc run`` in its own process group (so a crash can take all of it)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "sparkcdc.cli.main", command, str(cfg), "--quiet", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def run(cfg: Path, *extra: str, command: str = "run", timeout: float = 600) -> tuple[int, str]:
+    """Run to completion; returns the exit code and everything printed."""
+    proc = start(cfg, *extra, command=command)
+    out, _ = proc.communicate(timeout=timeout)
+    return proc.returncode, out.decode(errors="replace")
+
+
+def available_now(cfg: Path, timeout: float = 600) -> str:
+    code, out = run(cfg, "--available-now", timeout=timeout)
+    assert code == 0, out
+    return out
+
+
+def crash(proc: subprocess.Popen[bytes]) -> None:
+    """kill -9 of the whole pipeline: driver, JVM and Python workers, as a machine crash."""
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()

@@ -1,0 +1,35 @@
+"""One local SparkSession per test module (Python workers on this interpreter)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from pyspark.sql import SparkSession
+
+    import sparkcdc.spark
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("sparkcdc-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    sparkcdc.spark.register(session)
+    try:
+        yield session
+    finally:
+        session.stop()

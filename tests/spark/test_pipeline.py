@@ -1,0 +1,133 @@
+"""``run_pipeline`` and the CLI around it: errors come back as their sentence (exit status 2),
+SIGTERM lets the batch in flight commit, and the status file feeds the progress line."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from sparkcdc.config.model import Config, PipelineConfig, SinkConfig, SourceConfig, StoreConfig
+from sparkcdc.core.errors import BinlogPurged
+from sparkcdc.core.schema import Column, TableSchema
+from sparkcdc.embedded.mariadb import free_port
+from sparkcdc.spark.pipeline import Progress, run_pipeline
+from tests.spark.fake_log import FakeLog
+
+pytestmark = pytest.mark.spark
+
+ITEMS = TableSchema("shop", "items", (Column("id", "int"), Column("v", "varchar")), ("id",))
+FAKE = "tests.spark.fake_log:FakeReaders"
+
+
+def inserts(lo: int, hi: int) -> list[list[object]]:
+    return [
+        ["c", "shop", "items", json.dumps([i]), None, json.dumps({"id": i, "v": f"v{i}"})]
+        for i in range(lo, hi)
+    ]
+
+
+def config(tmp: Path) -> Config:
+    return Config(
+        source=SourceConfig(str(tmp / "log.jsonl"), 0, "cdc", "", (r"shop\..*",)),
+        sink=SinkConfig(str(tmp / "lake")),
+        pipeline=PipelineConfig(
+            checkpoint=str(tmp / "checkpoint"),
+            trigger_seconds=0.2,
+            store=StoreConfig(max_bytes=1 << 20),
+            spark_master="local[2]",
+        ),
+    )
+
+
+def test_a_log_reader_error_fails_the_run_with_its_sentence(tmp_path: Path) -> None:
+    log = FakeLog(tmp_path / "log.jsonl", [ITEMS])
+    log.commit(inserts(0, 10))
+    sentence = (
+        "binlog file mysql-bin.000001 was purged on the server; restart with startup: latest."
+    )
+    log.fail("BinlogPurged", sentence)
+    log.commit(inserts(10, 20))
+    seen: list[Progress] = []
+    with pytest.raises(BinlogPurged) as caught:
+        run_pipeline(config(tmp_path), progress=seen.append, reader_factory=FAKE)
+    assert str(caught.value) == sentence
+
+
+def test_sigterm_lets_the_batch_in_flight_commit(tmp_path: Path) -> None:
+    log = FakeLog(tmp_path / "log.jsonl", [ITEMS])
+    log.commit(inserts(0, 50))
+    script = textwrap.dedent(
+        f"""
+        import os, sys
+        from sparkcdc.config.model import *
+        from sparkcdc.spark.pipeline import run_pipeline
+        cfg = Config(SourceConfig({str(tmp_path / "log.jsonl")!r}, 0, "cdc", "", ("shop\\\\..*",)),
+                     SinkConfig({str(tmp_path / "lake")!r}),
+                     PipelineConfig({str(tmp_path / "checkpoint")!r}, 0.2, StoreConfig(),
+                                    "local[2]"))
+        n = run_pipeline(cfg, reader_factory={FAKE!r})
+        print("batches", n, flush=True)
+        os._exit(0)
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    replica = tmp_path / "lake" / "shop" / "items"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (replica / "_delta_log").exists() and DeltaTable(str(replica)).count() == 50:
+            break
+        time.sleep(0.3)
+    log.commit(inserts(50, 60))
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out.decode()[-3000:]
+    assert b"batches" in out
+    count = DeltaTable(str(replica)).count()
+    assert count in (50, 60)  # never a part of the second transaction
+    status = json.loads((tmp_path / "checkpoint" / "sparkcdc" / "metrics.json").read_text())
+    assert status["position"] is not None
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sparkcdc.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_cli_reports_a_bad_file_by_its_key(tmp_path: Path) -> None:
+    cfg = tmp_path / "pipeline.yaml"
+    cfg.write_text("source: {type: mysql, host: 127.0.0.1, user: cdc, tables: ['a\\\\..*']}\n")
+    done = cli("check", str(cfg))
+    assert done.returncode == 2
+    assert done.stderr.startswith("sparkcdc: ") and "sink" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_cli_run_fails_before_spark_when_the_server_is_unreachable(tmp_path: Path) -> None:
+    cfg = tmp_path / "pipeline.yaml"
+    cfg.write_text(
+        f"source: {{type: mysql, host: 127.0.0.1, port: {free_port()}, user: cdc, password: x, "
+        f"tables: ['a\\\\..*'], connect_timeout: 2}}\n"
+        f"sink: {{type: delta, path: {tmp_path / 'lake'}}}\n"
+        f"pipeline: {{checkpoint: {tmp_path / 'cp'}}}\n"
+    )
+    started = time.monotonic()
+    done = cli("run", str(cfg), "--quiet")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("sparkcdc: ") and "Traceback" not in done.stderr
+    assert time.monotonic() - started < 60
+    assert not (tmp_path / "cp" / "spark").exists()

@@ -1,0 +1,202 @@
+"""The Delta sink under a real local SparkSession: exact types, MERGE semantics, idempotency,
+schema evolution and table-emptying DDL."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from sparkcdc.core.event import ENVELOPE_SCHEMA
+from sparkcdc.core.schema import Column, TableSchema
+from sparkcdc.spark.sink import DeltaSink
+from tests.spark.envelopes import Changes
+
+pytestmark = pytest.mark.spark
+
+UTC = dt.UTC
+
+ALL_TYPES = TableSchema(
+    "shop",
+    "types",
+    (
+        Column("id", "int"),
+        Column("ti", "tinyint"),
+        Column("tu", "tinyint", unsigned=True),
+        Column("si", "smallint"),
+        Column("mi", "mediumint", unsigned=True),
+        Column("iu", "int", unsigned=True),
+        Column("bi", "bigint"),
+        Column("bu", "bigint", unsigned=True),
+        Column("d", "decimal", precision=38, scale=10),
+        Column("dwide", "decimal", precision=65, scale=30),
+        Column("f", "float"),
+        Column("db", "double"),
+        Column("bits", "bit", length=64),
+        Column("y", "year"),
+        Column("s", "varchar", length=40, charset="utf8mb4"),
+        Column("j", "json"),
+        Column("e", "enum", values=("a", "b")),
+        Column("st", "set", values=("x", "y")),
+        Column("bin", "binary", length=4),
+        Column("blob", "blob"),
+        Column("day", "date"),
+        Column("dtm", "datetime", fsp=6),
+        Column("ts", "timestamp", fsp=6),
+        Column("tm", "time", fsp=6),
+    ),
+    primary_key=("id",),
+)
+
+ROW_JSON: dict[str, Any] = {
+    "id": 1, "ti": -128, "tu": 255, "si": -32768, "mi": 16777215, "iu": 4294967295,
+    "bi": -9223372036854775808, "bu": 18446744073709551615,
+    "d": "1234567890123456789012345678.0123456789",
+    "dwide": "12345678901234567890123456789012345.123456789012345678901234567890",
+    "f": 3.4028235e38, "db": 2.2250738585072014e-308, "bits": 18446744073709551615, "y": 2155,
+    "s": "grüße 🎉", "j": '{"k": [1, 2]}', "e": "b", "st": "x,y", "bin": "AQAAAA==",
+    "blob": "AAD/AA==", "day": "0000-00-00", "dtm": "9999-12-31T23:59:59.999999",
+    "ts": "2038-01-19T03:14:07.999999Z", "tm": "-838:59:59.000000",
+}  # fmt: skip
+
+EXPECTED: dict[str, Any] = {
+    "id": 1, "ti": -128, "tu": 255, "si": -32768, "mi": 16777215, "iu": 4294967295,
+    "bi": -9223372036854775808, "bu": Decimal("18446744073709551615"),
+    "d": Decimal("1234567890123456789012345678.0123456789"),
+    "dwide": "12345678901234567890123456789012345.123456789012345678901234567890",
+    "db": 2.2250738585072014e-308, "bits": Decimal("18446744073709551615"), "y": 2155,
+    "s": "grüße 🎉",
+    "j": '{"k": [1, 2]}', "e": "b", "st": "x,y", "bin": b"\x01\x00\x00\x00",
+    "blob": b"\x00\x00\xff\x00", "day": None, "dtm": dt.datetime(9999, 12, 31, 23, 59, 59, 999999),
+    "ts": dt.datetime(2038, 1, 19, 3, 14, 7, 999999, tzinfo=UTC), "tm": "-838:59:59.000000",
+}  # fmt: skip
+
+ACCOUNTS = TableSchema(
+    "shop",
+    "accounts",
+    (
+        Column("id", "bigint"),
+        Column("owner", "varchar"),
+        Column("balance", "decimal", precision=10, scale=2),
+    ),
+    primary_key=("id",),
+)
+
+
+def write(spark: Any, sink: DeltaSink, changes: Changes, batch_id: int) -> None:
+    table = changes.table()
+    assert table.schema.equals(ENVELOPE_SCHEMA)
+    sink(spark.createDataFrame(table), batch_id)
+
+
+def rows(path: Path) -> list[dict[str, Any]]:
+    return sorted(DeltaTable(str(path)).to_pyarrow_table().to_pylist(), key=lambda r: r["id"])
+
+
+def test_every_type_converts_exactly(spark: Any, tmp_path: Path) -> None:
+    sink = DeltaSink(str(tmp_path), "test")
+    write(spark, sink, Changes().schema(ALL_TYPES).change("c", ALL_TYPES, after=ROW_JSON), 0)
+    [replica] = rows(tmp_path / "shop" / "types")
+    f = replica.pop("f")
+    assert pa.scalar(f, pa.float32()).as_py() == pa.scalar(3.4028235e38, pa.float32()).as_py()
+    assert replica == EXPECTED
+    schema = DeltaTable(str(tmp_path / "shop" / "types")).schema().to_arrow()
+    types = {field.name: str(field.type) for field in pa.schema(schema)}
+    assert types["bu"] == "decimal128(20, 0)" and types["dtm"] == "timestamp[us]"
+    assert types["ts"] == "timestamp[us, tz=UTC]" and types["day"] == "date32[day]"
+    [log] = DeltaTable(str(tmp_path / "shop" / "types__changelog")).to_pyarrow_table().to_pylist()
+    assert log["op"] == "c" and log["before"] is None
+    assert {k: v for k, v in log["after"].items() if k != "f"} == EXPECTED
+    files = list((tmp_path / "_sparkcdc" / "schemas").iterdir())
+    assert [p.name for p in files] == [f"shop.types.{ALL_TYPES.schema_id()}.json"]
+
+
+def test_merge_keeps_the_latest_change_per_key_and_deletes(spark: Any, tmp_path: Path) -> None:
+    sink = DeltaSink(str(tmp_path), "test")
+    a = ACCOUNTS
+    batch = (
+        Changes()
+        .schema(a)
+        .change("c", a, after={"id": 1, "owner": "ann", "balance": "1.00"})
+        .change("c", a, after={"id": 2, "owner": "bob", "balance": "2.00"})
+        .change("c", a, after={"id": 3, "owner": "cy", "balance": "3.00"})
+        .change("u", a, {"id": 1, "owner": "ann", "balance": "1.00"},
+                {"id": 1, "owner": "ann", "balance": "1.50"})
+        .change("d", a, before={"id": 2, "owner": "bob", "balance": "2.00"})
+        .change("u", a, {"id": 3, "owner": "cy", "balance": "3.00"},
+                {"id": 30, "owner": "cy", "balance": "3.00"})
+    )  # fmt: skip
+    write(spark, sink, batch, 0)
+    assert rows(tmp_path / "shop" / "accounts") == [
+        {"id": 1, "owner": "ann", "balance": Decimal("1.50")},
+        {"id": 30, "owner": "cy", "balance": Decimal("3.00")},
+    ]
+    later = (
+        Changes(pos=5000)
+        .change("d", a, before={"id": 1, "owner": "ann", "balance": "1.50"})
+        .change("c", a, after={"id": 1, "owner": "ann again", "balance": "0.00"})
+        .change("d", a, before={"id": 30, "owner": "cy", "balance": "3.00"})
+    )
+    write(spark, sink, later, 1)
+    assert rows(tmp_path / "shop" / "accounts") == [
+        {"id": 1, "owner": "ann again", "balance": Decimal("0.00")}
+    ]
+    log = DeltaTable(str(tmp_path / "shop" / "accounts__changelog")).to_pyarrow_table()
+    assert sorted(log.column("op").to_pylist()) == sorted("cccudu" + "dcd")
+
+
+def test_the_same_batch_id_again_writes_nothing_twice(spark: Any, tmp_path: Path) -> None:
+    a = ACCOUNTS
+    batch = Changes().schema(a).change("c", a, after={"id": 7, "owner": "x", "balance": "7.00"})
+    first = DeltaSink(str(tmp_path), "pipeline-1")
+    write(spark, first, batch, 3)
+    replay = DeltaSink(str(tmp_path), "pipeline-1")  # a restarted pipeline replays batch 3
+    write(spark, replay, batch, 3)
+    assert replay.last_report is not None and replay.last_report.skipped == ["shop.accounts"]
+    log = DeltaTable(str(tmp_path / "shop" / "accounts__changelog"))
+    assert log.count() == 1 and log.transaction_version("pipeline-1") == 3
+    assert len(rows(tmp_path / "shop" / "accounts")) == 1
+
+
+def test_add_column_evolves_replica_and_change_log(spark: Any, tmp_path: Path) -> None:
+    a = ACCOUNTS
+    b = a.with_columns((*a.columns, Column("note", "text")))
+    sink = DeltaSink(str(tmp_path), "test")
+    first = {"id": 1, "owner": "o", "balance": "1.00"}
+    write(spark, sink, Changes().schema(a).change("c", a, after=first), 0)
+    batch = (
+        Changes(pos=2000)
+        .change("c", a, after={"id": 2, "owner": "p", "balance": "2.00"})
+        .schema(b, ddl="ALTER TABLE accounts ADD COLUMN note TEXT")
+        .change("c", b, after={"id": 3, "owner": "q", "balance": "3.00", "note": "new"})
+    )
+    write(spark, sink, batch, 1)
+    assert [r["note"] for r in rows(tmp_path / "shop" / "accounts")] == [None, None, "new"]
+    log = DeltaTable(str(tmp_path / "shop" / "accounts__changelog")).to_pyarrow_table()
+    notes = sorted((r["after"]["note"] or "") for r in log.to_pylist())
+    assert notes == ["", "", "new"]
+
+
+def test_truncate_then_insert_in_one_batch_keeps_only_later_rows(
+    spark: Any, tmp_path: Path
+) -> None:
+    a = ACCOUNTS
+    sink = DeltaSink(str(tmp_path), "test")
+    first = {"id": 1, "owner": "o", "balance": "1.00"}
+    write(spark, sink, Changes().schema(a).change("c", a, after=first), 0)
+    batch = (
+        Changes(pos=3000)
+        .change("c", a, after={"id": 2, "owner": "p", "balance": "2.00"})
+        .ddl("shop", "accounts", "TRUNCATE TABLE accounts", a)
+        .change("c", a, after={"id": 3, "owner": "q", "balance": "3.00"})
+    )
+    write(spark, sink, batch, 1)
+    assert [r["id"] for r in rows(tmp_path / "shop" / "accounts")] == [3]
+    write(spark, sink, Changes(pos=4000).ddl("shop", "accounts", "DROP TABLE accounts"), 2)
+    assert rows(tmp_path / "shop" / "accounts") == []
+    assert DeltaTable(str(tmp_path / "shop" / "accounts__changelog")).count() == 3

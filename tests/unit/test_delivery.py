@@ -1,0 +1,111 @@
+"""The ready queue between the event store and Spark's offsets (no Spark, no database)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from sparkcdc.core.event import EnvelopeBuilder
+from sparkcdc.core.logitem import LogItem
+from sparkcdc.core.offset import BinlogOffset
+from sparkcdc.spark.delivery import DeliveryQueue
+from sparkcdc.store.ring import EventStore
+
+F = "mysql-bin.000001"
+
+
+def rows(first: int, count: int, pos: int = 100) -> pa.RecordBatch:
+    b = EnvelopeBuilder()
+    for i in range(first, first + count):
+        b.append("c", "d", "t", f"[{i}]", None, f'{{"id": {i}}}', "s1", server_id=1, file=F,
+                 pos=pos, row=i, gtid="", ts_ms=1000 + i, total_order=i + 1,
+                 data_collection_order=i + 1)  # fmt: skip
+    return b.build()
+
+
+def ids(batches: list[pa.RecordBatch]) -> list[int]:
+    return [int(k[1:-1]) for b in batches for k in b.column("key").to_pylist()]
+
+
+def never() -> None:
+    raise AssertionError("take() should not need to wait")
+
+
+def test_plan_take_commit_follow_store_batches() -> None:
+    store = EventStore(max_bytes=1 << 20, max_items=16)
+    start = BinlogOffset(F, 4)
+    store.put(LogItem(start, rows(0, 1), is_ddl=True))  # the announcement: after == start
+    store.put(LogItem(BinlogOffset(F, 100, skip=3), rows(0, 3)))
+    store.put(LogItem(BinlogOffset(F, 200), rows(3, 2)))
+    queue = DeliveryQueue(store, start)
+    end = queue.plan(start, 1 << 20)
+    assert end == BinlogOffset(F, 200)
+    taken = queue.take(end, never)
+    assert ids(taken.batches) == [0, 0, 1, 2, 3, 4] and taken.last_event_ts_ms == 1004
+    assert queue.cursor == end and queue.plan(end, 1 << 20) == end
+    queue.commit(end)
+    assert store.stats().ack_seq == 2 and queue.idle
+
+
+def test_a_replay_slices_an_item_at_the_split_point() -> None:
+    store = EventStore(max_bytes=1 << 20, max_items=16)
+    start = BinlogOffset(F, 100, skip=2)  # two rows of the transaction were delivered before
+    store.put(LogItem(BinlogOffset(F, 200), rows(2, 6)))  # the reopened reader cuts differently
+    queue = DeliveryQueue(store, start)
+    queue.fetch(None)
+    first = queue.take(BinlogOffset(F, 100, skip=5), never)
+    assert ids(first.batches) == [2, 3, 4]
+    rest = queue.take(BinlogOffset(F, 200), never)
+    assert ids(rest.batches) == [5, 6, 7]
+    queue.commit(BinlogOffset(F, 200))
+    assert queue.idle
+
+
+def test_a_boundary_end_before_an_item_takes_nothing_of_it() -> None:
+    store = EventStore(max_bytes=1 << 20, max_items=16)
+    start = BinlogOffset(F, 100)
+    store.put(LogItem(BinlogOffset(F, 300), rows(0, 2, pos=250)))
+    queue = DeliveryQueue(store, start)
+    queue.fetch(None)
+    assert queue.take(BinlogOffset(F, 200), never).rows == 0
+    assert ids(queue.take(BinlogOffset(F, 300), never).batches) == [0, 1]
+
+
+def test_a_replay_cuts_a_coalesced_item_at_the_boundaries_planned_before() -> None:
+    # first run: one item per transaction, so Spark planned ends after each of them
+    ends = [BinlogOffset(F, p) for p in (200, 300, 400, 500)]
+    # the replay's reader coalesced the same transactions into one item (rows 0-1, 2, 3-5),
+    # its offset moved on to 500 by a transaction on another table
+    coalesced = LogItem(
+        ends[3], rows(0, 6), boundaries=((2, ends[0]), (3, ends[1]), (6, ends[2]))
+    )
+    store = EventStore(max_bytes=1 << 20, max_items=16)
+    store.put(coalesced)
+    store.put(LogItem(BinlogOffset(F, 600), rows(6, 1)))
+    queue = DeliveryQueue(store, BinlogOffset(F, 100))
+    queue.fetch(None)
+    assert queue.take(BinlogOffset(F, 150), never).rows == 0  # before its first transaction
+    assert ids(queue.take(ends[0], never).batches) == [0, 1]
+    assert ids(queue.take(ends[1], never).batches) == [2]
+    assert queue.take(BinlogOffset(F, 350), never).rows == 0  # a progress marker's offset
+    assert ids(queue.take(ends[2], never).batches) == [3, 4, 5]
+    assert queue.take(ends[3], never).rows == 0 and queue.cursor == ends[3]
+    queue.commit(ends[3])
+    assert store.stats().ack_seq == -1  # its store batch still holds the unread item
+    assert ids(queue.take(BinlogOffset(F, 600), never).batches) == [6]
+    queue.commit(BinlogOffset(F, 600))
+    assert queue.idle
+
+
+def test_a_replay_cuts_a_coalesced_item_inside_a_split_transaction_then_at_a_boundary() -> None:
+    # the reader resumed 2 rows into the transaction at 100; the rest of it (rows 2-5) and the
+    # transaction ending at 300 (rows 6-7) came as one item
+    start = BinlogOffset(F, 100, skip=2)
+    store = EventStore(max_bytes=1 << 20, max_items=16)
+    store.put(LogItem(BinlogOffset(F, 300), rows(2, 6), boundaries=((4, BinlogOffset(F, 200)),)))
+    queue = DeliveryQueue(store, start)
+    queue.fetch(None)
+    assert ids(queue.take(BinlogOffset(F, 100, skip=4), never).batches) == [2, 3]
+    assert ids(queue.take(BinlogOffset(F, 200), never).batches) == [4, 5]
+    assert ids(queue.take(BinlogOffset(F, 300), never).batches) == [6, 7]
+    queue.commit(BinlogOffset(F, 300))
+    assert queue.idle
