@@ -40,6 +40,19 @@ def sparkcdc(*args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "sparkcdc.cli.main", *args], env=env)
 
 
+def first_batch_committed(
+    checkpoint: Path, run: subprocess.Popen[bytes], timeout: float = 300
+) -> bool:
+    """Wait until Spark is up and committed its first micro-batch (the shop's first rows)."""
+    commits = checkpoint / "spark" / "commits"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and run.poll() is None:
+        if commits.is_dir() and any(p.name.isdigit() for p in commits.iterdir()):
+            return True
+        time.sleep(0.5)
+    return False
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="sparkcdc demo on a throwaway MariaDB")
     parser.add_argument("--lake", default="lake", help="where the Delta tables go (emptied first)")
@@ -57,9 +70,13 @@ def main() -> int:
         shop.create(server)
         cfg = pipeline_yaml(work, lake, server)
         print(f"demo: pipeline file {cfg}", flush=True)
-        print(f"demo: streaming shop.* into {lake} while traffic runs for {args.seconds:.0f}s")
+        print(f"demo: starting sparkcdc run (Spark takes a little while), streaming into {lake}")
         run = sparkcdc("run", str(cfg))
+        if not first_batch_committed(work / "checkpoint", run):
+            print("demo: sparkcdc run stopped before its first batch", file=sys.stderr)
+            return 1
         traffic = shop.ShopTraffic(server, args.seconds)
+        print(f"demo: shop traffic runs for {args.seconds:.0f}s while the stream follows it")
         traffic.start()
         traffic.join()
         if traffic.error is not None:

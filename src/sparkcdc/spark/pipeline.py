@@ -99,18 +99,29 @@ def run_pipeline(
     progress: ProgressCallback | None = None,
     reader_factory: str | None = None,
 ) -> int:
-    """Run the pipeline (module docstring); returns the number of micro-batches written."""
-    if reader_factory is None:
-        schemas = check_source(config, startup=not has_checkpoint(config))
-        log.info("capturing %d tables: %s", len(schemas), ", ".join(t.name for t in schemas))
-    checkpoint = Path(config.pipeline.checkpoint)
-    own = checkpoint / "sparkcdc"
-    own.mkdir(parents=True, exist_ok=True)
-    spark = _session(config, own)
+    """Run the pipeline (module docstring); returns the number of micro-batches written.
+
+    SIGTERM/SIGINT are taken over first: a stop asked for while Spark is still starting ends the
+    run as soon as the session is up, before any batch, instead of killing it half-way."""
+    stop = _StopRequest()
     try:
-        return _stream(spark, config, checkpoint, available_now, progress, reader_factory)
+        if reader_factory is None:
+            schemas = check_source(config, startup=not has_checkpoint(config))
+            log.info("capturing %d tables: %s", len(schemas), ", ".join(t.name for t in schemas))
+        checkpoint = Path(config.pipeline.checkpoint)
+        own = checkpoint / "sparkcdc"
+        own.mkdir(parents=True, exist_ok=True)
+        spark = _session(config, own)
+        try:
+            if stop.requested:
+                return 0
+            return _stream(
+                spark, config, checkpoint, available_now, progress, reader_factory, stop
+            )
+        finally:
+            spark.stop()
     finally:
-        spark.stop()
+        stop.restore()
 
 
 def _session(config: Config, own: Path) -> Any:
@@ -145,6 +156,7 @@ def _stream(
     available_now: bool,
     progress: ProgressCallback | None,
     reader_factory: str | None,
+    stop: _StopRequest,
 ) -> int:
     import sparkcdc.spark
     from sparkcdc.spark.options import source_options
@@ -182,7 +194,6 @@ def _stream(
         writer = writer.trigger(
             processingTime=f"{int(config.pipeline.trigger_seconds * 1000)} milliseconds"
         )
-    stop = _StopRequest()
     query = writer.start()
     meter = _Meter(sink, status_path)
     try:
@@ -199,8 +210,6 @@ def _stream(
         query.awaitTermination()
     except Exception as exc:
         raise _as_sparkcdc_error(exc, sink, status_path) from None
-    finally:
-        stop.restore()
     if progress is not None:
         progress(meter.sample(force=True) or meter.last)
     return int(sink.batches)
