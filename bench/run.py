@@ -65,12 +65,11 @@ def run_available_now(cfg: Path) -> float:
 
 def reader_only(server: EmbeddedMariaDB, rows: int, work: Path) -> baselines.Measurement:
     """sparkcdc's log reader alone: replication protocol + row decoding into Arrow, drained."""
+    from sparkcdc.config.model import SourceConfig
+    from sparkcdc.sources.mysql.catalog import MySQLCatalog
     from sparkcdc.sources.mysql.reader import LogReader
     from sparkcdc.sources.mysql.schema_history import SchemaHistory
     from sparkcdc.sources.mysql.startup import resolve_startup
-
-    from sparkcdc.config.model import SourceConfig
-    from sparkcdc.sources.mysql.catalog import MySQLCatalog
     from sparkcdc.store.ring import EventStore
 
     source = SourceConfig(
