@@ -102,13 +102,7 @@ class MySQLCatalog:
                     self._conn = self._connect()
                     continue
                 if code == 1381:
-                    raise BinlogNotReady(
-                        f"The binary log is off on {self.address}; start the server with "
-                        "--log-bin=mysql-bin and a server-id.",
-                        variable="log_bin",
-                        value="OFF",
-                        expected="ON",
-                    ) from exc
+                    raise self._binlog_off() from exc
                 if code in (1227, 1142, 1143, 1044):
                     raise MissingPrivilege(
                         f"User '{self.user}' may not run \"{sql}\" on {self.address} "
@@ -285,6 +279,15 @@ class MySQLCatalog:
         value = self._rows("SELECT BINLOG_GTID_POS(%s, %s)", (file, int(pos)))[0][0]
         return "" if value is None else str(value)
 
+    def _binlog_off(self) -> BinlogNotReady:
+        return BinlogNotReady(
+            f"The binary log is off on {self.address}; start the server with "
+            "--log-bin=mysql-bin and a server-id.",
+            variable="log_bin",
+            value="OFF",
+            expected="ON",
+        )
+
     def current_offset(self) -> BinlogOffset:
         """The end of the binary log now: where the next transaction will be written."""
         try:
@@ -294,13 +297,7 @@ class MySQLCatalog:
         except SourceError:  # MySQL 8.4 knows only the new name
             rows = self._rows("SHOW BINARY LOG STATUS")
         if not rows:
-            raise BinlogNotReady(
-                f"The binary log is off on {self.address}; start the server with "
-                "--log-bin=mysql-bin and a server-id.",
-                variable="log_bin",
-                value="OFF",
-                expected="ON",
-            )
+            raise self._binlog_off()
         gtid = self.gtid_position()
         return BinlogOffset(str(rows[0][0]), int(rows[0][1]), gtid=gtid)
 
