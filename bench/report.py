@@ -23,6 +23,11 @@ columns instead of JSON row images, which also removes the sink's JSON parse.
 """
 
 
+SNAPSHOT_NOTES = """\
+(written after the run below)
+"""
+
+
 def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}×" if b else "n/a"
 
@@ -83,5 +88,80 @@ def render(r: dict[str, Any]) -> str:
             f"{big['source_peak_rss_mb']:.0f} MiB |",
             "",
         ]
+    snap = r.get("snapshot")
+    if snap:
+        out += _snapshot(snap)
     out += ["## Where the time goes", "", r.get("notes") or NOTES, ""]
     return "\n".join(out)
+
+
+def _snapshot(s: dict[str, Any]) -> list[str]:
+    jdbc = {m["parallelism"]: m for m in s["jdbc"]}
+    out = [
+        f"## 4. Snapshot of a {s['rows']:,}-row table into Delta",
+        "",
+        "`bench.snap` (BIGINT key, INT, VARCHAR(40), DECIMAL(12,2), DATETIME(6)), read whole "
+        f"at each parallelism, Spark `{s['spark_master']}` for both Spark readers. sparkcdc: "
+        f"`sparkcdc run` with `startup: snapshot`, chunks of {s['chunk_size']:,} rows, into the "
+        "Delta replica; seconds exclude start-up (launch → Spark's first offset written). Spark "
+        "JDBC: MariaDB Connector/J, `partitionColumn=id`, `fetchsize=10000`, to Parquet; seconds "
+        "are the read + write only (session start and a warm-up read excluded). connectorx: the "
+        "table into Arrow in one process, no Spark, no sink: the ceiling.",
+        "",
+        "| reader | parallelism | rows | seconds | rows/s | vs Spark JDBC | wall with start-up |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, runs in (
+        ("sparkcdc snapshot → Delta", s["sparkcdc"]),
+        ("Spark JDBC → Parquet", s["jdbc"]),
+        ("connectorx → Arrow", s["connectorx"]),
+    ):
+        for m in runs:
+            base = jdbc.get(m["parallelism"])
+            wall = f"{m['wall_s']:.1f} s" if "wall_s" in m else ""
+            out.append(
+                f"| {name} | {m['parallelism']} | {m['rows']:,} | {m['seconds']:.2f} | "
+                f"{m['rows_per_s']:,.0f} | "
+                f"{_ratio(m['rows_per_s'], base['rows_per_s']) if base else 'n/a'} | {wall} |"
+            )
+    cdc = s["sparkcdc"]
+    out.append("")
+    if len(cdc) > 1 and len(s["jdbc"]) > 1:
+        a, b, ja, jb = cdc[0], cdc[-1], s["jdbc"][0], s["jdbc"][-1]
+        out += [
+            f"Scaling from parallelism {a['parallelism']} to {b['parallelism']}: sparkcdc "
+            f"{_ratio(b['rows_per_s'], a['rows_per_s'])}, Spark JDBC "
+            f"{_ratio(jb['rows_per_s'], ja['rows_per_s'])}.",
+            "",
+        ]
+    bad = [m for m in cdc if m["replica_rows"] != m["rows"]]
+    out += [
+        "Replica rows counted after each run: "
+        + ", ".join(f"{m['replica_rows']:,} (parallelism {m['parallelism']})" for m in cdc)
+        + (" — **not the table's row count**." if bad else ", as in the table."),
+        f"Table load (INSERT … SELECT from the sequence engine): {s['load_s']:.1f} s; "
+        f"1-min load average before the section: {s.get('load_average_before', 0):.1f}.",
+        "",
+        "Where sparkcdc's time goes (seconds; chunk reads from the split files' start/end "
+        "times, Spark jobs and Delta writes from the sink's per-batch log lines):",
+        "",
+        "| parallelism | wall | start-up | chunk reads (wall / task-s) | Spark jobs | "
+        "… of which not reading chunks | Delta writes | the rest | batches |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for m in cdc:
+        rest = m["wall_s"] - m["startup_s"] - m["spark_job_s"] - m["sink_write_s"]
+        out.append(
+            f"| {m['parallelism']} | {m['wall_s']:.1f} | {m['startup_s']:.1f} | "
+            f"{m['chunk_read_wall_s']:.1f} / {m['chunk_read_task_s']:.1f} | "
+            f"{m['spark_job_s']:.1f} | {m['spark_job_s'] - m['chunk_read_wall_s']:.1f} | "
+            f"{m['sink_write_s']:.1f} | {rest:.1f} | {m['batches']} |"
+        )
+    out += ["", "Per batch, Spark job / Delta write (s):", ""]
+    for m in cdc:
+        pairs = zip(m["batch_rows"], m["batch_job_s"], m["batch_write_s"], strict=True)
+        out.append(
+            f"- parallelism {m['parallelism']}: "
+            + ", ".join(f"{job:.1f} / {write:.1f} ({n // 1000}k rows)" for n, job, write in pairs)
+        )
+    return [*out, "", s.get("notes") or SNAPSHOT_NOTES, ""]

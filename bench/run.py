@@ -9,6 +9,8 @@ Every figure is measured in this run, next to its baseline on the same binlog, a
 2. Commit → visible-in-replica latency, p50/p99, at a steady 2k rows/s.
 3. Peak memory of the source process while a single 1M-row transaction streams through a
    store limited to ``max_bytes``.
+4. The snapshot (``startup: snapshot``) of a 2M-row table into Delta at parallelism 1 and 2, next
+   to Spark's JDBC source and connectorx reading the same table (:mod:`bench.snapshot`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import baselines, latency, workload
+from bench import baselines, latency, snapshot, workload
 from sparkcdc.embedded.mariadb import EmbeddedMariaDB
 
 HERE = Path(__file__).resolve().parent
@@ -206,11 +208,29 @@ def big_transaction(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         server.stop()
 
 
+def snapshot_section(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    server = EmbeddedMariaDB.start(base_dir=str(work))
+    try:
+        return snapshot.run(
+            server, work, args.snapshot_rows, args.snapshot_parallelism, args.snapshot_chunk_size
+        )
+    finally:
+        server.stop()
+
+
 def write_report(results: dict[str, Any]) -> None:
     (HERE / "results.json").write_text(json.dumps(results, indent=2))
     from bench.report import render
 
     (HERE / "RESULTS.md").write_text(render(results))
+
+
+SECTIONS = {
+    "throughput": throughput,
+    "latency": commit_latency,
+    "big": big_transaction,
+    "snapshot": snapshot_section,
+}
 
 
 def main() -> int:
@@ -223,9 +243,12 @@ def main() -> int:
     parser.add_argument("--latency-trigger", default="0s")
     parser.add_argument("--big-rows", type=int, default=1_000_000)
     parser.add_argument("--big-max-bytes", default="64MB")
-    parser.add_argument("--only", choices=["throughput", "latency", "big"], action="append")
+    parser.add_argument("--snapshot-rows", type=int, default=2_000_000)
+    parser.add_argument("--snapshot-chunk-size", type=int, default=8096)
+    parser.add_argument("--snapshot-parallelism", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--only", choices=list(SECTIONS), action="append")
     args = parser.parse_args()
-    sections = args.only or ["throughput", "latency", "big"]
+    sections = args.only or list(SECTIONS)
     results: dict[str, Any] = {
         "machine": (
             f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
@@ -237,7 +260,7 @@ def main() -> int:
         results = json.loads(previous.read_text()) | results
     for name in sections:
         with tempfile.TemporaryDirectory(prefix=f"sparkcdc-bench-{name}-") as tmp:
-            fn = {"throughput": throughput, "latency": commit_latency, "big": big_transaction}[name]
+            fn = SECTIONS[name]
             print(f"== {name}", flush=True)
             results[name] = fn(args, Path(tmp))
             print(json.dumps(results[name], indent=2), flush=True)

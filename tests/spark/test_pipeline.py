@@ -36,7 +36,7 @@ def inserts(lo: int, hi: int) -> list[list[object]]:
 
 def config(tmp: Path) -> Config:
     return Config(
-        source=SourceConfig(str(tmp / "log.jsonl"), 0, "cdc", "", (r"shop\..*",)),
+        source=SourceConfig(str(tmp / "log.jsonl"), 0, "cdc", "", (r"shop\..*",), "earliest"),
         sink=SinkConfig(str(tmp / "lake")),
         pipeline=PipelineConfig(
             checkpoint=str(tmp / "checkpoint"),
@@ -69,7 +69,8 @@ def test_sigterm_lets_the_batch_in_flight_commit(tmp_path: Path) -> None:
         import os, sys
         from sparkcdc.config.model import *
         from sparkcdc.spark.pipeline import run_pipeline
-        cfg = Config(SourceConfig({str(tmp_path / "log.jsonl")!r}, 0, "cdc", "", ("shop\\\\..*",)),
+        cfg = Config(SourceConfig({str(tmp_path / "log.jsonl")!r}, 0, "cdc", "",
+                                  ("shop\\\\..*",), "earliest"),
                      SinkConfig({str(tmp_path / "lake")!r}),
                      PipelineConfig({str(tmp_path / "checkpoint")!r}, 0.2, StoreConfig(),
                                     "local[2]"))

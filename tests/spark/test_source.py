@@ -46,6 +46,7 @@ def stream(spark: Any, tmp: Path, on_batch: Any, item_rows: int = 3, **extra: st
         .option("tables", r"shop\..*")
         .option("schema_history", str(tmp / "schema_history.jsonl"))
         .option("reader_factory", "tests.spark.fake_log:FakeReaders")
+        .option("startup", "earliest")
         .option("item_rows", str(item_rows))
         .option("max_bytes", "16384")
         .option("status_file", str(tmp / "metrics.json"))

@@ -115,7 +115,7 @@ def test_a_stream_runs_on_separate_executor_jvms(cluster: tuple[str, Path], tmp_
              for i in range(lo, lo + 30)]
         )  # fmt: skip
     config = Config(
-        source=SourceConfig(str(tmp_path / "log.jsonl"), 0, "cdc", "", (r"shop\..*",)),
+        source=SourceConfig(str(tmp_path / "log.jsonl"), 0, "cdc", "", (r"shop\..*",), "earliest"),
         sink=SinkConfig(str(tmp_path / "lake")),
         pipeline=PipelineConfig(
             checkpoint=str(tmp_path / "checkpoint"),

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from sparkcdc.config.load import load_config, load_config_text
+from sparkcdc.config.model import SnapshotConfig, SourceConfig
 from sparkcdc.core.errors import ConfigError
 
 BASE = """
@@ -28,7 +29,7 @@ def test_readme_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     cfg_file = tmp_path / "pipeline.yaml"
     cfg_file.write_text(
         "source: {type: mysql, host: 127.0.0.1, port: 3306, user: cdc, "
-        'password: ${MYSQL_PASSWORD},\n         tables: ["shop\\\\..*"], startup: earliest}\n'
+        'password: ${MYSQL_PASSWORD},\n         tables: ["shop\\\\..*"], startup: initial}\n'
         "sink:   {type: delta, path: ./lake}\n"
         "pipeline: {checkpoint: ./checkpoints/shop, trigger: 1s, store: {max_bytes: 64MB}}\n"
     )
@@ -36,6 +37,8 @@ def test_readme_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert cfg.source.password == "0123"
     assert cfg.source.tables == ("shop\\..*",)
     assert cfg.source.port == 3306 and cfg.source.server_id == 5701
+    assert cfg.source.startup == "initial" and cfg.source.snapshot == SnapshotConfig()
+    assert cfg.source.server_id_last is None and cfg.source.snapshot_server_ids == (5702, 5703)
     assert cfg.sink.path == str(tmp_path / "lake")
     assert cfg.pipeline.checkpoint == str(tmp_path / "checkpoints" / "shop")
     assert cfg.pipeline.trigger_seconds == 1.0
@@ -84,6 +87,8 @@ pipeline:
 @pytest.mark.parametrize(
     "startup",
     [
+        "initial",
+        "snapshot",
         "earliest",
         "latest",
         "gtid:0-1-5",
@@ -94,6 +99,14 @@ pipeline:
 def test_valid_startup(startup: str) -> None:
     cfg = load_config_text(BASE.replace("startup: earliest", f"startup: '{startup}'"), "/b")
     assert cfg.source.startup == startup
+
+
+def test_startup_defaults_to_initial() -> None:
+    cfg = load_config_text(BASE.replace(", startup: earliest", ""), "/b")
+    assert cfg.source.startup == "initial" and cfg.source.takes_snapshot
+    assert load_config_text(BASE.replace("earliest", "SNAPSHOT"), "/b").source.startup == "snapshot"
+    assert not load_config_text(BASE, "/b").source.takes_snapshot
+    assert SourceConfig("h", 1, "u", "", ("a\\.b",)).startup == "initial"
 
 
 @pytest.mark.parametrize(
@@ -172,3 +185,205 @@ def test_key_columns_shape() -> None:
 def test_unreadable_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="Cannot read"):
         load_config(tmp_path / "missing.yaml")
+
+
+def with_source(extra: str, startup: str = "earliest") -> str:
+    """BASE with ``extra`` (``key: value, ...``) added to the source mapping."""
+    return BASE.replace("startup: earliest", f"startup: {startup}, {extra}")
+
+
+@pytest.mark.parametrize(
+    ("written", "first", "last", "snapshot_ids"),
+    [
+        ("5800", 5800, None, (5801, 5802)),
+        ("'5701-5710'", 5701, 5710, tuple(range(5702, 5711))),
+        ("5701-5703", 5701, 5703, (5702, 5703)),
+        ("'5701 - 5704'", 5701, 5704, (5702, 5703, 5704)),
+        ("[5701, 5703]", 5701, 5703, (5702, 5703)),
+    ],
+)
+def test_server_id_single_or_range(
+    written: str, first: int, last: int | None, snapshot_ids: tuple[int, ...]
+) -> None:
+    s = load_config_text(with_source(f"server_id: {written}", "initial"), "/b").source
+    assert (s.server_id, s.server_id_last, s.snapshot_server_ids) == (first, last, snapshot_ids)
+    assert s.redacted()["server_id"] == first and s.redacted()["server_id_last"] == last
+
+
+def test_derived_snapshot_server_ids_follow_parallelism() -> None:
+    s = load_config_text(with_source("server_id: 10, snapshot: {parallelism: 4}"), "/b").source
+    assert s.snapshot_server_ids == (11, 12, 13, 14)
+    # a range narrower than the snapshot needs is fine when the startup takes no snapshot
+    s = load_config_text(with_source("server_id: 7-7, snapshot: {parallelism: 4}"), "/b").source
+    assert (s.server_id, s.snapshot_server_ids) == (7, ())
+
+
+def test_snapshot_settings() -> None:
+    cfg = load_config_text(
+        """
+source:
+  host: h
+  user: u
+  tables: 'shop\\..*'
+  startup: snapshot
+  server_id: 5701-5705
+  snapshot:
+    chunk_size: 100
+    parallelism: 4
+    chunk_key_columns: {"shop.log": [a, b], "shop.x": id}
+    distribution_factor: {lower: 0.5, upper: 20}
+    batch_rows: 5000
+sink: {path: /lake}
+pipeline: {checkpoint: /cp}
+""",
+        "/base",
+    )
+    assert cfg.source.snapshot == SnapshotConfig(
+        chunk_size=100,
+        parallelism=4,
+        chunk_key_columns={"shop.log": ("a", "b"), "shop.x": ("id",)},
+        distribution_factor_lower=0.5,
+        distribution_factor_upper=20.0,
+        batch_rows=5000,
+    )
+    assert cfg.source.snapshot_server_ids == (5702, 5703, 5704, 5705)
+    assert cfg.source.redacted()["snapshot"] == {
+        "chunk_size": 100,
+        "parallelism": 4,
+        "chunk_key_columns": {"shop.log": ["a", "b"], "shop.x": ["id"]},
+        "distribution_factor": {"lower": 0.5, "upper": 20.0},
+        "batch_rows": 5000,
+    }
+    # one bound alone keeps the other's default; batch_rows may be below chunk_size
+    s = load_config_text(
+        with_source("snapshot: {chunk_size: 10, batch_rows: 5, distribution_factor: {upper: 3}}"),
+        "/b",
+    ).source.snapshot
+    assert (s.distribution_factor_lower, s.distribution_factor_upper) == (0.05, 3.0)
+    assert (s.chunk_size, s.batch_rows) == (10, 5)
+
+
+@pytest.mark.parametrize(
+    ("extra", "startup", "key", "says"),
+    [
+        ("server_id: 0", "earliest", "source.server_id", "1..4294967295"),
+        ("server_id: 4294967296", "earliest", "source.server_id", "1..4294967295"),
+        ("server_id: abc", "earliest", "source.server_id", "5701-5710"),
+        ("server_id: 5701-", "earliest", "source.server_id", "not a server id"),
+        ("server_id: 10-5", "earliest", "source.server_id", "write it as 5-10"),
+        ("server_id: 0-5", "earliest", "source.server_id", "1..4294967295"),
+        ("server_id: 5-4294967296", "earliest", "source.server_id", "1..4294967295"),
+        ("server_id: [5701]", "earliest", "source.server_id", "[5701, 5710]"),
+        ("server_id: [1, 2, 3]", "earliest", "source.server_id", "[5701, 5710]"),
+        ("server_id: [x, 5]", "earliest", "source.server_id[0]", "not a whole number"),
+        ("server_id: {a: 1}", "earliest", "source.server_id", "not a mapping"),
+        ("server_id: 5701-5702", "initial", "source.server_id", "needs at least 3 ids"),
+        ("server_id: 5701-5701", "snapshot", "source.server_id", "widen it to e.g. 5701-5703"),
+        (
+            "server_id: 1-4, snapshot: {parallelism: 4}",
+            "initial",
+            "source.server_id",
+            "source.snapshot.parallelism 4 needs at least 5 ids",
+        ),
+        ("server_id: 4294967294", "initial", "source.server_id", "use at most 4294967293"),
+        ("snapshot: {chunk_size: 0}", "earliest", "source.snapshot.chunk_size", "out of range"),
+        ("snapshot: {chunk_size: -1}", "initial", "source.snapshot.chunk_size", "out of range"),
+        ("snapshot: {chunk_size: 1.5}", "initial", "source.snapshot.chunk_size", "whole number"),
+        ("snapshot: {parallelism: 0}", "initial", "source.snapshot.parallelism", "1..64"),
+        ("snapshot: {parallelism: 65}", "initial", "source.snapshot.parallelism", "1..64"),
+        ("snapshot: {parallelism: two}", "initial", "source.snapshot.parallelism", "whole number"),
+        ("snapshot: {batch_rows: 0}", "initial", "source.snapshot.batch_rows", "out of range"),
+        ("snapshot: {batch_rows: [1]}", "initial", "source.snapshot.batch_rows", "not a list"),
+        (
+            "snapshot: {distribution_factor: {lower: 0}}",
+            "initial",
+            "source.snapshot.distribution_factor.lower",
+            "not above 0",
+        ),
+        (
+            "snapshot: {distribution_factor: {lower: -0.5}}",
+            "initial",
+            "source.snapshot.distribution_factor.lower",
+            "not above 0",
+        ),
+        (
+            "snapshot: {distribution_factor: {lower: low}}",
+            "initial",
+            "source.snapshot.distribution_factor.lower",
+            "not a number",
+        ),
+        (
+            "snapshot: {distribution_factor: {upper: inf}}",
+            "initial",
+            "source.snapshot.distribution_factor.upper",
+            "not a number",
+        ),
+        (
+            "snapshot: {distribution_factor: {upper: 0.9}}",
+            "initial",
+            "source.snapshot.distribution_factor.upper",
+            "at least 1",
+        ),
+        (
+            "snapshot: {distribution_factor: {lower: 8, upper: 4}}",
+            "initial",
+            "source.snapshot.distribution_factor.upper",
+            "below source.snapshot.distribution_factor.lower (8)",
+        ),
+        (
+            "snapshot: {distribution_factor: {lower: 2000}}",
+            "initial",
+            "source.snapshot.distribution_factor.lower",
+            "above source.snapshot.distribution_factor.upper (1000)",
+        ),
+        (
+            "snapshot: {distribution_factor: {middle: 1}}",
+            "initial",
+            "source.snapshot.distribution_factor.middle",
+            "allowed keys are lower, upper",
+        ),
+        (
+            "snapshot: {distribution_factor: 2}",
+            "initial",
+            "source.snapshot.distribution_factor",
+            "mapping of lower, upper",
+        ),
+        (
+            "snapshot: {chunk_key_columns: [a]}",
+            "initial",
+            "source.snapshot.chunk_key_columns",
+            "db.table",
+        ),
+        (
+            "snapshot: {chunk_key_columns: {log: [a]}}",
+            "initial",
+            "source.snapshot.chunk_key_columns.log",
+            "not a db.table name",
+        ),
+        (
+            "snapshot: {chunk_key_columns: {shop.log: []}}",
+            "initial",
+            "source.snapshot.chunk_key_columns.shop.log",
+            "non-empty list",
+        ),
+        (
+            "snapshot: {chunk_key_columns: {shop.log: ['']}}",
+            "initial",
+            "source.snapshot.chunk_key_columns.shop.log[0]",
+            "give a column name",
+        ),
+        (
+            "snapshot: {chunk_rows: 5}",
+            "initial",
+            "source.snapshot.chunk_rows",
+            "allowed keys are chunk_size, parallelism",
+        ),
+        ("snapshot: 5", "initial", "source.snapshot", "mapping of chunk_size"),
+    ],
+)
+def test_snapshot_errors_name_the_key(extra: str, startup: str, key: str, says: str) -> None:
+    err = error(with_source(extra, startup))
+    assert err.fields["key"] == key
+    message = str(err)
+    assert message.startswith(f"{key}: ") and message.endswith(".") and says in message
+    assert ". " not in message.replace("e.g. ", "")  # one sentence

@@ -21,16 +21,27 @@ from typing import Any
 
 import yaml
 
-from sparkcdc.config.model import Config, PipelineConfig, SinkConfig, SourceConfig, StoreConfig
+from sparkcdc.config.model import (
+    Config,
+    PipelineConfig,
+    SinkConfig,
+    SnapshotConfig,
+    SourceConfig,
+    StoreConfig,
+)
 from sparkcdc.config.values import (
     STARTUP_FORMS,
     as_duration,
-    as_int,
+    as_key_columns,
     as_patterns,
+    as_server_ids,
     as_size,
+    as_snapshot,
     as_startup,
     as_text,
+    check_snapshot_ids,
     fail,
+    ranged,
 )
 from sparkcdc.core.errors import ConfigError
 
@@ -48,7 +59,16 @@ SOURCE_KEYS = (
     "server_id",
     "key_columns",
     "connect_timeout",
+    "snapshot",
 )
+SNAPSHOT_KEYS = (
+    "chunk_size",
+    "parallelism",
+    "chunk_key_columns",
+    "distribution_factor",
+    "batch_rows",
+)
+DISTRIBUTION_KEYS = ("lower", "upper")
 SINK_KEYS = ("type", "path")
 PIPELINE_KEYS = ("checkpoint", "trigger", "store", "spark")
 STORE_KEYS = ("max_bytes", "max_items", "batch_mode", "item_rows")
@@ -192,46 +212,37 @@ def _one_of(*choices: str, aliases: dict[str, str] | None = None) -> Callable[[A
     return convert
 
 
-def _ranged(low: int, high: int) -> Callable[[Any, str], int]:
-    def convert(value: Any, key: str) -> int:
-        number = as_int(value, key)
-        if not low <= number <= high:
-            fail(key, f"{number} is out of range; use {low}..{high}")
-        return number
-
-    return convert
-
-
-def _key_columns(value: Any, key: str) -> dict[str, tuple[str, ...]]:
-    if not isinstance(value, dict):
-        fail(key, 'must map "db.table" to a list of columns, e.g. {"shop.log": [id]}')
-    out: dict[str, tuple[str, ...]] = {}
-    for table, cols in value.items():
-        where = f"{key}.{table}"
-        if not isinstance(table, str) or table.count(".") != 1:
-            fail(where, f"{table!r} is not a db.table name; write it as db.table")
-        if isinstance(cols, str):
-            cols = [cols]
-        if not isinstance(cols, list) or not cols:
-            fail(where, "must be a non-empty list of column names")
-        out[table] = tuple(as_text(c, f"{where}[{i}]") for i, c in enumerate(cols))
-    return out
-
-
 def _source(s: dict[str, Any]) -> SourceConfig:
     p = "source"
-    return SourceConfig(
+    server_id, server_id_last = _get(s, "server_id", p, as_server_ids, (5701, None))
+    source = SourceConfig(
         type=_get(s, "type", p, _one_of("mysql", aliases={"mariadb": "mysql"}), "mysql"),
         host=_get(s, "host", p, as_text, _REQUIRED),
-        port=_get(s, "port", p, _ranged(1, 65535), 3306),
+        port=_get(s, "port", p, ranged(1, 65535), 3306),
         user=_get(s, "user", p, as_text, _REQUIRED),
         password=_get(s, "password", p, as_text, ""),
         tables=_get(s, "tables", p, as_patterns, _REQUIRED),
-        startup=_get(s, "startup", p, as_startup, "earliest"),
-        server_id=_get(s, "server_id", p, _ranged(1, 2**32 - 1), 5701),
-        key_columns=_get(s, "key_columns", p, _key_columns, {}),
+        startup=_get(s, "startup", p, as_startup, "initial"),
+        server_id=server_id,
+        server_id_last=server_id_last,
+        key_columns=_get(s, "key_columns", p, as_key_columns, {}),
         connect_timeout=_get(s, "connect_timeout", p, as_duration, 10.0),
+        snapshot=_snapshot(_section(s.get("snapshot"), f"{p}.snapshot", SNAPSHOT_KEYS)),
     )
+    check_snapshot_ids(source, f"{p}.server_id", f"{p}.snapshot.parallelism")
+    return source
+
+
+def _snapshot(s: dict[str, Any]) -> SnapshotConfig:
+    p = "source.snapshot"
+    f = f"{p}.distribution_factor"
+    factor = _section(s.get("distribution_factor"), f, DISTRIBUTION_KEYS)
+    raw = {name: s.get(name) for name in SNAPSHOT_KEYS if name != "distribution_factor"}
+    keys = {name: f"{p}.{name}" for name in raw}
+    for end in DISTRIBUTION_KEYS:
+        raw[f"distribution_factor_{end}"] = factor.get(end)
+        keys[f"distribution_factor_{end}"] = f"{f}.{end}"
+    return as_snapshot(raw, keys)
 
 
 def _path(base: Path) -> Callable[[Any, str], str]:
@@ -262,11 +273,11 @@ def _pipeline(s: dict[str, Any], base: Path) -> PipelineConfig:
     defaults = StoreConfig()
     store = StoreConfig(
         max_bytes=_get(st, "max_bytes", f"{p}.store", as_size, defaults.max_bytes),
-        max_items=_get(st, "max_items", f"{p}.store", _ranged(1, 2**31 - 1), defaults.max_items),
+        max_items=_get(st, "max_items", f"{p}.store", ranged(1, 2**31 - 1), defaults.max_items),
         batch_mode=_get(
             st, "batch_mode", f"{p}.store", _one_of("MEMSIZE", "ITEMSIZE"), defaults.batch_mode
         ),
-        item_rows=_get(st, "item_rows", f"{p}.store", _ranged(1, 2**31 - 1), defaults.item_rows),
+        item_rows=_get(st, "item_rows", f"{p}.store", ranged(1, 2**31 - 1), defaults.item_rows),
     )
     return PipelineConfig(
         checkpoint=_get(s, "checkpoint", p, _path(base), _REQUIRED),

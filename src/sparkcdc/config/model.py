@@ -9,21 +9,69 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+SNAPSHOT_STARTUPS = ("initial", "snapshot")
+
+
+@dataclass(frozen=True)
+class SnapshotConfig:
+    """How the tables are snapshotted (startup ``initial`` or ``snapshot``): cut into chunks
+    along their key, read by ``parallelism`` concurrent readers."""
+
+    chunk_size: int = 8096  # rows per chunk
+    parallelism: int = 2  # concurrent snapshot readers (1..64)
+    # the columns to chunk a table along instead of its primary key: {"db.table": (col, ...)}
+    chunk_key_columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # a single integer key is cut evenly by arithmetic while (max - min + 1) / rows lies
+    # within these bounds, else by querying the key
+    distribution_factor_lower: float = 0.05
+    distribution_factor_upper: float = 1000.0
+    batch_rows: int = 262144  # rows one Spark task reads in one micro-batch
+
+    def redacted(self) -> dict[str, Any]:
+        return {
+            "chunk_size": self.chunk_size,
+            "parallelism": self.parallelism,
+            "chunk_key_columns": {k: list(v) for k, v in self.chunk_key_columns.items()},
+            "distribution_factor": {
+                "lower": self.distribution_factor_lower,
+                "upper": self.distribution_factor_upper,
+            },
+            "batch_rows": self.batch_rows,
+        }
+
 
 @dataclass(frozen=True)
 class SourceConfig:
-    """Where changes come from. ``tables`` are regular expressions over ``db.table``."""
+    """Where changes come from. ``tables`` are regular expressions over ``db.table``.
+
+    ``server_id`` is the log reader's replica server id; ``server_id_last`` ends a range
+    ``server_id..server_id_last`` whose other ids belong to the snapshot readers."""
 
     host: str
     port: int
     user: str
     password: str
     tables: tuple[str, ...]
-    startup: str = "earliest"
+    startup: str = "initial"
     server_id: int = 5701
     type: str = "mysql"
     key_columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
     connect_timeout: float = 10.0
+    server_id_last: int | None = None
+    snapshot: SnapshotConfig = field(default_factory=SnapshotConfig)
+
+    @property
+    def takes_snapshot(self) -> bool:
+        """Whether a new pipeline snapshots the tables first (startup ``initial``/``snapshot``)."""
+        return self.startup in SNAPSHOT_STARTUPS
+
+    @property
+    def snapshot_server_ids(self) -> tuple[int, ...]:
+        """The server ids of the snapshot readers: the range's ids after the first, else
+        ``snapshot.parallelism`` ids following ``server_id``."""
+        if self.server_id_last is not None:
+            return tuple(range(self.server_id + 1, self.server_id_last + 1))
+        return tuple(range(self.server_id + 1, self.server_id + 1 + self.snapshot.parallelism))
 
     def redacted(self) -> dict[str, Any]:
         """The settings without the password, for logs."""
@@ -36,6 +84,8 @@ class SourceConfig:
             "tables": list(self.tables),
             "startup": self.startup,
             "server_id": self.server_id,
+            "server_id_last": self.server_id_last,
+            "snapshot": self.snapshot.redacted(),
         }
 
 

@@ -3,12 +3,20 @@ returns the typed value or raises a :class:`~sparkcdc.core.errors.ConfigError` n
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
+from sparkcdc.config.model import SNAPSHOT_STARTUPS, SnapshotConfig, SourceConfig
 from sparkcdc.core.errors import ConfigError
 
+MAX_SERVER_ID = 2**32 - 1
+MAX_ROWS = 2**31 - 1
+MAX_PARALLELISM = 64
 STARTUP_FORMS = (
+    "initial",
+    "snapshot",
     "earliest",
     "latest",
     "gtid:<domain-server-seq[,...]>",
@@ -21,6 +29,7 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$", re.I)
 _SECONDS = {"": 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 _GTID = re.compile(r"^\d+-\d+-\d+(,\s*\d+-\d+-\d+)*$")
 _POSITION = re.compile(r"^position:(?P<file>.+\.\d+):(?P<pos>\d+)$")
+_ID_RANGE = re.compile(r"^(\d+)\s*-\s*(\d+)$")
 
 
 def fail(key: str, problem: str) -> NoReturn:
@@ -40,6 +49,30 @@ def as_int(value: Any, key: str) -> int:
     if not re.fullmatch(r"[+-]?\d+", text):
         fail(key, f"{text!r} is not a whole number")
     return int(text)
+
+
+def ranged(low: int, high: int) -> Callable[[Any, str], int]:
+    """A converter to a whole number within ``low..high``."""
+
+    def convert(value: Any, key: str) -> int:
+        number = as_int(value, key)
+        if not low <= number <= high:
+            fail(key, f"{number} is out of range; use {low}..{high}")
+        return number
+
+    return convert
+
+
+def as_number(value: Any, key: str) -> float:
+    """A finite decimal number such as ``0.05``, ``1000`` or ``1e3``."""
+    text = as_text(value, key).strip()
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number):
+        fail(key, f"{text!r} is not a number; use e.g. 0.05 or 1000")
+    return number
 
 
 def as_size(value: Any, key: str) -> int:
@@ -81,10 +114,11 @@ def as_patterns(value: Any, key: str) -> tuple[str, ...]:
 
 
 def as_startup(value: Any, key: str) -> str:
-    """earliest | latest | gtid:<pos> | position:<file>:<pos> | timestamp:<epoch ms>."""
+    """initial | snapshot | earliest | latest | gtid:<pos> | position:<file>:<pos> |
+    timestamp:<epoch ms>."""
     text = as_text(value, key).strip()
     lower = text.lower()
-    if lower in ("earliest", "latest"):
+    if lower in ("initial", "snapshot", "earliest", "latest"):
         return lower
     if lower.startswith("gtid:") and _GTID.match(text[5:].strip()):
         return "gtid:" + re.sub(r"\s+", "", text[5:])
@@ -94,3 +128,121 @@ def as_startup(value: Any, key: str) -> str:
     if lower.startswith("timestamp:") and text[10:].isdigit():
         return text
     fail(key, f"{text!r} is not a startup mode; use one of {', '.join(STARTUP_FORMS)}")
+
+
+def as_table_name(value: Any, key: str) -> str:
+    """One table written as ``db.table``."""
+    text = as_text(value, key).strip()
+    db, dot, table = text.partition(".")
+    if not dot or not db or not table or "." in table:
+        fail(key, f"{text!r} is not a db.table name; write it as db.table")
+    return text
+
+
+def as_key_columns(value: Any, key: str) -> dict[str, tuple[str, ...]]:
+    """``{"db.table": [col, ...]}``; a single column may be given without the list."""
+    if not isinstance(value, dict):
+        fail(key, 'must map "db.table" to a list of columns, e.g. {"shop.log": [id]}')
+    out: dict[str, tuple[str, ...]] = {}
+    for table, cols in value.items():
+        where = f"{key}.{table}"
+        if not isinstance(table, str) or table.count(".") != 1:
+            fail(where, f"{table!r} is not a db.table name; write it as db.table")
+        if isinstance(cols, str):
+            cols = [cols]
+        if not isinstance(cols, list) or not cols:
+            fail(where, "must be a non-empty list of column names")
+        names = tuple(as_text(c, f"{where}[{i}]") for i, c in enumerate(cols))
+        for i, name in enumerate(names):
+            if not name.strip():
+                fail(f"{where}[{i}]", "is empty; give a column name")
+        out[table] = names
+    return out
+
+
+def as_server_ids(value: Any, key: str) -> tuple[int, int | None]:
+    """A server id (``5701``) or a range of them (``"5701-5710"`` or ``[5701, 5710]``):
+    ``(first, last)``, ``last`` None for a single id."""
+    if isinstance(value, list):
+        if len(value) != 2:
+            fail(key, f"{value!r} is not a range of server ids; write it as [5701, 5710]")
+        ends = (as_int(value[0], f"{key}[0]"), as_int(value[1], f"{key}[1]"))
+    else:
+        text = as_text(value, key).strip()
+        match = _ID_RANGE.match(text)
+        if not match:
+            if not re.fullmatch(r"[+-]?\d+", text):
+                fail(key, f"{text!r} is not a server id; use e.g. 5701, or a range like 5701-5710")
+            first = int(text)
+            _check_server_id(first, key)
+            return first, None
+        ends = (int(match.group(1)), int(match.group(2)))
+    first, last = ends
+    _check_server_id(first, key)
+    _check_server_id(last, key)
+    if last < first:
+        fail(key, f"the range {first}-{last} ends below its start; write it as {last}-{first}")
+    return first, last
+
+
+def _check_server_id(number: int, key: str) -> None:
+    if not 1 <= number <= MAX_SERVER_ID:
+        fail(key, f"{number} is out of range; use 1..{MAX_SERVER_ID}")
+
+
+def check_snapshot_ids(source: SourceConfig, key: str, parallelism_key: str) -> None:
+    """A source that snapshots needs one server id for the log reader and one per snapshot
+    reader: ``key`` names the server id setting, ``parallelism_key`` the parallelism one."""
+    if source.startup not in SNAPSHOT_STARTUPS:
+        return
+    first, last = source.server_id, source.server_id_last
+    parallelism = source.snapshot.parallelism
+    needed = 1 + parallelism
+    why = f"startup {source.startup} with {parallelism_key} {parallelism} needs at least {needed}"
+    if last is not None and last - first + 1 < needed:
+        start = min(first, MAX_SERVER_ID - parallelism)
+        fail(
+            key,
+            f"the range {first}-{last} has {last - first + 1} ids, but {why} ids (one for the "
+            "log reader and one per snapshot reader); widen it to e.g. "
+            f"{start}-{start + parallelism}",
+        )
+    if last is None and first + parallelism > MAX_SERVER_ID:
+        fail(
+            key,
+            f"{first} leaves no room for the snapshot reader ids after it ({why} ids); use at "
+            f"most {MAX_SERVER_ID - parallelism} or give a range",
+        )
+
+
+def as_snapshot(raw: Mapping[str, Any], keys: Mapping[str, str]) -> SnapshotConfig:
+    """The snapshot settings from ``raw``, the given values by :class:`SnapshotConfig` field
+    name (absent or None: the default); ``keys`` names the setting of each field in errors."""
+    defaults = SnapshotConfig()
+
+    def get(name: str, convert: Callable[[Any, str], Any]) -> Any:
+        value = raw.get(name)
+        return getattr(defaults, name) if value is None else convert(value, keys[name])
+
+    chunk_size = get("chunk_size", ranged(1, MAX_ROWS))
+    parallelism = get("parallelism", ranged(1, MAX_PARALLELISM))
+    chunk_key_columns = get("chunk_key_columns", as_key_columns)
+    lower_key, upper_key = keys["distribution_factor_lower"], keys["distribution_factor_upper"]
+    lower: float = get("distribution_factor_lower", as_number)
+    upper: float = get("distribution_factor_upper", as_number)
+    if lower <= 0:
+        fail(lower_key, f"{lower:g} is not above 0; use a small fraction such as 0.05")
+    if upper < 1:
+        fail(upper_key, f"{upper:g} is below 1; use at least 1, e.g. 1000")
+    if upper < lower:
+        if raw.get("distribution_factor_upper") is None:
+            fail(lower_key, f"{lower:g} is above {upper_key} ({upper:g}); lower it or raise that")
+        fail(upper_key, f"{upper:g} is below {lower_key} ({lower:g}); use at least {lower:g}")
+    return SnapshotConfig(
+        chunk_size=chunk_size,
+        parallelism=parallelism,
+        chunk_key_columns=chunk_key_columns,
+        distribution_factor_lower=lower,
+        distribution_factor_upper=upper,
+        batch_rows=get("batch_rows", ranged(1, MAX_ROWS)),
+    )

@@ -277,6 +277,60 @@ class EnvelopeBuilder:
         )
 
 
+def snapshot_batch(
+    keys: pa.Array,
+    afters: pa.Array,
+    db: str,
+    table: str,
+    schema_id: str,
+    *,
+    server_id: int,
+    file: str,
+    pos: int,
+    gtid: str,
+    ts_ms: int,
+) -> pa.RecordBatch:
+    """Snapshot reads (``op = 'r'``, ``source.snapshot = true``) of one chunk, built in bulk.
+
+    ``keys`` and ``afters`` are the chunk's JSON texts; ``file``/``pos``/``gtid`` name the
+    chunk's high watermark, the log position its rows are exact at. Reads belong to no
+    transaction, as in Debezium.
+    """
+    n = len(keys)
+    source = _from_buffers(
+        SOURCE_TYPE,
+        n,
+        [None],
+        children=[
+            _int64s_cached(server_id, n),
+            _strings_cached(file, n),
+            _int64s(pos, n),
+            _range(_INT32, "i", 0, n),
+            _strings(gtid, n),
+            _int64s(ts_ms, n),
+            _strings_cached(db, n),
+            _strings_cached(table, n),
+            _bools(True, n),
+        ],
+    )
+    return pa.RecordBatch.from_arrays(
+        [
+            _strings_cached(OP_READ, n),
+            _strings_cached(db, n),
+            _strings_cached(table, n),
+            keys.cast(_STRING),
+            pa.nulls(n, _STRING),
+            afters.cast(_STRING),
+            _strings_cached(schema_id, n),
+            pa.nulls(n, _STRING),
+            pa.nulls(n, _STRING),
+            source,
+            pa.nulls(n, TRANSACTION_TYPE),
+        ],
+        schema=ENVELOPE_SCHEMA,
+    )
+
+
 # --- Arrow columns in bulk: values repeated, counters, per-row texts --------------------------
 _STRING = pa.string()
 _INT64 = pa.int64()

@@ -80,7 +80,7 @@ def check_source(config: Config, startup: bool = True) -> list[TableSchema]:
         schemas = [
             catalog.load_schema(db, t, s.key_columns.get(f"{db}.{t}", ())) for db, t in tables
         ]
-        if startup:
+        if startup and not s.takes_snapshot:
             resolve_startup(catalog, s, s.startup)
         return schemas
     finally:
@@ -175,6 +175,7 @@ def _stream(
         batch_mode=store.batch_mode,
         item_rows=store.item_rows,
         status_file=str(status_path),
+        snapshot_dir=str(own / "snapshot"),
     )
     if reader_factory:
         options["reader_factory"] = reader_factory
@@ -188,7 +189,7 @@ def _stream(
         .option("checkpointLocation", str(spark_checkpoint))
         .queryName("sparkcdc")
     )
-    if available_now:
+    if available_now or config.source.startup == "snapshot":
         writer = writer.trigger(availableNow=True)
     else:
         writer = writer.trigger(

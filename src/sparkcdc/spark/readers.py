@@ -21,6 +21,9 @@ class ReaderFactory(Protocol):
 
     def current_offset(self, source: SourceConfig) -> BinlogOffset: ...
 
+    def captured_tables(self, source: SourceConfig) -> list[str]:
+        """The ``db.table`` names the source captures now (a snapshot reads them)."""
+
     def open(
         self,
         source: SourceConfig,
@@ -54,6 +57,12 @@ class MySQLReaders:
             offset: BinlogOffset = catalog.current_offset()
             return offset
 
+    def captured_tables(self, source: SourceConfig) -> list[str]:
+        with self._catalog(source) as catalog:
+            tables = catalog.match_tables(source.tables)
+            catalog.check_ready(sorted({db for db, _ in tables}))
+            return [f"{db}.{t}" for db, t in tables]
+
     def open(
         self,
         source: SourceConfig,
@@ -61,11 +70,15 @@ class MySQLReaders:
         store: EventStore,
         schema_history: str,
         item_rows: int,
+        change_filter: Any = None,
     ) -> Any:
         from sparkcdc.sources.mysql.reader import LogReader
         from sparkcdc.sources.mysql.schema_history import SchemaHistory
 
-        return LogReader(source, start, store, SchemaHistory(schema_history), item_rows)
+        history = SchemaHistory(schema_history)
+        return LogReader(
+            source, start, store, history, item_rows, change_filter=change_filter
+        )
 
 
 def load_reader_factory(spec: str | None) -> ReaderFactory:

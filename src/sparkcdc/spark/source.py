@@ -29,12 +29,18 @@ themselves (Arrow IPC bytes), and ``read`` turns them back into ``pyarrow.Record
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
@@ -43,14 +49,18 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from sparkcdc.core.errors import ConfigError
 from sparkcdc.core.event import ENVELOPE_DDL
 from sparkcdc.core.offset import BinlogOffset
+from sparkcdc.core.schema import TableSchema
 from sparkcdc.spark.delivery import DeliveryQueue
 from sparkcdc.spark.options import SourceOptions
 from sparkcdc.spark.readers import ReaderFactory, load_reader_factory
+from sparkcdc.spark.snapshot import SnapshotPlanner, SplitTask, is_snapshot, read_split_task
 from sparkcdc.spark.status import StatusWriter, peak_rss_bytes
 from sparkcdc.store.ring import EventStore
 
+ANNOUNCE = '{"kind":"announce"}'
 PARTITION_BYTES = 32 * 1024 * 1024
 ARROW_BATCH_ROWS = 65536
 IDLE_SECONDS = 3.0  # available-now: a drained reader this long without moving is at the end
@@ -96,7 +106,23 @@ class MySQLCDCDataSource(DataSource):
         return "mysql-cdc"
 
     def schema(self) -> str:
+        options = SourceOptions.parse(self.options)
+        if options.table is not None and "tables" not in {k.lower() for k in self.options}:
+            from sparkcdc.spark.batch import table_schema
+
+            return table_schema(options).spark_ddl()
         return ENVELOPE_DDL
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        from sparkcdc.spark.batch import MySQLSnapshotReader
+
+        options = SourceOptions.parse(self.options)
+        if options.table is None:
+            raise ConfigError(
+                "a batch read of mysql-cdc takes one table: set .option('table', 'db.table').",
+                key="table",
+            )
+        return MySQLSnapshotReader(options)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return MySQLCDCStreamReader(SourceOptions.parse(self.options))
@@ -122,6 +148,10 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._committed_rows = 0
         self._store_peak = 0
         self._status: StatusWriter | None = None
+        self._planner: SnapshotPlanner | None = None
+        self._handoff_checked = False
+        self._counted: set[int] = set()
+        self.snapshot_progress: dict[str, dict[str, Any]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         # Spark pickles the reader to ship ``read`` to executors: only the options travel
@@ -136,8 +166,20 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._factory = load_reader_factory(self.options.reader_factory)
         return self._factory
 
+    @property
+    def planner(self) -> SnapshotPlanner:
+        if self._planner is None:
+            self._planner = SnapshotPlanner(self.options)
+        return self._planner
+
+    @property
+    def snapshots(self) -> bool:
+        return self.options.source.startup in ("initial", "snapshot")
+
     # ------------------------------------------------------------ Spark calls
     def initialOffset(self) -> dict:
+        if self.snapshots:
+            return self.planner.initial(self.factory.captured_tables(self.options.source))
         return self.factory.initial_offset(self.options.source).to_json()
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -147,7 +189,18 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        if is_snapshot(start):
+            self._ensure_status()
+            self._snapshot_committed(start)
+            return self.planner.next(start)
         begin = BinlogOffset.from_json(start)
+        if self.snapshots and not self._handoff_checked:
+            self._handoff_checked = True
+            highest = self._handoff_highest()
+            if self.options.source.startup == "snapshot":
+                self._target = highest or begin
+            elif self._target is not None and highest is not None:
+                self._target = max(self._target, highest)
         queue = self._ensure_started(begin)
         # Spark plans the next micro-batch only after the previous one is committed; acking
         # here frees the store before Spark's own commit(end) call, which comes later
@@ -170,6 +223,10 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # available-now ends at the first "no new data": wait until the reader catches up
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        if is_snapshot(end):
+            return self._announce(end) + self.planner.partitions(end)
+        if is_snapshot(start):
+            return []  # the hand-off: from the snapshot to the log, no events of its own
         begin, finish = BinlogOffset.from_json(start), BinlogOffset.from_json(end)
         queue = self._ensure_started(begin)
         if finish <= begin:
@@ -184,10 +241,16 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return parts
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if isinstance(partition, SplitTask):
+            yield from read_split_task(self.options, partition)
+            return
         assert isinstance(partition, EnvelopePartition)
         yield from pa.ipc.open_stream(partition.payload)
 
     def commit(self, end: dict) -> None:
+        if is_snapshot(end):
+            self._snapshot_committed(end)
+            return
         finish = BinlogOffset.from_json(end)
         if self._queue is not None:
             self._queue.commit(finish)
@@ -210,14 +273,78 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._stop_reader()  # first call, or Spark moved the stream elsewhere: reopen at start
         o = self.options
         store = EventStore(o.max_bytes, o.max_items, o.batch_mode)  # type: ignore[arg-type]
-        self._reader = self.factory.open(o.source, start, store, o.schema_history, o.item_rows)
+        handoff = self._handoff_filter(start)
+        extra = {} if handoff is None else {"change_filter": handoff}
+        self._reader = self.factory.open(
+            o.source, start, store, o.schema_history, o.item_rows, **extra
+        )
         self._reader.start()
         self._store, self._queue = store, DeliveryQueue(store, start)
         self._inflight.clear()
+        self._ensure_status()
+        return self._queue
+
+    def _ensure_status(self) -> None:
+        o = self.options
         if self._status is None and o.status_file:
             self._status = StatusWriter(o.status_file, self.status)
             self._status.start()
-        return self._queue
+
+    # ------------------------------------------------------------ the snapshot phase
+    def _announce(self, end: dict) -> list[InputPartition]:
+        """The schema rows of the tables whose snapshot starts in this batch."""
+        from sparkcdc.sources.mysql.transaction import SchemaRow, schema_batch
+
+        st = end["snapshot"]
+        rows: list[SchemaRow] = []
+        for name in st["announce"]:
+            schema = TableSchema.from_json(st["meta"][name]["schema"])
+            text = json.dumps(schema.to_json(), separators=(",", ":"))
+            rows.append((schema.db, schema.table, text, None, ANNOUNCE, schema.schema_id()))
+        if not rows:
+            return []
+        batch = schema_batch(0, "", 0, "", int(time.time() * 1000), None, rows)
+        return list(to_partitions([batch]))
+
+    def _snapshot_committed(self, end: dict) -> None:
+        """Spark committed the snapshot batch ending at ``end``: count it, free its rows."""
+        st = end["snapshot"]
+        if int(st["batch"]) in self._counted:
+            return
+        self._counted.add(int(st["batch"]))
+        for raw in self.planner.release(end):
+            table = raw["table"]
+            meta = next(
+                (m for m in self.planner.store.finished(table) if m["split"] == raw), None
+            )
+            p = self.snapshot_progress.setdefault(
+                table, {"splits_done": 0, "rows": 0, "started": time.time()}
+            )
+            p["splits_done"] += 1
+            p["rows"] += 0 if meta is None else int(meta["rows"])
+        for name, meta in st["meta"].items():
+            p = self.snapshot_progress.setdefault(
+                name, {"splits_done": 0, "rows": 0, "started": time.time()}
+            )
+            p["splits_total"] = int(meta.get("splits") or meta.get("estimate") or 0)
+            p["done"] = "splits" in meta and p["splits_done"] >= int(meta["splits"])
+
+    def _handoff_highest(self) -> BinlogOffset | None:
+        from sparkcdc.snapshot.handoff import Handoff
+
+        found = Handoff.load(self.planner.handoff_path)
+        return None if found is None else found.highest
+
+    def _handoff_filter(self, start: BinlogOffset) -> Any:
+        if not self.snapshots:
+            return None
+        from sparkcdc.snapshot.handoff import Handoff, HandoffFilter
+        from sparkcdc.spark.snapshot import _dialect
+
+        found = Handoff.load(self.planner.handoff_path)
+        if found is None or found.highest is None or start >= found.highest:
+            return None
+        return HandoffFilter(found, lambda: _dialect(self.options))
 
     def _stop_reader(self) -> None:
         if self._reader is not None:
@@ -265,6 +392,8 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             "committed_rows": self._committed_rows,
             "peak_rss_bytes": peak_rss_bytes(),
         }
+        if self.snapshot_progress:
+            out["snapshot"] = _progress(self.snapshot_progress)
         reader, store, queue = self._reader, self._store, self._queue
         if reader is not None:
             try:
@@ -302,3 +431,24 @@ def _reader_position(reader: Any) -> BinlogOffset | None:
     except Exception:
         return None
     return position if isinstance(position, BinlogOffset) else None
+
+
+def _progress(tables: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per table: splits done/total, rows, rows/s, and the estimated seconds left."""
+    now = time.time()
+    out = {}
+    for name, p in tables.items():
+        elapsed = max(now - p["started"], 1e-3)
+        total = max(int(p.get("splits_total", 0)), p["splits_done"])
+        rate = p["rows"] / elapsed
+        left = total - p["splits_done"]
+        eta = None if not p["splits_done"] else elapsed / p["splits_done"] * left
+        out[name] = {
+            "splits_done": p["splits_done"],
+            "splits_total": total,
+            "rows": p["rows"],
+            "rows_per_s": round(rate, 1),
+            "eta_s": None if p.get("done") else eta,
+            "done": bool(p.get("done")),
+        }
+    return out

@@ -301,6 +301,28 @@ class MySQLCatalog:
         gtid = self.gtid_position()
         return BinlogOffset(str(rows[0][0]), int(rows[0][1]), gtid=gtid)
 
+    def visible_offset(self) -> BinlogOffset:
+        """A log position every transaction before which is visible to reads started later.
+
+        ``SHOW MASTER STATUS`` may run ahead of what a read sees: a transaction is written to
+        the binary log before the storage engine commits it. MariaDB reports the binlog
+        position of a consistent snapshot's read view (``binlog_snapshot_file`` and
+        ``_position`` after ``START TRANSACTION WITH CONSISTENT SNAPSHOT``, no lock taken), and
+        every read started afterwards sees at least that view. Elsewhere the current offset.
+        """
+        if not self.is_mariadb:
+            return self.current_offset()
+        self._rows("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        try:
+            status = dict(self._rows("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'"))
+        finally:
+            self._rows("COMMIT")
+        file = str(status.get("Binlog_snapshot_file") or "")
+        if not file:
+            raise self._binlog_off()
+        pos = int(status["Binlog_snapshot_position"])
+        return BinlogOffset(file, pos, gtid=self.gtid_pos_at(file, pos))
+
     def earliest_offset(self) -> BinlogOffset:
         """The start of the oldest binlog file still on the server."""
         files = self.binlog_files()

@@ -41,10 +41,12 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.errors import ConnectionFailed, SourceError, StoreClosed
+from sparkcdc.core.event import Change
 from sparkcdc.core.logitem import LogItem
 from sparkcdc.core.offset import BinlogOffset
 from sparkcdc.sources.mysql import events as ev
@@ -80,6 +82,14 @@ class _Stopped(Exception):
     """stop() was called; unwinds the reader thread."""
 
 
+class _ReachedStop(Exception):
+    """The stream reached ``stop_at``: a bounded read (a snapshot window) is complete."""
+
+
+ChangeFilter = Callable[[str, str, str, int, list[Change]], list[Change]]
+"""(db, table, file, pos of the rows event, changes) -> the changes to keep."""
+
+
 class LogReader:
     """Streams the binlog from ``start`` into ``store`` (see the module docstring)."""
 
@@ -95,6 +105,8 @@ class LogReader:
         reconnect_timeout: float = 300.0,
         heartbeat: float = 1.0,
         progress_interval: float = 0.2,
+        stop_at: BinlogOffset | None = None,
+        change_filter: ChangeFilter | None = None,
     ) -> None:
         self.source = source
         self.start_offset = start
@@ -104,6 +116,8 @@ class LogReader:
         self.reconnect_timeout = reconnect_timeout
         self.heartbeat = heartbeat
         self.progress_interval = progress_interval
+        self.stop_at = stop_at
+        self.change_filter = change_filter
         self.cutter = TransactionCutter(item_rows, self._put, self.server_id)
         self.schemas = SchemaState(source, history)
         self._stop = threading.Event()
@@ -181,6 +195,11 @@ class LogReader:
             self._position = start
             self._announce(start)
             self._stream_with_retries(start)
+        except _ReachedStop:
+            self.cutter.flush()
+            if self._pending_marker is not None:
+                self._put(LogItem(after=self._pending_marker))
+            self.store.close()
         except (_Stopped, StoreClosed):
             pass
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer through the store
@@ -266,6 +285,7 @@ class LogReader:
         self._resume = resume if resume.skip else None
         self.cutter.reset()
         stopped = self._stop.is_set
+        stop_file, stop_pos = (self.stop_at.file, self.stop_at.pos) if self.stop_at else (None, 0)
         unpack_header = ev.unpack_header
         rows_events = ev.ROWS_EVENTS
         table_map, gtid_event, xid, query = ev.TABLE_MAP, ev.GTID, ev.XID, ev.QUERY
@@ -308,6 +328,8 @@ class LogReader:
                     self._put(LogItem(after=self._pending_marker))
             elif etype in ev.COMPRESSED_EVENTS:
                 self._compressed(etype, data)
+            if next_pos >= stop_pos and self._file == stop_file and etype != ev.ROTATE:
+                raise _ReachedStop
 
     def _idle(self) -> None:
         """No complete event is buffered: put the pending item unless more data has arrived
@@ -413,6 +435,10 @@ class LogReader:
             return
         tm, decoder, sid = found
         changes = decoder.decode(etype, data, start, len(data) - self._trailer)
+        if self.change_filter is not None:
+            changes = self.change_filter(tm.db, tm.table, self._file, pos, changes)
+            if not changes:
+                return
         self.cutter.add(tm.db, tm.table, sid, pos, changes)
 
     def _compressed(self, etype: int, data: bytes) -> None:

@@ -1,0 +1,269 @@
+"""Snapshot throughput: one table read whole into Delta, next to Spark JDBC and connectorx.
+
+The table (``bench.snap``: BIGINT key, INT, VARCHAR(40), DECIMAL(12,2), DATETIME(6)) is loaded
+once by the server itself from MariaDB's sequence engine and read by, at each parallelism:
+
+- ``sparkcdc run`` with ``startup: snapshot`` (chunked, lock-free snapshot, then exit) into the
+  Delta replica; rows/s over the run's wall time minus start-up (launch → Spark's first offset
+  written: source checks, JVM, session, data source workers, query start, first splits cut);
+- Spark's JDBC source (MariaDB Connector/J, ``partitionColumn=id``) written to Parquet, timed in
+  its own process around read + write only (session start and a small warm-up read excluded);
+- connectorx reading the table into Arrow in this process: no Spark, no sink, the ceiling.
+
+Where sparkcdc's time goes comes from its split files (``started``/``ended``/``rows`` per chunk)
+and the sink's per-batch log lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+
+JAR = "/usr/share/java/mariadb-java-client.jar"
+TABLE = "bench.snap"
+DDL = (
+    "CREATE TABLE bench.snap (id BIGINT PRIMARY KEY, account INT NOT NULL, note VARCHAR(40), "
+    "amount DECIMAL(12,2), created DATETIME(6))"
+)
+ROOT = Path(__file__).resolve().parent.parent
+BATCH_LINE = re.compile(r"batch (\d+): (\d+) changes .*\(read ([\d.]+)s, written in ([\d.]+)s\)")
+TIMEOUT = 1800.0
+SPLITS = Path("sparkcdc") / "snapshot" / "splits" / TABLE
+
+
+def load(server: EmbeddedMariaDB, rows: int) -> float:
+    """``rows`` dense keys in one INSERT … SELECT (kept out of the binlog: only read here)."""
+    started = time.perf_counter()
+    server.execute(
+        "CREATE DATABASE IF NOT EXISTS bench",
+        DDL,
+        "SET SESSION sql_log_bin = 0",
+        "INSERT INTO bench.snap SELECT seq, seq % 100000, CONCAT('customer-', seq, '-', "
+        "seq % 97), seq * 0.01, TIMESTAMPADD(MICROSECOND, seq * 1234567, '2024-01-01') "
+        f"FROM bench.seq_1_to_{rows}",
+        "ANALYZE TABLE bench.snap",
+    )
+    server.query("SELECT COUNT(*) FROM bench.snap")  # the whole table in the buffer pool
+    return time.perf_counter() - started
+
+
+def timed(cmd: list[str], timeout: float = TIMEOUT) -> tuple[int, float, list[tuple[float, str]]]:
+    """Run ``cmd`` in its own process group; (exit status, wall s, [(s since launch, line)]).
+    The group is killed if the run times out or this process is interrupted."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    lines: list[tuple[float, str]] = []
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append((time.perf_counter() - started, line.rstrip()))
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        code = proc.wait(timeout=timeout)
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    elapsed = time.perf_counter() - started
+    reader.join(10)
+    return code, elapsed, lines
+
+
+def _union(spans: list[tuple[float, float]]) -> float:
+    """Seconds during which at least one of ``spans`` was running."""
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(spans):
+        if b > end:
+            total += b - max(a, end)
+            end = b
+    return total
+
+
+def sparkcdc_snapshot(
+    server: EmbeddedMariaDB, work: Path, rows: int, parallelism: int, chunk_size: int
+) -> dict[str, Any]:
+    from deltalake import DeltaTable
+
+    d = work / f"sparkcdc-p{parallelism}"
+    d.mkdir()
+    cfg = d / "pipeline.yaml"
+    cfg.write_text(
+        f"source: {{type: mysql, host: 127.0.0.1, port: {server.port}, user: root, "
+        f"password: '', tables: ['bench\\.snap'], startup: snapshot, server_id: '7101-7110', "
+        f"snapshot: {{parallelism: {parallelism}, chunk_size: {chunk_size}}}}}\n"
+        f"sink: {{type: delta, path: {d / 'lake'}}}\n"
+        f"pipeline: {{checkpoint: {d / 'checkpoint'}, spark: {{master: 'local[2]'}}}}\n"
+    )
+    epoch = time.time()
+    code, wall, lines = timed([sys.executable, "-m", "sparkcdc.cli.main", "run", str(cfg)])
+    (d / "run.log").write_text("\n".join(f"{t:8.2f} {s}" for t, s in lines))
+    if code != 0:
+        tail = "\n".join(s for _, s in lines[-40:])
+        raise RuntimeError(f"sparkcdc run (parallelism {parallelism}) exited {code}:\n{tail}")
+    replica_rows = DeltaTable(str(d / "lake" / "bench" / "snap")).to_pyarrow_dataset().count_rows()
+    ck = d / "checkpoint"
+    splits = [json.loads(p.read_text()) for p in (ck / SPLITS).glob("*.json")]
+    spans = [(s["started"] - epoch, s["ended"] - epoch) for s in splits]
+    # start-up: until Spark wrote the first offset (the first splits planned), the fixed cost
+    startup = (ck / "spark" / "offsets" / "0").stat().st_mtime - epoch
+    batches = [(t, m) for t, s in lines if (m := BATCH_LINE.search(s))]
+    jobs, writes = ([float(m.group(i)) for _, m in batches] for i in (3, 4))
+    seconds = max(wall - startup, 1e-9)
+    return {
+        "parallelism": parallelism,
+        "rows": rows,
+        "replica_rows": replica_rows,
+        "wall_s": wall,
+        "startup_s": startup,
+        "seconds": seconds,
+        "rows_per_s": rows / seconds,
+        "splits": len(splits),
+        "split_rows": sum(int(s["rows"]) for s in splits),
+        "window_changes": sum(int(s.get("window_changes", 0)) for s in splits),
+        "chunk_read_task_s": sum(b - a for a, b in spans),
+        "chunk_read_wall_s": _union(spans),
+        "batches": len(batches),
+        "batch_rows": [int(m.group(2)) for _, m in batches],
+        "batch_job_s": jobs,
+        "batch_write_s": writes,
+        "spark_job_s": sum(jobs),
+        "sink_write_s": sum(writes),
+    }
+
+
+def jdbc(server: EmbeddedMariaDB, work: Path, rows: int, parallelism: list[int]) -> list[dict]:
+    """Spark JDBC → Parquet in a child process (``python -m bench.snapshot jdbc``)."""
+    if not Path(JAR).exists():
+        raise RuntimeError(f"{JAR} is missing: install Debian's libmariadb-java (bench.sh does)")
+    args = [str(server.port), str(rows), str(work / "jdbc"), *map(str, parallelism)]
+    code, wall, lines = timed([sys.executable, "-m", "bench.snapshot", "jdbc", *args])
+    found = [s for _, s in lines if s.startswith("{")]
+    if code != 0 or not found:
+        tail = "\n".join(s for _, s in lines[-40:])
+        raise RuntimeError(f"the Spark JDBC baseline exited {code}:\n{tail}")
+    return list(json.loads(found[-1])["runs"])
+
+
+def jdbc_child(port: int, rows: int, out: Path, parallelism: list[int]) -> None:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("bench-jdbc")
+        .config("spark.jars", JAR)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+
+    def read(table: str, hi: int, n: int) -> Any:
+        return (
+            spark.read.format("jdbc")
+            .option("url", f"jdbc:mysql://127.0.0.1:{port}/bench")
+            .option("driver", "org.mariadb.jdbc.Driver")
+            .option("user", "root")
+            .option("password", "")
+            .option("dbtable", table)
+            .options(partitionColumn="id", lowerBound="1", upperBound=str(hi))
+            .option("numPartitions", str(n))
+            .option("fetchsize", "10000")
+            .load()
+        )
+
+    # a small read first: JDBC driver, codegen and Parquet writer warm (to JDBC's benefit)
+    read("(SELECT * FROM snap WHERE id <= 20000) w", 20000, 2).write.parquet(str(out / "warm"))
+    runs = []
+    for n in parallelism:
+        target = str(out / f"p{n}")
+        started = time.perf_counter()
+        read("snap", rows, n).write.parquet(target)
+        seconds = time.perf_counter() - started
+        written = spark.read.parquet(target).count()
+        runs.append({"parallelism": n, "rows": written, "seconds": seconds})
+    spark.stop()
+    print(json.dumps({"runs": runs}), flush=True)
+
+
+def connectorx(server: EmbeddedMariaDB, parallelism: list[int]) -> list[dict[str, Any]]:
+    import connectorx as cx
+
+    url = f"mysql://root:@127.0.0.1:{server.port}/bench"
+    runs = []
+    for n in parallelism:
+        extra: dict[str, Any] = {"partition_on": "id", "partition_num": n} if n > 1 else {}
+        started = time.perf_counter()
+        table = cx.read_sql(url, "SELECT * FROM snap", return_type="arrow", **extra)
+        runs.append(
+            {"parallelism": n, "rows": table.num_rows, "seconds": time.perf_counter() - started}
+        )
+        del table
+    return runs
+
+
+def run(server: EmbeddedMariaDB, work: Path, rows: int, parallelism: list[int],
+        chunk_size: int) -> dict[str, Any]:  # fmt: skip
+    """The whole section on a running server (the table is loaded here, once)."""
+    busy = os.getloadavg()[0]
+    if busy > 1.0:
+        print(f"warning: load average {busy:.1f} before the snapshot section", flush=True)
+    load_s = load(server, rows)
+    print(f"loaded {rows:,} rows in {load_s:.1f}s", flush=True)
+    cx_runs = connectorx(server, parallelism)
+    for r in cx_runs:
+        print(f"  connectorx p{r['parallelism']}: {r['rows'] / r['seconds']:,.0f} rows/s")
+    jdbc_runs = jdbc(server, work, rows, parallelism)
+    for r in jdbc_runs:
+        print(f"  Spark JDBC p{r['parallelism']}: {r['rows'] / r['seconds']:,.0f} rows/s")
+    cdc_runs = []
+    for n in parallelism:
+        r = sparkcdc_snapshot(server, work, rows, n, chunk_size)
+        print(
+            f"  sparkcdc p{n}: {r['rows_per_s']:,.0f} rows/s ({r['wall_s']:.1f}s, start-up "
+            f"{r['startup_s']:.1f}s, replica {r['replica_rows']:,} rows)",
+            flush=True,
+        )
+        if r["replica_rows"] != rows:
+            print(f"  warning: the replica has {r['replica_rows']:,} rows, not {rows:,}")
+        cdc_runs.append(r)
+    for group in (cx_runs, jdbc_runs):
+        for r in group:
+            r["rows_per_s"] = r["rows"] / r["seconds"]
+    jdbc_by = {r["parallelism"]: r for r in jdbc_runs}
+    return {
+        "rows": rows,
+        "load_s": load_s,
+        "load_average_before": busy,
+        "chunk_size": chunk_size,
+        "spark_master": "local[2]",
+        "sparkcdc": cdc_runs,
+        "jdbc": jdbc_runs,
+        "connectorx": cx_runs,
+        "ratio_vs_jdbc": {
+            str(r["parallelism"]): r["rows_per_s"] / jdbc_by[r["parallelism"]]["rows_per_s"]
+            for r in cdc_runs
+            if r["parallelism"] in jdbc_by
+        },
+    }
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["jdbc"]:
+    port, rows, out, *ns = sys.argv[2:]
+    jdbc_child(int(port), int(rows), Path(out), [int(n) for n in ns])

@@ -1,0 +1,91 @@
+"""Chunks of a table's key space and the splits that read them (Flink CDC 2.x, seed 003).
+
+A table is cut along its chunk key (the primary key, or ``chunk_key_columns`` for a table
+without one) into ranges ``lo <= key < hi``; the first range has no lower bound, the last no
+upper bound, so together they cover every key, including keys written while the snapshot runs.
+A :class:`Split` is the unit of work: one chunk of one table, read by one Spark task.
+
+Key values are held in their row-image JSON encoding parsed back into Python (see
+:mod:`sparkcdc.core.schema`): integers as ``int``, DECIMAL as exact digit strings, strings as
+``str``, BINARY as base64 text, DATE/DATETIME as ISO text. The same encoding appears in the
+``key`` column of every change event, so bounds, chunk rows and log events compare as equals.
+Ordering keys is the database's business (collations); see :mod:`sparkcdc.snapshot.keyorder`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+KeyValue = tuple[Any, ...]
+
+NUMERIC_KEY_TYPES = frozenset(
+    {"tinyint", "smallint", "mediumint", "int", "bigint", "year", "bit", "decimal"}
+)
+
+
+@dataclass(frozen=True)
+class KeyColumn:
+    """One chunk key column: what the database needs to compare values of it."""
+
+    name: str
+    data_type: str
+    unsigned: bool = False
+    precision: int | None = None
+    scale: int | None = None
+    charset: str | None = None
+    collation: str | None = None
+
+    @property
+    def numeric(self) -> bool:
+        """Ordered the same way in Python (int or exact decimal) as in the database."""
+        return self.data_type in NUMERIC_KEY_TYPES
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v not in (None, False)}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> KeyColumn:
+        return cls(**value)
+
+
+@dataclass(frozen=True)
+class Split:
+    """Chunk ``index`` of ``table`` (``db.table``): keys ``lo <= key < hi``; None is unbounded."""
+
+    table: str
+    index: int
+    lo: KeyValue | None
+    hi: KeyValue | None
+
+    @property
+    def split_id(self) -> str:
+        return f"{self.table}:{self.index}"
+
+    @property
+    def db_table(self) -> tuple[str, str]:
+        db, _, table = self.table.partition(".")
+        return db, table
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "index": self.index,
+            "lo": None if self.lo is None else list(self.lo),
+            "hi": None if self.hi is None else list(self.hi),
+        }
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> Split:
+        lo, hi = value.get("lo"), value.get("hi")
+        return cls(
+            str(value["table"]),
+            int(value["index"]),
+            None if lo is None else tuple(lo),
+            None if hi is None else tuple(hi),
+        )
+
+    def __str__(self) -> str:
+        lo = "-inf" if self.lo is None else ",".join(map(str, self.lo))
+        hi = "+inf" if self.hi is None else ",".join(map(str, self.hi))
+        return f"{self.split_id} [{lo} .. {hi})"

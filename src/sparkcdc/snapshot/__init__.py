@@ -1,0 +1,1 @@
+"""Snapshots: chunk splitting, the watermark-corrected chunk scan, and the hand-off to the log."""

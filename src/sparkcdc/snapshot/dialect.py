@@ -1,0 +1,78 @@
+"""What a snapshot needs from a database, and nothing else: the dialect interface.
+
+Everything in :mod:`sparkcdc.snapshot` is written once against :class:`SnapshotDialect`;
+``sources/<db>/`` implements it (MySQL/MariaDB: :class:`sparkcdc.sources.mysql.chunks.MySQLChunks`).
+Key values use the row-image JSON encoding of :mod:`sparkcdc.core.chunk`; every comparison of
+keys happens in the database, so collations decide the order, never Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import pyarrow as pa
+
+from sparkcdc.core.chunk import KeyColumn, KeyValue
+from sparkcdc.core.offset import BinlogOffset
+from sparkcdc.core.schema import TableSchema
+
+
+class SnapshotDialect(Protocol):
+    def key_columns(self, db: str, table: str, names: Sequence[str]) -> list[KeyColumn]:
+        """The named columns with their types and collations (ConfigError if one is missing)."""
+
+    def row_count(self, db: str, table: str) -> int:
+        """The table's row count (may be the engine's estimate)."""
+
+    def key_range(
+        self, db: str, table: str, keys: Sequence[KeyColumn]
+    ) -> tuple[KeyValue, KeyValue] | None:
+        """The smallest and largest key, or None for an empty table."""
+
+    def key_after(
+        self, db: str, table: str, keys: Sequence[KeyColumn], lo: KeyValue | None, offset: int
+    ) -> KeyValue | None:
+        """The key ``offset`` rows past the first key ``>= lo`` in key order (None: fewer rows)."""
+
+    def count_between(
+        self,
+        db: str,
+        table: str,
+        keys: Sequence[KeyColumn],
+        lo: KeyValue | None,
+        hi: KeyValue | None,
+        limit: int,
+    ) -> int:
+        """Rows with ``lo <= key < hi``, counting no further than ``limit``."""
+
+    def read_chunk(
+        self,
+        schema: TableSchema,
+        keys: Sequence[KeyColumn],
+        lo: KeyValue | None,
+        hi: KeyValue | None,
+    ) -> pa.Table:
+        """The rows with ``lo <= chunk key < hi`` as two string columns: ``key`` (the JSON array
+        of ``schema.key``, or of the chunk key when the table has none) and ``after`` (the JSON
+        object of the row), both exactly as the log reader encodes them."""
+
+    def locate(
+        self,
+        keys: Sequence[KeyColumn],
+        values: Sequence[KeyValue],
+        bounds: Sequence[KeyValue],
+    ) -> list[int]:
+        """For each value, how many of the ascending ``bounds`` are ``<=`` it (the database
+        compares, with each column's collation)."""
+
+    def watermark(self) -> BinlogOffset:
+        """The current end of the log (a transaction boundary)."""
+
+    def low_watermark(self) -> BinlogOffset:
+        """A log position at or before :meth:`watermark` such that every transaction before it
+        is visible to any read started afterwards (a transaction reaches the log before the
+        storage engine makes it visible). Chunks are read after it, so it bounds their windows
+        from below."""
+
+    def close(self) -> None: ...

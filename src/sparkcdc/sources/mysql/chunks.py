@@ -1,0 +1,267 @@
+"""The snapshot dialect of MySQL/MariaDB: the chunk queries of Flink CDC 2.x's incremental
+snapshot (seed 003) over Debezium's keyset chunking (seed 000).
+
+A table is cut along its chunk key with keyset queries (``WHERE key >= lo ORDER BY key LIMIT 1
+OFFSET n``), each chunk is read with ``WHERE lo <= key < hi``, and every comparison of keys is
+made by the server with the columns' collations. Chunks are read with connectorx into Arrow,
+with the ``key`` and ``after`` JSON text built by the server in SQL (:mod:`.chunk_sql`), so no
+Python object is made per value; the small queries go through a :class:`MySQLCatalog`
+connection (pymysql), which also gives the watermark.
+
+Every statement runs with ``time_zone='+00:00'`` (``SET STATEMENT`` on MariaDB, a ``SET_VAR``
+hint on MySQL) so that TIMESTAMP keys compare exactly; the TIMESTAMP text itself is computed
+from the stored UTC seconds and does not depend on the time zone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote
+
+import connectorx as cx
+import pyarrow as pa
+
+from sparkcdc.config.model import SourceConfig
+from sparkcdc.core.chunk import KeyColumn, KeyValue
+from sparkcdc.core.errors import ConfigError, SourceError
+from sparkcdc.core.offset import BinlogOffset
+from sparkcdc.core.schema import Column, TableSchema
+from sparkcdc.sources.mysql import chunk_sql as q
+from sparkcdc.sources.mysql.catalog import MySQLCatalog
+
+CHUNK_SCHEMA = pa.schema([("key", pa.string()), ("after", pa.string())])
+LOCATE_BATCH = 500  # values (and bounds) per locate query
+EXACT_COUNT_LIMIT = 10_000_000  # tables estimated larger than this are not counted exactly
+_SETTINGS = "time_zone='+00:00', sql_mode=''"
+
+
+class MySQLChunks:
+    """:class:`sparkcdc.snapshot.dialect.SnapshotDialect` for MySQL/MariaDB (a context
+    manager). Key values use the row-image JSON encoding of :mod:`sparkcdc.core.chunk`."""
+
+    def __init__(self, source: SourceConfig) -> None:
+        self.source = source
+        self.catalog = MySQLCatalog(
+            source.host, source.port, source.user, source.password, source.connect_timeout
+        )
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _statement(self, sql: str) -> str:
+        """``sql`` (a SELECT) run in UTC with an empty sql_mode, whatever the session says."""
+        if self.catalog.is_mariadb:
+            return f"SET STATEMENT {_SETTINGS} FOR {sql}"
+        hints = " ".join(f"SET_VAR({s.strip()})" for s in _SETTINGS.split(","))
+        return sql.replace("SELECT ", f"SELECT /*+ {hints} */ ", 1)
+
+    def _rows(self, sql: str) -> list[tuple[Any, ...]]:
+        return self.catalog._rows(self._statement(sql))
+
+    def _url(self, db: str) -> str:
+        """The connectorx URL; ``prefer_socket=false`` keeps it on TCP to host:port (the mysql
+        crate would otherwise switch to the server's Unix socket when it is local, and log in
+        as ``user@localhost``, possibly another account than the configured one)."""
+        s = self.source
+        host = f"[{s.host}]" if ":" in s.host else s.host
+        return (
+            f"mysql://{quote(s.user, safe='')}:{quote(s.password, safe='')}@{host}:{s.port}"
+            f"/{quote(db, safe='')}?prefer_socket=false"
+        )
+
+    @staticmethod
+    def _table(db: str, table: str) -> str:
+        return f"{q.ident(db)}.{q.ident(table)}"
+
+    @staticmethod
+    def _key_json(keys: Sequence[KeyColumn]) -> str:
+        return q.array_json([(k.name, k.data_type, k.charset, True) for k in keys])
+
+    @staticmethod
+    def _order(keys: Sequence[KeyColumn], desc: bool = False) -> str:
+        return ", ".join(q.ident(k.name) + (" DESC" if desc else "") for k in keys)
+
+    # -- SnapshotDialect -------------------------------------------------------------------
+
+    def key_columns(self, db: str, table: str, names: Sequence[str]) -> list[KeyColumn]:
+        """The named columns from ``information_schema.COLUMNS``; refuses missing columns and
+        types that do not order reliably (FLOAT, DOUBLE, TEXT, BLOB, JSON, ENUM, SET)."""
+        rows = self.catalog._rows(
+            "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, NUMERIC_PRECISION, NUMERIC_SCALE, "
+            "CHARACTER_SET_NAME, COLLATION_NAME FROM information_schema.COLUMNS "
+            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            (db, table),
+        )
+        if not rows:
+            raise SourceError(
+                f"Table {db}.{table} does not exist on {self.catalog.address} (or "
+                f"'{self.source.user}' may not see it); check source.tables and the grants.",
+                db=db,
+                table=table,
+            )
+        found = {str(r[0]).lower(): r for r in rows}
+        keys = []
+        for name in names:
+            row = found.get(name.lower())
+            if row is None:
+                raise ConfigError(
+                    f"{db}.{table} has no column {name} to cut its snapshot chunks along; list "
+                    "columns of the table in source.snapshot.chunk_key_columns "
+                    f"({', '.join(str(r[0]) for r in rows)}).",
+                    key="source.snapshot.chunk_key_columns",
+                )
+            col, data_type, column_type, precision, scale, charset, collation = row
+            t = str(data_type).lower()
+            if t not in q.CHUNK_KEY_TYPES:
+                raise ConfigError(
+                    f"Column {col} of {db}.{table} has type {t}, which cannot cut a table into "
+                    "snapshot chunks; name columns of integer, DECIMAL, CHAR/VARCHAR, "
+                    "BINARY/VARBINARY or date/time type in source.snapshot.chunk_key_columns.",
+                    key="source.snapshot.chunk_key_columns",
+                )
+            keys.append(
+                KeyColumn(
+                    name=str(col),
+                    data_type=t,
+                    unsigned=" unsigned" in str(column_type).lower(),
+                    precision=int(precision) if t == "decimal" else None,
+                    scale=int(scale) if t == "decimal" else None,
+                    charset=None if charset is None else str(charset),
+                    collation=None if collation is None else str(collation),
+                )
+            )
+        return keys
+
+    def row_count(self, db: str, table: str) -> int:
+        """Exact ``COUNT(*)``, unless the engine estimates more than EXACT_COUNT_LIMIT rows:
+        then the estimate (``information_schema.TABLES.TABLE_ROWS``)."""
+        est = self.catalog._rows(
+            "SELECT TABLE_ROWS FROM information_schema.TABLES "
+            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            (db, table),
+        )
+        if est and est[0][0] is not None and int(est[0][0]) > EXACT_COUNT_LIMIT:
+            return int(est[0][0])
+        return int(self._rows(f"SELECT COUNT(*) FROM {self._table(db, table)}")[0][0])
+
+    def key_range(
+        self, db: str, table: str, keys: Sequence[KeyColumn]
+    ) -> tuple[KeyValue, KeyValue] | None:
+        """The first and last key in key order (two ``ORDER BY .. LIMIT 1`` queries)."""
+        select = f"SELECT {self._key_json(keys)} FROM {self._table(db, table)} ORDER BY "
+        first = self._rows(select + self._order(keys) + " LIMIT 1")
+        last = self._rows(select + self._order(keys, desc=True) + " LIMIT 1")
+        if not first or not last:
+            return None
+        return tuple(json.loads(first[0][0])), tuple(json.loads(last[0][0]))
+
+    def key_after(
+        self, db: str, table: str, keys: Sequence[KeyColumn], lo: KeyValue | None, offset: int
+    ) -> KeyValue | None:
+        """``WHERE key >= lo ORDER BY key LIMIT 1 OFFSET offset``, the key JSON built by the
+        same SQL as :meth:`read_chunk`'s, parsed."""
+        rows = self._rows(
+            f"SELECT {self._key_json(keys)} FROM {self._table(db, table)} "
+            f"WHERE {q.range_condition(keys, lo, None)} ORDER BY {self._order(keys)} "
+            f"LIMIT 1 OFFSET {int(offset)}"
+        )
+        return tuple(json.loads(rows[0][0])) if rows else None
+
+    def count_between(
+        self,
+        db: str,
+        table: str,
+        keys: Sequence[KeyColumn],
+        lo: KeyValue | None,
+        hi: KeyValue | None,
+        limit: int,
+    ) -> int:
+        """``COUNT(*)`` over a ``LIMIT``-ed subquery, so a huge range stops at ``limit``."""
+        rows = self._rows(
+            f"SELECT COUNT(*) FROM (SELECT 1 FROM {self._table(db, table)} "
+            f"WHERE {q.range_condition(keys, lo, hi)} LIMIT {int(limit)}) AS c"
+        )
+        return int(rows[0][0])
+
+    def chunk_query(
+        self,
+        schema: TableSchema,
+        keys: Sequence[KeyColumn],
+        lo: KeyValue | None,
+        hi: KeyValue | None,
+    ) -> str:
+        """The SELECT of :meth:`read_chunk` (columns ``key`` and ``after``)."""
+        names = schema.key or tuple(k.name for k in keys)
+        key_cols = [schema.column(n) for n in names]
+        key = q.array_json([_col(c) for c in key_cols])
+        after = q.object_json([_col(c) for c in schema.columns])
+        return self._statement(
+            f"SELECT {key} AS `key`, {after} AS `after` FROM {self._table(schema.db, schema.table)}"
+            f" WHERE {q.range_condition(keys, lo, hi)}"
+        )
+
+    def read_chunk(
+        self,
+        schema: TableSchema,
+        keys: Sequence[KeyColumn],
+        lo: KeyValue | None,
+        hi: KeyValue | None,
+    ) -> pa.Table:
+        """One connectorx query into Arrow; the JSON text is made by the server."""
+        sql = self.chunk_query(schema, keys, lo, hi)
+        try:
+            table = cx.read_sql(self._url(schema.db), sql, return_type="arrow")
+        except Exception as exc:  # connectorx raises RuntimeError/OSError/...; all alike here
+            detail = str(exc)
+            if self.source.password:
+                detail = detail.replace(self.source.password, "***")
+            raise SourceError(
+                f"Reading a chunk of {schema.name} from {self.catalog.address} failed "
+                f"({detail.strip()}); check that the server is up and the table unchanged.",
+                table=schema.name,
+            ) from exc
+        table = table.rename_columns(["key", "after"]).cast(CHUNK_SCHEMA)
+        if table.column("after").null_count or table.column("key").null_count:
+            raise SourceError(f"a chunk of {schema.name} has rows the JSON encoding missed")
+        return table
+
+    def locate(
+        self,
+        keys: Sequence[KeyColumn],
+        values: Sequence[KeyValue],
+        bounds: Sequence[KeyValue],
+    ) -> list[int]:
+        """Cross joins of value and bound literals, LOCATE_BATCH of each per query."""
+        counts = [0] * len(values)
+        for v0 in range(0, len(values), LOCATE_BATCH):
+            batch = values[v0 : v0 + LOCATE_BATCH]
+            for b0 in range(0, len(bounds), LOCATE_BATCH):
+                sql = q.locate_query(keys, batch, bounds[b0 : b0 + LOCATE_BATCH])
+                for i, n in self._rows(sql):
+                    counts[v0 + int(i)] += int(n)
+        return counts
+
+    def watermark(self) -> BinlogOffset:
+        """The catalog's current binlog offset (``SHOW MASTER STATUS`` and the GTID position)."""
+        return self.catalog.current_offset()
+
+    def low_watermark(self) -> BinlogOffset:
+        """A position whose transactions are all visible to later reads (see
+        :meth:`MySQLCatalog.visible_offset`)."""
+        return self.catalog.visible_offset()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self.catalog.close()
+
+    def __enter__(self) -> MySQLChunks:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _col(c: Column) -> q.Col:
+    return (c.name, c.data_type, c.charset, c.nullable)

@@ -1,0 +1,273 @@
+"""The snapshot phase of the ``mysql-cdc`` stream (``startup: initial`` / ``snapshot``).
+
+Flink CDC 2.x's parallel snapshot (seed 003) on Spark's micro-batches. The stream's offsets
+start in the snapshot phase::
+
+    {"snapshot": {"tables": [...], "current": i, "splitter": {...}, "batch": n,
+                  "groups": [[split, ...], ...], "meta": {table: {schema, keys}},
+                  "announce": [tables first seen in this batch]}}
+
+- ``latestOffset`` (driver) cuts the next splits with the :class:`ChunkSplitter` (lazily, one
+  micro-batch at a time, so a growing table never yields a giant last chunk) and deals them
+  into ``parallelism`` groups; each group is one Spark task (:class:`SplitTask`) that reads its
+  splits one after another with its own server id for the watermark-window log reads.
+- ``read`` (executor) runs :func:`scan_split` per split, keeps the result in the
+  :class:`SplitStore` beside the checkpoint and emits the rows as ``op = 'r'`` events; a replayed
+  task returns the stored rows, so replays are exact.
+- When no split is left, the hand-off is written from the finished splits' high watermarks and
+  the next offset is an ordinary binlog offset: the smallest high watermark. The log reader from
+  there applies :class:`HandoffFilter` until the largest.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import InputPartition
+
+from sparkcdc.core.chunk import KeyColumn, Split
+from sparkcdc.core.errors import ConfigError, TableWithoutKey
+from sparkcdc.core.event import snapshot_batch
+from sparkcdc.core.offset import BinlogOffset
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.snapshot.handoff import Handoff, TableHandoff
+from sparkcdc.snapshot.scan import scan_split
+from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
+from sparkcdc.snapshot.state import SplitResult, SplitStore
+from sparkcdc.spark.options import SourceOptions
+
+log = logging.getLogger("sparkcdc.snapshot")
+
+ARROW_BATCH_ROWS = 65536
+HANDOFF_FILE = "handoff.json"
+
+
+def is_snapshot(offset: dict[str, Any]) -> bool:
+    return "snapshot" in offset
+
+
+class SplitTask(InputPartition):
+    """One Spark task of the snapshot: splits read in turn, with one window server id."""
+
+    def __init__(self, group: int, splits: list[dict], meta: dict[str, Any], server_id: int):
+        super().__init__(group)
+        self.splits = splits
+        self.meta = meta
+        self.server_id = server_id
+
+    def __repr__(self) -> str:
+        return f"SplitTask({len(self.splits)} splits, server id {self.server_id})"
+
+
+def _dialect(options: SourceOptions) -> Any:
+    from sparkcdc.sources.mysql.chunks import MySQLChunks
+
+    return MySQLChunks(options.source)
+
+
+def load_table(options: SourceOptions, name: str) -> TableSchema:
+    """The schema of ``db.table``; a table without a primary key is keyed by its
+    ``key_columns``, else by its ``chunk_key_columns``, else refused with a sentence."""
+    from sparkcdc.sources.mysql.catalog import MySQLCatalog
+
+    src = options.source
+    db, _, table = name.partition(".")
+    with MySQLCatalog(src.host, src.port, src.user, src.password, src.connect_timeout) as cat:
+        try:
+            return cat.load_schema(db, table, src.key_columns.get(name, ()))
+        except TableWithoutKey:
+            chunk_key = src.snapshot.chunk_key_columns.get(name)
+            if not chunk_key:
+                raise ConfigError(
+                    f"the table {name} has no primary key to cut its snapshot into chunks; name "
+                    f"a unique column in source.snapshot.chunk_key_columns (e.g. {{{name}: id}}).",
+                    key="source.snapshot.chunk_key_columns",
+                ) from None
+            return cat.load_schema(db, table, chunk_key)
+
+
+def table_meta(options: SourceOptions, dialect: Any, name: str) -> dict[str, Any]:
+    """The schema and chunk key of ``db.table`` at the start of its snapshot."""
+    schema = load_table(options, name)
+    names = options.source.snapshot.chunk_key_columns.get(name) or schema.key
+    keys = dialect.key_columns(schema.db, schema.table, names)
+    return {"schema": schema.to_json(), "keys": [k.to_json() for k in keys]}
+
+
+class SnapshotPlanner:
+    """Driver side: the snapshot offsets (see the module docstring)."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        snap = options.source.snapshot
+        self.settings = SplitterSettings(
+            snap.chunk_size, snap.distribution_factor_lower, snap.distribution_factor_upper
+        )
+        self.store = SplitStore(self.root)
+
+    @property
+    def root(self) -> str:
+        found = self.options.snapshot_dir
+        return found or str(Path(self.options.schema_history).parent / "snapshot")
+
+    @property
+    def handoff_path(self) -> Path:
+        return Path(self.root) / HANDOFF_FILE
+
+    def initial(self, tables: list[str]) -> dict[str, Any]:
+        state = {"tables": tables, "current": 0, "splitter": None, "batch": 0, "groups": []}
+        return {"snapshot": {**state, "meta": {}, "announce": []}}
+
+    def next(self, start: dict[str, Any]) -> dict[str, Any]:
+        """The offset after ``start``: the next splits, or the first binlog offset."""
+        st = start["snapshot"]
+        tables: list[str] = st["tables"]
+        current, state = int(st["current"]), st["splitter"]
+        meta: dict[str, Any] = {}
+        if current < len(tables) and tables[current] in st["meta"]:
+            meta[tables[current]] = st["meta"][tables[current]]
+        snap = self.options.source.snapshot
+        want = snap.parallelism * max(1, snap.batch_rows // snap.chunk_size)
+        splits: list[Split] = []
+        announce: list[str] = []
+        with _dialect(self.options) as dialect:
+            while len(splits) < want and current < len(tables):
+                name = tables[current]
+                if state is None:
+                    meta[name] = table_meta(self.options, dialect, name)
+                    announce.append(name)
+                keys = [KeyColumn.from_json(k) for k in meta[name]["keys"]]
+                splitter = ChunkSplitter(dialect, name, keys, self.settings, state)
+                if state is None:
+                    log.info(
+                        "snapshot of %s: ~%d rows in ~%d chunks of %d rows (%s split)",
+                        name,
+                        splitter.state["rows"],
+                        splitter.estimated_splits,
+                        snap.chunk_size,
+                        splitter.state["mode"],
+                    )
+                splits += splitter.take(want - len(splits))
+                state = None if splitter.done else splitter.state
+                if splitter.done:
+                    meta[name]["splits"] = splitter.state["index"]
+                    current += 1
+                else:
+                    meta[name]["estimate"] = splitter.estimated_splits
+        if not splits:
+            return self.finish(tables).to_json()
+        groups: list[list[dict]] = [[] for _ in range(snap.parallelism)]
+        for i, split in enumerate(splits):
+            groups[i % len(groups)].append(split.to_json())
+        nxt = {
+            "tables": tables,
+            "current": current,
+            "splitter": state,
+            "batch": int(st["batch"]) + 1,
+            "groups": [g for g in groups if g],
+            "meta": meta,
+            "announce": announce,
+        }
+        return {"snapshot": nxt}
+
+    def finish(self, tables: list[str]) -> BinlogOffset:
+        """Write the hand-off from the finished splits; the log starts at the lowest mark."""
+        handoff = Handoff()
+        for name in tables:
+            metas = self.store.finished(name)
+            if not metas:
+                continue
+            handoff.tables[name] = TableHandoff(
+                [KeyColumn.from_json(k) for k in metas[0].get("keys", [])],
+                [tuple(m["split"]["lo"]) for m in metas[1:]],
+                [BinlogOffset.from_json(m["high"]) for m in metas],
+                list(metas[0].get("row_key", [])),
+            )
+        handoff.save(self.handoff_path)
+        lowest = handoff.lowest
+        if lowest is None:
+            with _dialect(self.options) as dialect:
+                lowest = dialect.watermark()
+        log.info(
+            "snapshot finished (%d tables); streaming the log from %s, hand-off until %s",
+            len(handoff.tables),
+            lowest,
+            handoff.highest,
+        )
+        return lowest
+
+    def partitions(self, end: dict[str, Any]) -> list[InputPartition]:
+        st = end["snapshot"]
+        ids = self.options.source.snapshot_server_ids
+        return [
+            SplitTask(i, group, st["meta"], ids[i % len(ids)])
+            for i, group in enumerate(st["groups"])
+        ]
+
+    def release(self, end: dict[str, Any]) -> list[dict[str, Any]]:
+        """The batch ending at ``end`` was committed: drop its rows, return its splits' metas."""
+        done = []
+        for group in end["snapshot"]["groups"]:
+            for raw in group:
+                split = Split.from_json(raw)
+                self.store.release(split)
+                done.append(raw)
+        return done
+
+
+def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.RecordBatch]:
+    """Executor side: each split of the task from the store, or scanned and stored first."""
+    from sparkcdc.sources.mysql.window import window_changes
+
+    store = SplitStore(SnapshotPlanner(options).root)
+    dialect = None
+    try:
+        for raw in task.splits:
+            split = Split.from_json(raw)
+            meta = task.meta[split.table]
+            schema = TableSchema.from_json(meta["schema"])
+            keys = [KeyColumn.from_json(k) for k in meta["keys"]]
+            result = store.get(split)
+            if result is None:
+                if dialect is None:
+                    dialect = _dialect(options)
+                result = scan_split(
+                    split,
+                    schema,
+                    keys,
+                    dialect,
+                    lambda db, t, lo, hi: window_changes(
+                        options.source, db, t, lo, hi, task.server_id
+                    ),
+                    task=f"task {task.value} pid {os.getpid()}",
+                )
+                store.put(result)
+            yield from _events(result, schema)
+    finally:
+        if dialect is not None:
+            dialect.close()
+
+
+def _events(result: SplitResult, schema: TableSchema) -> Iterator[pa.RecordBatch]:
+    rows, high = result.rows, result.high
+    ts = int(time.time() * 1000)
+    for lo in range(0, rows.num_rows, ARROW_BATCH_ROWS):
+        part = rows.slice(lo, ARROW_BATCH_ROWS)
+        yield snapshot_batch(
+            part.column("key").combine_chunks(),
+            part.column("after").combine_chunks(),
+            schema.db,
+            schema.table,
+            schema.schema_id(),
+            server_id=0,
+            file=high.file,
+            pos=high.pos,
+            gtid=high.gtid,
+            ts_ms=ts,
+        )

@@ -1,0 +1,248 @@
+"""The parallel snapshot through ``sparkcdc run``, as a user runs it.
+
+``startup: initial`` while a writer churns every part of the key space: afterwards the replica
+equals the source row by row, the change log holds one ``r`` row per snapshotted key and never a
+change older than that key's snapshot row, and the splits of the table ran in two Spark tasks at
+the same time. ``kill -9`` mid-snapshot, five randomized trials: the restart resumes without
+reading finished splits again and ends equal to the source. ``startup: snapshot`` copies tables
+of every key shape (composite, case-insensitive strings, empty, growing, no primary key) and
+exits; a transfer workload proves the copy is one consistent cut of the log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deltalake import DeltaTable
+
+from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from tests.e2e.cli import available_now, crash, run, start, write_config
+from tests.e2e.snapshot_workload import Churn, Transfers, load_items
+
+pytestmark = [pytest.mark.mariadb, pytest.mark.spark, pytest.mark.slow]
+
+TRIALS = int(os.environ.get("SPARKCDC_SNAPSHOT_CRASH_TRIALS", "5"))
+
+
+def snapshot_source(parallelism: int = 2, chunk: int = 1000, batch_rows: int = 4000) -> str:
+    return (
+        ", server_id: '7201-7210', snapshot: {"
+        f"chunk_size: {chunk}, parallelism: {parallelism}, batch_rows: {batch_rows}}}"
+    )
+
+
+def replica(path: Path, columns: list[str]) -> list[tuple[Any, ...]]:
+    rows = DeltaTable(str(path)).to_pyarrow_table(columns=columns).to_pylist()
+    return sorted(tuple(r[c] for c in columns) for r in rows)
+
+
+def source_items(server: EmbeddedMariaDB, db: str) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r) for r in server.query("SELECT id, version, name, amount FROM items", db))
+
+
+ITEM_COLUMNS = ["id", "version", "name", "amount"]
+
+
+def split_metas(tmp: Path, table: str) -> list[dict[str, Any]]:
+    folder = tmp / "checkpoint" / "sparkcdc" / "snapshot" / "splits" / table
+    metas = []
+    for path in folder.glob("*.json"):
+        with contextlib.suppress(OSError, ValueError):  # being replaced right now
+            metas.append(json.loads(path.read_text()))
+    return metas
+
+
+def check_changelog(path: Path) -> None:
+    """One ``r`` row per key, and no change of a key older than its ``r`` row."""
+    log = DeltaTable(str(path)).to_pyarrow_table(columns=["op", "before", "after", "source"])
+    reads: dict[int, tuple[int, int]] = {}
+    changes: list[tuple[int, tuple[int, int]]] = []
+    for row in log.to_pylist():
+        at = (int(row["source"]["file"].rsplit(".", 1)[1]), row["source"]["pos"])
+        if row["op"] == "r":
+            key = row["after"]["id"]
+            assert key not in reads, f"key {key} was snapshotted twice"
+            reads[key] = at
+            continue
+        for image in (row["before"], row["after"]):
+            if image is not None:
+                changes.append((image["id"], at))
+    stale = [(k, at, reads[k]) for k, at in changes if k in reads and at < reads[k]]
+    assert not stale, f"{len(stale)} changes older than their key's snapshot row: {stale[:5]}"
+
+
+def test_initial_snapshot_under_concurrent_writes_then_the_log(
+    mariadb: EmbeddedMariaDB, tmp_path: Path
+) -> None:
+    db = "snap_initial"
+    mariadb.execute(f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}")
+    load_items(mariadb, db, 30000)
+    churn = Churn(mariadb, db, top=60000, seed=7)
+    cfg = write_config(
+        tmp_path, mariadb, rf"{db}\.items", startup="initial", extra_source=snapshot_source()
+    )
+    churn.start()
+    try:
+        proc = start(cfg)
+        handoff = tmp_path / "checkpoint" / "sparkcdc" / "snapshot" / "handoff.json"
+        deadline = time.monotonic() + 300
+        while not handoff.exists():
+            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+            assert time.monotonic() < deadline, "the snapshot did not finish in 300 s"
+            time.sleep(0.5)
+        time.sleep(3)  # the log flows for a while past the hand-off
+    finally:
+        churn.halt()
+    proc.terminate()
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out.decode(errors="replace")
+    available_now(cfg)  # catch up with the last changes
+
+    lake = tmp_path / "lake" / db
+    assert churn.commits > 100
+    assert replica(lake / "items", ITEM_COLUMNS) == source_items(mariadb, db)
+    check_changelog(lake / "items__changelog")
+
+    metas = split_metas(tmp_path, f"{db}.items")
+    assert len(metas) >= 30
+    assert sum(m["window_changes"] for m in metas) > 0  # windows did see writes
+    overlapping = [
+        (a, b)
+        for a in metas
+        for b in metas
+        if a["task"].split(" pid ")[1] != b["task"].split(" pid ")[1]
+        and a["started"] < b["ended"]
+        and b["started"] < a["ended"]
+    ]
+    assert overlapping, "no two splits ran in different Spark tasks at the same time"
+
+
+@pytest.mark.parametrize("trial", range(TRIALS))
+def test_kill_9_mid_snapshot_resumes_without_rereading_finished_splits(
+    mariadb: EmbeddedMariaDB, tmp_path: Path, trial: int
+) -> None:
+    rng = random.Random(500 + trial)
+    db = f"snap_crash{trial}"
+    mariadb.execute(f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}")
+    load_items(mariadb, db, 40000)
+    cfg = write_config(
+        tmp_path,
+        mariadb,
+        rf"{db}\.items",
+        startup="initial",
+        extra_source=snapshot_source(chunk=1000, batch_rows=2000),
+    )
+    churn = Churn(mariadb, db, top=80000, seed=trial, pause=0.01)
+    churn.start()
+    try:
+        proc = start(cfg)
+        deadline = time.monotonic() + 300
+        while len(split_metas(tmp_path, f"{db}.items")) < rng.randrange(2, 30):
+            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+            assert time.monotonic() < deadline, "no split finished in 300 s"
+            time.sleep(0.05)
+        time.sleep(rng.uniform(0.0, 1.5))
+        crash(proc)
+        before = {m["split"]["index"]: m["started"] for m in split_metas(tmp_path, f"{db}.items")}
+        assert len(before) < 40, "the snapshot finished before the crash"
+        available_now(cfg)
+    finally:
+        churn.halt()
+    available_now(cfg)
+
+    after = {m["split"]["index"]: m["started"] for m in split_metas(tmp_path, f"{db}.items")}
+    reread = [i for i, started in before.items() if after.get(i) != started]
+    assert not reread, f"splits {reread} were read again after the restart"
+    assert len(after) >= 40
+    lake = tmp_path / "lake" / db
+    assert replica(lake / "items", ITEM_COLUMNS) == source_items(mariadb, db)
+    check_changelog(lake / "items__changelog")
+
+
+def test_snapshot_mode_copies_every_key_shape_consistently_and_exits(
+    mariadb: EmbeddedMariaDB, tmp_path: Path
+) -> None:
+    db = "snap_shapes"
+    mariadb.execute(
+        f"DROP DATABASE IF EXISTS {db}",
+        f"CREATE DATABASE {db}",
+        f"CREATE TABLE {db}.pairs (a INT, b VARCHAR(10), v INT, PRIMARY KEY (a, b))",
+        f"INSERT INTO {db}.pairs SELECT seq % 7, CONCAT('k', seq), seq FROM {db}.seq_1_to_3000",
+        f"CREATE TABLE {db}.names (name VARCHAR(20) COLLATE utf8mb4_general_ci PRIMARY KEY, v INT)",
+        f"INSERT INTO {db}.names SELECT CONCAT(IF(seq % 2, 'a', 'B'), LPAD(seq, 5, '0')), seq "
+        f"FROM {db}.seq_1_to_2500",
+        f"CREATE TABLE {db}.empty (id INT PRIMARY KEY)",
+        f"CREATE TABLE {db}.nokey (code INT NOT NULL, v VARCHAR(10))",
+        f"INSERT INTO {db}.nokey SELECT seq, 'x' FROM {db}.seq_1_to_1500",
+        f"CREATE TABLE {db}.growing (id INT PRIMARY KEY AUTO_INCREMENT, v INT)",
+        f"INSERT INTO {db}.growing (v) SELECT seq FROM {db}.seq_1_to_2000",
+    )
+    Transfers.create(mariadb, db, 500)
+    transfers = Transfers(mariadb, db, 500, seed=3)
+    cfg = write_config(
+        tmp_path,
+        mariadb,
+        rf"{db}\..*",
+        startup="snapshot",
+        extra_source=snapshot_source(chunk=400, batch_rows=800)
+        + f", key_columns: {{{db}.nokey: code}}",
+    )
+    transfers.start()
+    stop_growing = _grow(mariadb, db)
+    try:
+        code, out = run(cfg)
+    finally:
+        transfers.halt()
+        grown = stop_growing()
+    assert code == 0, out
+    lake = tmp_path / "lake" / db
+
+    def src(sql: str) -> list[tuple[Any, ...]]:
+        return sorted(tuple(r) for r in mariadb.query(sql, db))
+
+    assert replica(lake / "pairs", ["a", "b", "v"]) == src("SELECT a, b, v FROM pairs")
+    assert replica(lake / "names", ["name", "v"]) == src("SELECT name, v FROM names")
+    assert replica(lake / "nokey", ["code", "v"]) == src("SELECT code, v FROM nokey")
+    assert DeltaTable(str(lake / "empty")).to_pyarrow_table().num_rows == 0
+    # the growing table: a prefix of its inserts, at least what was there at the start
+    ids = [r[0] for r in replica(lake / "growing", ["id"])]
+    assert ids == list(range(1, len(ids) + 1)) and 2000 <= len(ids) <= grown
+    sizes = [m["rows"] for m in split_metas(tmp_path, f"{db}.growing")]
+    assert max(sizes) <= 3 * 400, f"a chunk of the growing table held {max(sizes)} rows"
+    # one consistent cut of the log: the transfers' total is what it is at every commit
+    balances = replica(lake / "accounts", ["id", "balance"])
+    assert len(balances) == 500 and transfers.commits > 50
+    assert sum(b for _, b in balances) == 500 * Transfers.TOTAL_PER_ACCOUNT
+
+
+def _grow(server: EmbeddedMariaDB, db: str) -> Any:
+    """Inserts into ``growing`` until the returned function is called (it returns the count)."""
+    import threading
+
+    stop = threading.Event()
+    count = [2000]
+
+    def loop() -> None:
+        with contextlib.closing(server.connect(db)) as conn, conn.cursor() as cur:
+            while not stop.is_set():
+                cur.execute("INSERT INTO growing VALUES (%s, 1)", (count[0] + 1,))
+                conn.commit()
+                count[0] += 1
+                time.sleep(0.005)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+
+    def halt() -> int:
+        stop.set()
+        thread.join()
+        return count[0]
+
+    return halt

@@ -1,0 +1,384 @@
+"""The MySQL/MariaDB snapshot dialect against a real MariaDB: chunk rows byte-identical to the
+binlog decoder's row images for every column type, keyset ranges over composite keys, string
+keys under a case-insensitive collation, and every key type as a chunk bound."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import random
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from sparkcdc.config.model import SourceConfig
+from sparkcdc.core.chunk import KeyColumn, KeyValue
+from sparkcdc.core.errors import ConfigError, SourceError
+from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sources.mysql.catalog import MySQLCatalog
+from sparkcdc.sources.mysql.chunks import CHUNK_SCHEMA, MySQLChunks
+from tests.integration.test_decoder import (
+    ALL_TYPES,
+    COLUMNS,
+    MAX_ROW,
+    MIN_ROW,
+    MISC_ROW,
+    NULL_ROW,
+    ROW5,
+    load_schema,
+    master_status,
+    read_changes,
+)
+
+pytestmark = pytest.mark.mariadb
+
+ALL_CONTROLS = "".join(map(chr, range(32)))
+# row 6: every control character, '/', quotes, backslashes next to \u escapes, latin1's holes,
+# a blob long enough for TO_BASE64's line breaks, partly-zero dates, values that need care
+ROW6: dict[str, Any] = {
+    "id": 6, "ti": 0, "biu": 2**63 - 1, "d142": "-0.50", "d6530": "0." + "0" * 29 + "1",
+    "d100": "-5", "d94": "-0.0001", "f": 1.00000012, "dbl": 1 / 3, "b64": 2**63, "y": 1901,
+    "c": "a/b\\u001Fc", "vc": ALL_CONTROLS + '/\\"\\u00e9' + "\u2028\x7f😀",
+    "tx": "line1\nline2\r\n\ttab\x0b\x1a\x1f end", "cl": "\x81\x8d\x8f\x90",
+    "vcl": "\x9d€ ñ", "txl": "a\x00b\\", "j": '{"k": "a\\u001Fb/c", "e": "\\"q\\""}',
+    "e": "b", "s": "", "bin": b"\x00\x00\x00\x00", "vb": b"\x00", "bl": bytes(range(256)) * 3,
+    "dd": "2024-00-15", "tm6": "-00:00:00.000001", "tm3": "-12:00:00.5", "tm1": "00:00:00.1",
+    "tm0": "-838:59:59", "dt0": "2024-05-00 01:02:03", "dt1": "0001-01-01 00:00:00",
+    "dt6": "2024-02-29 23:59:59.999999", "ts3": "1970-01-01 05:00:01.001",
+    "ts0": "2038-01-19 08:14:07",
+}
+# row 7: a blob of zeros, texts of only spaces or only escapes
+ROW7: dict[str, Any] = {
+    "id": 7, "d6530": "-0." + "0" * 29 + "1", "f": -3.4028234e38, "dbl": 5e-324,
+    "c": " ", "vc": "\\", "tx": '"', "bl": bytes(1000), "bin": b"a", "vb": b"",
+    "dd": "0000-00-00", "dt3": "2024-00-00 00:00:00.000",
+}
+
+
+def source_for(server: EmbeddedMariaDB) -> SourceConfig:
+    return SourceConfig(
+        host=server.host, port=server.port, user=server.user, password=server.password,
+        tables=(".*",),
+    )
+
+
+@contextlib.contextmanager
+def chunks_of(server: EmbeddedMariaDB) -> Iterator[MySQLChunks]:
+    with MySQLChunks(source_for(server)) as dialect:
+        yield dialect
+
+
+def insert(server: EmbeddedMariaDB, db: str, table: str, row: dict[str, Any]) -> None:
+    with contextlib.closing(server.connect(db)) as conn, conn.cursor() as cur:
+        cur.execute("SET sql_mode = '', time_zone = '+05:00'")
+        names = ", ".join(f"`{n}`" for n in row)
+        marks = ", ".join(["%s"] * len(row))
+        cur.execute(f"INSERT INTO `{table}` ({names}) VALUES ({marks})", tuple(row.values()))
+
+
+def fields(image: str) -> list[tuple[str, str]]:
+    """The (raw name, raw value) JSON texts of a compact JSON object, in order (raw_decode
+    skips no whitespace, so any would fail here)."""
+    dec, out, pos = json.JSONDecoder(), [], 1
+    while image[pos] != "}":
+        _, colon = dec.raw_decode(image, pos)
+        assert image[colon] == ":"
+        _, end = dec.raw_decode(image, colon + 1)
+        out.append((image[pos:colon], image[colon + 1 : end]))
+        pos = end + (image[end] == ",")
+    assert pos == len(image) - 1
+    return out
+
+
+def same_value(data_type: str, a: str, b: str) -> bool:
+    """Byte-identical JSON text, except FLOAT/DOUBLE: the same float32/double."""
+    if a == b:
+        return True
+    if data_type not in ("float", "double") or "null" in (a, b):
+        return False
+    fmt = "<f" if data_type == "float" else "<d"
+    return struct.pack(fmt, float(a)) == struct.pack(fmt, float(b))
+
+
+def compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def by_key(table: Any) -> dict[str, str]:
+    assert table.schema == CHUNK_SCHEMA
+    keys, afters = table.column("key").to_pylist(), table.column("after").to_pylist()
+    return dict(zip(keys, afters, strict=True))
+
+
+def test_chunk_rows_are_the_binlog_row_images(mariadb: EmbeddedMariaDB, db: str) -> None:
+    mariadb.execute(ALL_TYPES, database=db)
+    schema = load_schema(mariadb, db, "all_types")
+    start = master_status(mariadb)
+    with contextlib.closing(mariadb.connect(db)) as conn, conn.cursor() as cur:
+        cur.execute("SET sql_mode = '', time_zone = '+05:00'")
+        cur.execute(f"INSERT INTO all_types ({COLUMNS}) VALUES {MIN_ROW}, {MAX_ROW}, {NULL_ROW}")
+        cur.execute(f"INSERT INTO all_types ({COLUMNS}) VALUES {MISC_ROW}, {ROW5}")
+    insert(mariadb, db, "all_types", ROW6)
+    insert(mariadb, db, "all_types", ROW7)
+    rng = random.Random(3)
+    for i in range(8, 208):  # random doubles and float32s: round trips, not spellings
+        bits = rng.getrandbits(64)
+        dbl = struct.unpack("<d", struct.pack("<Q", bits))[0]
+        f32 = struct.unpack("<f", struct.pack("<I", bits >> 32))[0]
+        dbl = dbl if dbl == dbl and abs(dbl) != float("inf") else 0.5
+        f32 = f32 if f32 == f32 and abs(f32) < 3.4e38 else 0.25
+        insert(mariadb, db, "all_types", {"id": i, "f": f32, "dbl": dbl, "vc": chr(i) * 3})
+    changes = read_changes(mariadb, start, master_status(mariadb), {schema.name: schema})
+    logged = {key: after for _, op, key, _, after in changes if op == "c"}
+    assert len(logged) == 207
+
+    mariadb.execute("SET GLOBAL time_zone = '+03:00'")  # chunk reads must not depend on it
+    try:
+        with chunks_of(mariadb) as dialect:
+            keys = dialect.key_columns(db, "all_types", ["id"])
+            read = by_key(dialect.read_chunk(schema, keys, None, None))
+            sql = dialect.chunk_query(schema, keys, None, None)
+    finally:
+        mariadb.execute("SET GLOBAL time_zone = SYSTEM")
+    assert read.keys() == logged.keys()
+    names = [json.dumps(c.name) for c in schema.columns]
+    types = [c.data_type for c in schema.columns]
+    for key, image in read.items():
+        want = logged[key]
+        assert want is not None
+        got_fields, want_fields = fields(image), fields(want)
+        assert [n for n, _ in got_fields] == [n for n, _ in want_fields] == names
+        for t, (name, a), (_, b) in zip(types, got_fields, want_fields, strict=True):
+            assert same_value(t, a, b), (key, name, a, b)
+        if all(a == b for (_, a), (_, b) in zip(got_fields, want_fields, strict=True)):
+            assert image == want
+
+    # the JSON text does not depend on the session's time zone either
+    body = sql.split(" FOR ", 1)[1]
+    with contextlib.closing(mariadb.connect(db)) as conn, conn.cursor() as cur:
+        cur.execute("SET time_zone = '-07:00'")
+        cur.execute(body)
+        assert dict(cur.fetchall()) == read
+    row6 = json.loads(read["[6]"])
+    assert row6["vc"] == ROW6["vc"] and row6["cl"] == ROW6["cl"] and row6["dd"] is None
+    assert base64.b64decode(row6["bl"]) == ROW6["bl"] and row6["dt0"] is None
+    assert json.loads(read["[7]"])["bin"] == base64.b64encode(b"a\0\0\0").decode()
+
+
+COMPOSITE = """
+CREATE TABLE comp (
+  a INT NOT NULL, b VARCHAR(10) NOT NULL, d DATETIME(6) NOT NULL, v INT,
+  PRIMARY KEY (a, b, d)
+)"""
+
+
+def composite_rows(mariadb: EmbeddedMariaDB, db: str) -> list[tuple[int, str, str]]:
+    mariadb.execute(COMPOSITE, database=db)
+    rows = [
+        (a, b, f"2024-01-0{d}T00:00:00.{d:06d}")
+        for a in range(4) for b in ("p", "q", "qq", "r") for d in (1, 2, 3)
+    ]
+    values = ", ".join(f"({a}, '{b}', '{d}', {i})" for i, (a, b, d) in enumerate(rows))
+    mariadb.execute(f"INSERT INTO comp VALUES {values}", database=db)
+    return rows
+
+
+def test_composite_key_ranges(mariadb: EmbeddedMariaDB, db: str) -> None:
+    rows = composite_rows(mariadb, db)  # created in key order
+    schema = load_schema(mariadb, db, "comp")
+    bounds: list[KeyValue | None] = [
+        None, (0, "p", "2024-01-01T00:00:00.000001"), (1, "q", "2024-01-02T00:00:00.000002"),
+        (1, "qa", "2000-01-01T00:00:00.000000"), (2, "r", "2099-01-01T00:00:00.000000"),
+        (3, "", "1999-01-01T00:00:00.000000"), (9, "z", "2024-01-01T00:00:00.000000"),
+    ]
+    with chunks_of(mariadb) as dialect:
+        keys = dialect.key_columns(db, "comp", ["A", "b", "d"])
+        assert [k.name for k in keys] == ["a", "b", "d"]
+        assert keys[1].collation == "utf8mb4_general_ci" and keys[1].charset == "utf8mb4"
+        for lo in bounds:
+            for hi in bounds:
+                want = [
+                    compact(list(r))
+                    for r in rows
+                    if (lo is None or r >= lo) and (hi is None or r < hi)
+                ]
+                got = dialect.read_chunk(schema, keys, lo, hi)
+                assert sorted(by_key(got)) == sorted(want), (lo, hi)
+                count = dialect.count_between(db, "comp", keys, lo, hi, 5)
+                assert count == min(5, len(want))
+        # cut the table with key_after: chunks of 7 cover every row once, in key order
+        splits, lo = [], None
+        while True:
+            hi = dialect.key_after(db, "comp", keys, lo, 7)
+            splits.append((lo, hi))
+            if hi is None:
+                break
+            assert hi == rows[rows.index(lo) + 7 if lo else 7]
+            lo = hi
+        seen = [k for s in splits for k in by_key(dialect.read_chunk(schema, keys, *s))]
+        assert sorted(seen) == sorted(compact(list(r)) for r in rows)
+        assert len(splits) == -(-len(rows) // 7)
+        assert dialect.key_after(db, "comp", keys, rows[-1], 0) == rows[-1]
+        assert dialect.key_after(db, "comp", keys, rows[-1], 1) is None
+        assert dialect.key_range(db, "comp", keys) == (rows[0], rows[-1])
+        assert dialect.row_count(db, "comp") == len(rows)
+        located = dialect.locate(keys, [rows[0], rows[5], (9, "", "2000-01-01T00:00:00.000000")],
+                                 [rows[0], rows[5], rows[6]])
+        assert located == [1, 2, 3]
+
+
+def test_case_insensitive_string_keys(mariadb: EmbeddedMariaDB, db: str) -> None:
+    mariadb.execute(
+        "CREATE TABLE s (k VARCHAR(20) COLLATE utf8mb4_general_ci PRIMARY KEY, v INT)",
+        "CREATE TABLE l (k VARCHAR(20) CHARACTER SET latin1 COLLATE latin1_bin PRIMARY KEY)",
+        "INSERT INTO s VALUES ('a', 1), ('ABC', 2), ('abd', 3), ('B', 4), ('é', 5), ('x''y', 6)",
+        "INSERT INTO l VALUES ('a'), ('B'), ('é'), ('Z')",
+        database=db,
+    )
+    schema = load_schema(mariadb, db, "s")
+    with chunks_of(mariadb) as dialect:
+        keys = dialect.key_columns(db, "s", ["k"])
+        order = []
+        lo: KeyValue | None = None
+        while (lo := dialect.key_after(db, "s", keys, lo, 0 if lo is None else 1)) is not None:
+            order.append(lo[0])
+        assert order == ["a", "ABC", "abd", "B", "é", "x'y"]  # é = e under general_ci
+        assert dialect.locate(keys, [("abc",), ("ABD",), ("Abc",), ("c",), ("E",)],
+                              [("abc",), ("b",), ("e",)]) == [1, 1, 1, 2, 3]
+        got = by_key(dialect.read_chunk(schema, keys, ("abc",), ("b",)))
+        assert sorted(got) == ['["ABC"]', '["abd"]']
+        assert dialect.count_between(db, "s", keys, ("AB",), ("é",), 100) == 3
+        # latin1_bin: byte order in latin1 ('B' < 'Z' < 'a' < 'é')
+        lkeys = dialect.key_columns(db, "l", ["k"])
+        assert lkeys[0].charset == "latin1" and lkeys[0].collation == "latin1_bin"
+        assert dialect.locate(lkeys, [("a",), ("é",), ("Z",)], [("Z",), ("a",)]) == [2, 2, 1]
+        assert dialect.key_after(db, "l", lkeys, ("b",), 0) == ("é",)
+
+
+KEY_TYPES: list[tuple[str, list[str], list[Any]]] = [
+    ("BIGINT UNSIGNED", ["0", "1", "18446744073709551615"], [0, 1, 2**64 - 1]),
+    ("TINYINT", ["-128", "0", "127"], [-128, 0, 127]),
+    ("DECIMAL(12,3)", ["-10.5", "-0.001", "0", "7"], ["-10.500", "-0.001", "0.000", "7.000"]),
+    ("BIT(10)", ["b'0'", "b'101'", "b'1111111111'"], [0, 5, 1023]),
+    ("YEAR", ["1901", "2024", "2155"], [1901, 2024, 2155]),
+    ("CHAR(3) CHARACTER SET latin1", ["'a'", "'b'", "'é'"], ["a", "b", "é"]),
+    ("BINARY(3)", ["x'00'", "x'0001'", "x'FF'"], ["AAAA", "AAEA", "/wAA"]),
+    ("VARBINARY(3)", ["x''", "x'00'", "x'0000'", "x'01'"], ["", "AA==", "AAA=", "AQ=="]),
+    ("DATE", ["'1000-01-01'", "'2024-02-29'"], ["1000-01-01", "2024-02-29"]),
+    ("DATETIME(2)", ["'2024-01-01 00:00:00.01'", "'2024-01-01 00:00:00.1'"],
+     ["2024-01-01T00:00:00.010000", "2024-01-01T00:00:00.100000"]),
+    ("TIMESTAMP(6)", ["'1970-01-01 05:00:01'", "'2024-03-31 01:30:00.5'"],
+     ["1970-01-01T00:00:01.000000Z", "2024-03-30T20:30:00.500000Z"]),
+    ("TIME(1)", ["'-838:59:59'", "'-00:00:00.5'", "'00:00:00'", "'100:00:00.1'"],
+     ["-838:59:59.000000", "-00:00:00.500000", "00:00:00.000000", "100:00:00.100000"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("sql_type", "literals", "values"), KEY_TYPES, ids=[t[0] for t in KEY_TYPES]
+)
+def test_every_key_type_bounds_chunks(
+    mariadb: EmbeddedMariaDB, db: str, sql_type: str, literals: list[str], values: list[Any]
+) -> None:
+    mariadb.execute(f"CREATE TABLE k (k {sql_type} PRIMARY KEY, n INT)", database=db)
+    with contextlib.closing(mariadb.connect(db)) as conn, conn.cursor() as cur:
+        cur.execute("SET time_zone = '+05:00'")
+        for i, lit in enumerate(literals):
+            cur.execute(f"INSERT INTO k VALUES ({lit}, {i})")
+    schema = load_schema(mariadb, db, "k")
+    keyed = [(v,) for v in values]  # ascending, in the row-image encoding
+    with chunks_of(mariadb) as dialect:
+        keys = dialect.key_columns(db, "k", ["k"])
+        assert dialect.key_range(db, "k", keys) == (keyed[0], keyed[-1])
+        assert [dialect.key_after(db, "k", keys, None, i) for i in range(len(keyed))] == keyed
+        for i, v in enumerate(keyed):
+            assert dialect.key_after(db, "k", keys, v, 0) == v
+            hi = keyed[i + 1] if i + 1 < len(keyed) else None
+            got = by_key(dialect.read_chunk(schema, keys, v, hi))
+            assert [json.loads(k) for k in got] == [[values[i]]]
+            assert json.loads(got[compact([values[i]])])["n"] == i
+        assert dialect.locate(keys, keyed, keyed[1:]) == list(range(len(keyed)))
+        assert dialect.count_between(db, "k", keys, keyed[1], None, 100) == len(keyed) - 1
+
+
+def test_key_columns_refusals_counts_and_watermark(mariadb: EmbeddedMariaDB, db: str) -> None:
+    mariadb.execute(
+        "CREATE TABLE e (id INT PRIMARY KEY, f FLOAT, t TEXT, d DECIMAL(7,2) UNSIGNED)",
+        database=db,
+    )
+    with chunks_of(mariadb) as dialect:
+        with pytest.raises(ConfigError, match=f"{db}.e has no column nope") as err:
+            dialect.key_columns(db, "e", ["id", "nope"])
+        assert err.value.fields["key"] == "source.snapshot.chunk_key_columns"
+        for name in ("f", "t"):
+            with pytest.raises(ConfigError, match=f"Column {name} of {db}.e has type"):
+                dialect.key_columns(db, "e", [name])
+        assert dialect.key_columns(db, "e", ["d"]) == [
+            KeyColumn("d", "decimal", unsigned=True, precision=7, scale=2)
+        ]
+        keys = dialect.key_columns(db, "e", ["id"])
+        assert dialect.key_range(db, "e", keys) is None
+        assert dialect.key_after(db, "e", keys, None, 0) is None
+        assert dialect.row_count(db, "e") == 0
+        empty = dialect.read_chunk(load_schema(mariadb, db, "e"), keys, None, (5,))
+        assert empty.num_rows == 0 and empty.schema == CHUNK_SCHEMA
+        mariadb.execute("INSERT INTO e (id) SELECT seq FROM seq_1_to_50", database=db)
+        assert dialect.count_between(db, "e", keys, (10,), None, 7) == 7
+        assert dialect.count_between(db, "e", keys, (10,), (20,), 100) == 10
+        assert dialect.count_between(db, "e", keys, None, (1,), 100) == 0
+        assert dialect.row_count(db, "e") == 50
+        assert dialect.locate(keys, [], [(1,)]) == [] and dialect.locate(keys, [(3,)], []) == [0]
+        with MySQLCatalog(mariadb.host, mariadb.port, mariadb.user, mariadb.password) as cat:
+            assert dialect.watermark() == cat.current_offset()
+
+
+def test_null_chunk_key_values_sort_first(mariadb: EmbeddedMariaDB, db: str) -> None:
+    """A configured chunk key may hold NULLs: they order before every value, as in ORDER BY."""
+    mariadb.execute(
+        "CREATE TABLE n (k INT NULL, s VARCHAR(5) NULL, v INT)",
+        "INSERT INTO n VALUES (2, 'b', 5), (1, 'a', 4), (1, NULL, 3), (NULL, 'a', 2),"
+        " (NULL, NULL, 1)",
+        database=db,
+    )
+    with MySQLCatalog(mariadb.host, mariadb.port, mariadb.user, mariadb.password) as cat:
+        schema = cat.load_schema(db, "n", ("k", "s"))
+    ordered = [(None, None), (None, "a"), (1, None), (1, "a"), (2, "b")]
+    with chunks_of(mariadb) as dialect:
+        keys = dialect.key_columns(db, "n", ["k", "s"])
+        walk = [dialect.key_after(db, "n", keys, None, 0)]
+        while (nxt := dialect.key_after(db, "n", keys, walk[-1], 1)) is not None:
+            walk.append(nxt)
+        assert walk == ordered
+        assert dialect.locate(keys, ordered, ordered[1:]) == [0, 1, 2, 3, 4]
+        bounds: list[KeyValue | None] = [None, *ordered[1:], None]
+        seen = []
+        for lo, hi in zip(bounds, bounds[1:], strict=False):
+            rows = by_key(dialect.read_chunk(schema, keys, lo, hi))
+            assert len(rows) == 1 and dialect.count_between(db, "n", keys, lo, hi, 9) == 1
+            seen += [tuple(json.loads(k)) for k in rows]
+        assert seen == ordered
+
+
+def test_credentials_in_the_url_and_errors(mariadb: EmbeddedMariaDB, db: str) -> None:
+    """A password with URL metacharacters reaches connectorx intact and never shows in errors."""
+    password = "p@ss:w/rd#%?&+ x"
+    user, _ = mariadb.create_cdc_user("chunk_reader", password)
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(5))",
+                    "INSERT INTO t VALUES (1, 'a'), (2, NULL)", database=db)
+    schema = load_schema(mariadb, db, "t")
+    source = SourceConfig(host=mariadb.host, port=mariadb.port, user=user, password=password,
+                          tables=(".*",))
+    with MySQLChunks(source) as dialect:
+        keys = dialect.key_columns(db, "t", ["id"])
+        assert by_key(dialect.read_chunk(schema, keys, None, None)) == {
+            "[1]": '{"id":1,"v":"a"}', "[2]": '{"id":2,"v":null}'
+        }
+        mariadb.execute("DROP TABLE t", database=db)
+        with pytest.raises(SourceError, match=f"a chunk of {db}.t") as err:
+            dialect.read_chunk(schema, keys, None, None)
+        assert password not in str(err.value)
+        with pytest.raises(SourceError, match=f"Table {db}.t does not exist"):
+            dialect.key_columns(db, "t", ["id"])

@@ -1,0 +1,206 @@
+"""The chunk scan against a real MariaDB, with writes forced into the watermark window by hooks:
+the corrected chunk equals the source's rows of the split's range at the high watermark (and,
+for the batch read, at the fixed point it rewinds to); the splitter's chunks on real tables."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from sparkcdc.config.model import SourceConfig
+from sparkcdc.core.chunk import KeyColumn, Split
+from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.snapshot.scan import scan_split, scan_split_at
+from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
+from sparkcdc.sources.mysql.catalog import MySQLCatalog
+from sparkcdc.sources.mysql.chunks import MySQLChunks
+from sparkcdc.sources.mysql.window import window_changes
+
+pytestmark = pytest.mark.mariadb
+
+
+def source(server: EmbeddedMariaDB, db: str) -> SourceConfig:
+    return SourceConfig("127.0.0.1", server.port, "root", "", (rf"{db}\..*",), "earliest", 6301)
+
+
+@pytest.fixture
+def chunks(mariadb: EmbeddedMariaDB, db: str) -> Iterator[MySQLChunks]:
+    with MySQLChunks(source(mariadb, db)) as found:
+        yield found
+
+
+def rows_in(server: EmbeddedMariaDB, db: str, where: str) -> dict[int, tuple[object, ...]]:
+    return {r[0]: tuple(r) for r in server.query(f"SELECT id, v FROM t WHERE {where}", db)}
+
+
+def as_rows(table: object) -> dict[int, tuple[object, ...]]:
+    out = {}
+    for text in table.column("after").to_pylist():  # type: ignore[attr-defined]
+        row = json.loads(text)
+        out[row["id"]] = (row["id"], row["v"])
+    return out
+
+
+def scan(
+    server: EmbeddedMariaDB, db: str, chunks: MySQLChunks, split: Split, hook: Callable
+) -> object:
+    with MySQLCatalog("127.0.0.1", server.port, "root", "") as cat:
+        schema = cat.load_schema(db, "t")
+    keys = chunks.key_columns(db, "t", ["id"])
+    src = source(server, db)
+    return scan_split(
+        split,
+        schema,
+        keys,
+        chunks,
+        lambda d, t, lo, hi: window_changes(src, d, t, lo, hi, 6302),
+        hook,
+    )
+
+
+WRITES = (
+    "UPDATE t SET v = 'changed' WHERE id = 20",  # inside
+    "DELETE FROM t WHERE id = 30",  # inside
+    "INSERT INTO t VALUES (25, 'new inside')",
+    "INSERT INTO t VALUES (5, 'below the split')",
+    "INSERT INTO t VALUES (500, 'beyond the split')",
+    "UPDATE t SET id = 900 WHERE id = 40",  # moves out of the split
+    "UPDATE t SET id = 45 WHERE id = 300",  # moves into the split
+    "UPDATE t SET v = 'outside' WHERE id = 200",
+)
+
+
+@pytest.mark.parametrize("stage", ["low", "chunk"])
+def test_writes_inside_the_window_are_applied_to_the_chunk(
+    mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks, stage: str
+) -> None:
+    mariadb.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
+        "INSERT INTO t SELECT seq * 10, CONCAT('v', seq) FROM seq_1_to_30",
+        database=db,
+    )
+    split = Split(f"{db}.t", 1, (10,), (100,))
+
+    def hook(at: str, _split: Split) -> None:
+        if at == stage:
+            mariadb.execute(*WRITES, database=db)
+
+    result = scan(mariadb, db, chunks, split, hook)
+    assert result.high > result.low  # type: ignore[attr-defined]
+    assert result.window_changes == len(WRITES)  # type: ignore[attr-defined]
+    got = as_rows(result.rows)  # type: ignore[attr-defined]
+    assert got == rows_in(mariadb, db, "id >= 10 AND id < 100")
+    assert 25 in got and 45 in got and 30 not in got and 40 not in got and 5 not in got
+
+
+def test_a_quiet_window_is_not_read(
+    mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks
+) -> None:
+    mariadb.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
+        "INSERT INTO t VALUES (1, 'a'), (2, 'b')",
+        database=db,
+    )
+    result = scan(mariadb, db, chunks, Split(f"{db}.t", 0, None, None), lambda *_: None)
+    assert result.high == result.low and result.window_changes == 0  # type: ignore[attr-defined]
+    assert as_rows(result.rows) == rows_in(mariadb, db, "TRUE")  # type: ignore[attr-defined]
+
+
+def test_the_batch_scan_rewinds_to_its_fixed_point(
+    mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks
+) -> None:
+    mariadb.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
+        "INSERT INTO t SELECT seq * 10, CONCAT('v', seq) FROM seq_1_to_30",
+        database=db,
+    )
+    at = chunks.watermark()
+    expected = rows_in(mariadb, db, "id < 100")
+    mariadb.execute(*WRITES[:4], database=db)  # after the fixed point, before the SELECT
+    with MySQLCatalog("127.0.0.1", mariadb.port, "root", "") as cat:
+        schema = cat.load_schema(db, "t")
+    keys = chunks.key_columns(db, "t", ["id"])
+    src = source(mariadb, db)
+
+    def hook(stage: str, _split: Split) -> None:
+        mariadb.execute(*WRITES[4:], database=db)  # after the SELECT, before the high mark
+
+    result = scan_split_at(
+        Split(f"{db}.t", 0, None, (100,)),
+        schema,
+        keys,
+        chunks,
+        lambda d, t, lo, hi: window_changes(src, d, t, lo, hi, 6303),
+        at,
+        hook,
+    )
+    assert as_rows(result.rows) == expected
+
+
+def splits_of(chunks: MySQLChunks, db: str, keys: list[KeyColumn], size: int) -> list[Split]:
+    splitter = ChunkSplitter(chunks, f"{db}.t", keys, SplitterSettings(chunk_size=size))
+    out = []
+    while not splitter.done:
+        out.append(splitter.next())
+    return out
+
+
+def count(server: EmbeddedMariaDB, db: str, split: Split, where: Callable[[Split], str]) -> int:
+    return int(server.query(f"SELECT COUNT(*) FROM t WHERE {where(split)}", db)[0][0])
+
+
+def int_range(split: Split) -> str:
+    lo = "TRUE" if split.lo is None else f"id >= {split.lo[0]}"
+    hi = "TRUE" if split.hi is None else f"id < {split.hi[0]}"
+    return f"{lo} AND {hi}"
+
+
+def test_even_chunks_cover_a_dense_key_and_skew_never_makes_a_giant_chunk(
+    mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks
+) -> None:
+    mariadb.execute(
+        "CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR(20))",
+        "INSERT INTO t SELECT seq, 'x' FROM seq_1_to_5000",
+        # skew: 5000 more keys packed into a narrow band far away
+        "INSERT INTO t SELECT 1000000 + seq, 'y' FROM seq_1_to_5000",
+        database=db,
+    )
+    keys = chunks.key_columns(db, "t", ["id"])
+    splits = splits_of(chunks, db, keys, 500)
+    sizes = [count(mariadb, db, s, int_range) for s in splits]
+    assert sum(sizes) == 10000
+    assert max(sizes) <= 1000  # never more than twice the chunk size
+    assert splits[0].lo is None and splits[-1].hi is None
+    assert all(a.hi == b.lo for a, b in zip(splits, splits[1:], strict=False))
+
+
+def test_uneven_chunks_of_a_case_insensitive_string_key(
+    mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks
+) -> None:
+    mariadb.execute(
+        "CREATE TABLE t (id VARCHAR(20) COLLATE utf8mb4_general_ci PRIMARY KEY, v INT)",
+        "INSERT INTO t SELECT CONCAT(IF(seq % 2, 'a', 'B'), LPAD(seq, 5, '0')), seq "
+        "FROM seq_1_to_3000",
+        database=db,
+    )
+    keys = chunks.key_columns(db, "t", ["id"])
+    splits = splits_of(chunks, db, keys, 400)
+    assert len(splits) == 8
+
+    def where(split: Split) -> str:
+        lo = "TRUE" if split.lo is None else f"id >= '{split.lo[0]}'"
+        hi = "TRUE" if split.hi is None else f"id < '{split.hi[0]}'"
+        return f"{lo} AND {hi}"
+
+    sizes = [count(mariadb, db, s, where) for s in splits]
+    assert sizes == [400] * 7 + [200]
+
+
+def test_an_empty_table_is_one_open_split(
+    mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks
+) -> None:
+    mariadb.execute("CREATE TABLE t (a INT, b VARCHAR(5), PRIMARY KEY (a, b))", database=db)
+    keys = chunks.key_columns(db, "t", ["a", "b"])
+    assert splits_of(chunks, db, keys, 100) == [Split(f"{db}.t", 0, None, None)]

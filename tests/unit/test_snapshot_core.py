@@ -1,0 +1,143 @@
+"""The snapshot's pure parts: chunk correction, the hand-off rule, numeric key order, state."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+
+from sparkcdc.core.chunk import KeyColumn, Split
+from sparkcdc.core.offset import BinlogOffset
+from sparkcdc.snapshot.correct import ChunkCorrector
+from sparkcdc.snapshot.handoff import Handoff, HandoffFilter, TableHandoff
+from sparkcdc.snapshot.keyorder import KeyOrder
+from sparkcdc.snapshot.state import SplitResult, SplitStore
+
+ID = [KeyColumn("id", "int")]
+
+
+def row(i: int, v: str) -> str:
+    return json.dumps({"id": i, "v": v}, separators=(",", ":"))
+
+
+def chunk(rows: dict[int, str]) -> pa.Table:
+    return pa.table(
+        {"key": [f"[{i}]" for i in rows], "after": [row(i, v) for i, v in rows.items()]}
+    )
+
+
+def as_dict(table: pa.Table) -> dict[str, str]:
+    keys, afters = table.column("key").to_pylist(), table.column("after").to_pylist()
+    return dict(zip(keys, afters, strict=True))
+
+
+def test_corrector_replays_the_window_onto_the_split_range_only() -> None:
+    split = Split("db.t", 0, (1,), (10,))
+    order = KeyOrder(ID, None)
+    fix = ChunkCorrector(["id"], ["id"], lambda values: order.within(split, values))
+    rows = chunk({1: "a", 2: "b", 3: "c", 4: "d", 5: "e"})
+    changes = [
+        ("u", "[2]", row(2, "b"), row(2, "B")),  # seen or not by the SELECT: B either way
+        ("d", "[3]", row(3, "c"), None),
+        ("c", "[4]", None, row(4, "d")),  # an insert the SELECT saw already
+        ("u", "[50]", row(5, "e"), row(50, "e")),  # key moves out of the split
+        ("c", "[7]", None, row(7, "g")),
+        ("u", "[8]", row(60, "h"), row(8, "h")),  # key moves into the split
+        ("c", "[11]", None, row(11, "x")),  # another split's key
+        ("u", "[2]", row(2, "B"), row(2, "B2")),
+    ]
+    got = as_dict(fix.apply(rows, changes))
+    assert got == {
+        "[1]": row(1, "a"),
+        "[2]": row(2, "B2"),
+        "[4]": row(4, "d"),
+        "[7]": row(7, "g"),
+        "[8]": row(8, "h"),
+    }
+
+
+def test_corrector_without_changes_returns_the_chunk_itself() -> None:
+    rows = chunk({1: "a"})
+    fix = ChunkCorrector(["id"], ["id"], lambda values: [True] * len(values))
+    assert fix.apply(rows, []) is rows
+
+
+def offset(pos: int) -> BinlogOffset:
+    return BinlogOffset("bin.000002", pos, "")
+
+
+def test_handoff_lets_through_what_each_split_does_not_hold() -> None:
+    handoff = Handoff(
+        {"db.t": TableHandoff(ID, [(10,), (20,)], [offset(100), offset(200), offset(300)])}
+    )
+    assert handoff.lowest == offset(100) and handoff.highest == offset(300)
+    keep = HandoffFilter(handoff, dialect=lambda: None)  # type: ignore[arg-type,return-value]
+    changes = [
+        ("c", "[5]", None, row(5, "x")),  # split 0, past its mark 100: needed
+        ("c", "[15]", None, row(15, "x")),  # split 1, before its mark 200: in its rows
+        ("d", "[25]", row(25, "x"), None),  # split 2, before 300
+        ("u", "[6]", row(16, "x"), row(6, "x")),  # moves 16 -> 6: split 0 needs the new key
+        ("u", "[17]", row(26, "x"), row(17, "x")),  # 26 -> 17: neither split needs it
+    ]
+    kept = keep("db", "t", "bin.000002", 150, changes)
+    # the move 16 -> 6 is needed by the new key's split only: it arrives as an insert of 6
+    assert kept == [changes[0], ("c", "[6]", None, row(6, "x"))]
+    assert keep.dropped == 3
+    # 6 -> 16 at 150: split 0 (mark 100) must lose 6, split 1 (mark 200) holds 16 already
+    move = ("u", "[16]", row(6, "x"), row(16, "x"))
+    assert keep("db", "t", "bin.000002", 150, [move]) == [("d", "[6]", row(6, "x"), None)]
+    assert keep("db", "t", "bin.000002", 300, changes) == changes  # past the last mark
+    assert keep("db", "other", "bin.000002", 150, changes) == changes  # not snapshotted
+    assert keep("db", "t", "bin.000001", 999, changes[:1]) == []  # an earlier file
+
+
+def test_handoff_round_trips_through_its_file(tmp_path: Path) -> None:
+    handoff = Handoff({"db.t": TableHandoff(ID, [(10,)], [offset(1), offset(2)])})
+    handoff.save(tmp_path / "handoff.json")
+    again = Handoff.load(tmp_path / "handoff.json")
+    assert again == handoff
+    assert Handoff.load(tmp_path / "missing.json") is None
+
+
+def test_numeric_key_order_is_exact_for_decimals_and_composites() -> None:
+    keys = [KeyColumn("a", "decimal", precision=30, scale=10), KeyColumn("b", "int")]
+    order = KeyOrder(keys, None)
+    bounds = [("1.5", 0), ("1.5", 7), ("10", 0)]
+    values = [("1.4999999999", 99), ("1.5000", 0), ("1.5", 8), ("9.99", 1), ("10.0", 0)]
+    assert order.locate(values, bounds) == [0, 1, 2, 2, 3]
+    split = Split("db.t", 1, ("1.5", 0), ("1.5", 7))
+    assert order.within(split, [("1.5", 3), ("1.5", 7)]) == [True, False]
+
+
+def test_split_store_keeps_results_until_released(tmp_path: Path) -> None:
+    store = SplitStore(tmp_path)
+    split = Split("db.t", 3, (10,), None)
+    assert store.get(split) is None
+    rows = chunk({10: "a", 11: "b"})
+    store.put(SplitResult(split, rows, offset(1), offset(2), keys=[ID[0].to_json()]))
+    found = store.get(split)
+    assert found is not None and found.rows.equals(rows) and found.high == offset(2)
+    store.release(split)
+    assert store.get(split) is None
+    [meta] = store.finished("db.t")
+    assert meta["rows"] == 2 and Split.from_json(meta["split"]) == split
+
+
+def test_rewind_takes_the_chunk_back_to_the_window_start() -> None:
+    split = Split("db.t", 0, (1,), (10,))
+    order = KeyOrder(ID, None)
+    fix = ChunkCorrector(["id"], ["id"], lambda values: order.within(split, values))
+    # read after all of these happened: 2 updated twice, 3 deleted, 4 inserted, 5 moved to 50,
+    # 60 (another split's key) moved to 8
+    rows = chunk({1: "a", 2: "B2", 4: "d", 8: "h"})
+    changes = [
+        ("u", "[2]", row(2, "b"), row(2, "B")),
+        ("d", "[3]", row(3, "c"), None),
+        ("c", "[4]", None, row(4, "d")),
+        ("u", "[50]", row(5, "e"), row(50, "e")),
+        ("u", "[8]", row(60, "h"), row(8, "h")),
+        ("u", "[2]", row(2, "B"), row(2, "B2")),
+    ]
+    got = as_dict(fix.rewind(rows, changes))
+    assert got == {"[1]": row(1, "a"), "[2]": row(2, "b"), "[3]": row(3, "c"), "[5]": row(5, "e")}
