@@ -126,6 +126,13 @@ def _snapshot(s: dict[str, Any]) -> list[str]:
             )
     cdc = s["sparkcdc"]
     out.append("")
+    out += [
+        "sparkcdc in steady state (the batches after the first, over the time from the first "
+        "batch's commit to the last one's): "
+        + ", ".join(f"{m['steady_rows_per_s']:,.0f} rows/s at {m['parallelism']}" for m in cdc)
+        + ".",
+        "",
+    ]
     if len(cdc) > 1 and len(s["jdbc"]) > 1:
         a, b, ja, jb = cdc[0], cdc[-1], s["jdbc"][0], s["jdbc"][-1]
         out += [
@@ -139,8 +146,10 @@ def _snapshot(s: dict[str, Any]) -> list[str]:
         "Replica rows counted after each run: "
         + ", ".join(f"{m['replica_rows']:,} (parallelism {m['parallelism']})" for m in cdc)
         + (" — **not the table's row count**." if bad else ", as in the table."),
-        f"Table load (INSERT … SELECT from the sequence engine): {s['load_s']:.1f} s; "
-        f"1-min load average before the section: {s.get('load_average_before', 0):.1f}.",
+        f"Table load (INSERT … SELECT from the sequence engine): {s['load_s']:.1f} s. "
+        "CPU used by processes outside the benchmark meanwhile: "
+        + ", ".join(f"{k} {v:.1f} s" for k, v in s.get("other_cpu_s", {}).items())
+        + ".",
         "",
         "Where sparkcdc's time goes (seconds; chunk reads from the split files' start/end "
         "times, Spark jobs and Delta writes from the sink's per-batch log lines):",

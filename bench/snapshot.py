@@ -38,6 +38,7 @@ DDL = (
 ROOT = Path(__file__).resolve().parent.parent
 BATCH_LINE = re.compile(r"batch (\d+): (\d+) changes .*\(read ([\d.]+)s, written in ([\d.]+)s\)")
 TIMEOUT = 1800.0
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 SPLITS = Path("sparkcdc") / "snapshot" / "splits" / TABLE
 
 
@@ -85,6 +86,45 @@ def timed(cmd: list[str], timeout: float = TIMEOUT) -> tuple[int, float, list[tu
     return code, elapsed, lines
 
 
+class OtherCpu(threading.Thread):
+    """CPU seconds of processes outside this benchmark's process tree (sampled each second):
+    another workload on the machine makes every figure here slower, by no fixed share."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.seconds, self.done = 0.0, threading.Event()
+
+    @staticmethod
+    def _sample() -> dict[int, tuple[int, float]]:
+        out = {}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                f = stat.read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            out[int(stat.parent.name)] = (int(f[1]), (int(f[11]) + int(f[12])) / CLK_TCK)
+        return out
+
+    def run(self) -> None:
+        last = self._sample()
+        while not self.done.wait(1.0):
+            now = self._sample()
+            ours, grew = {os.getpid()}, True
+            while grew:
+                found = {p for p, (pp, _) in now.items() if pp in ours} - ours
+                ours |= found
+                grew = bool(found)
+            for pid, (_, cpu) in now.items():
+                if pid not in ours:
+                    self.seconds += cpu - last.get(pid, (0, 0.0))[1]
+            last = now
+
+    def take(self) -> float:
+        """The CPU seconds since the last call."""
+        taken, self.seconds = self.seconds, 0.0
+        return taken
+
+
 def _union(spans: list[tuple[float, float]]) -> float:
     """Seconds during which at least one of ``spans`` was running."""
     total, end = 0.0, float("-inf")
@@ -125,6 +165,9 @@ def sparkcdc_snapshot(
     batches = [(t, m) for t, s in lines if (m := BATCH_LINE.search(s))]
     jobs, writes = ([float(m.group(i)) for _, m in batches] for i in (3, 4))
     seconds = max(wall - startup, 1e-9)
+    # steady state: the rows of the batches after the first, over the time they took
+    done = [t for t, _ in batches]
+    later = sum(int(m.group(2)) for _, m in batches[1:])
     return {
         "parallelism": parallelism,
         "rows": rows,
@@ -140,6 +183,7 @@ def sparkcdc_snapshot(
         "chunk_read_wall_s": _union(spans),
         "batches": len(batches),
         "batch_rows": [int(m.group(2)) for _, m in batches],
+        "steady_rows_per_s": later / (done[-1] - done[0]) if later else float("nan"),
         "batch_job_s": jobs,
         "batch_write_s": writes,
         "spark_job_s": sum(jobs),
@@ -221,20 +265,23 @@ def connectorx(server: EmbeddedMariaDB, parallelism: list[int]) -> list[dict[str
 def run(server: EmbeddedMariaDB, work: Path, rows: int, parallelism: list[int],
         chunk_size: int) -> dict[str, Any]:  # fmt: skip
     """The whole section on a running server (the table is loaded here, once)."""
-    busy = os.getloadavg()[0]
-    if busy > 1.0:
-        print(f"warning: load average {busy:.1f} before the snapshot section", flush=True)
+    other = OtherCpu()
+    other.start()
     load_s = load(server, rows)
     print(f"loaded {rows:,} rows in {load_s:.1f}s", flush=True)
+    busy = {"load": other.take()}
     cx_runs = connectorx(server, parallelism)
+    busy["connectorx"] = other.take()
     for r in cx_runs:
         print(f"  connectorx p{r['parallelism']}: {r['rows'] / r['seconds']:,.0f} rows/s")
     jdbc_runs = jdbc(server, work, rows, parallelism)
+    busy["Spark JDBC"] = other.take()
     for r in jdbc_runs:
         print(f"  Spark JDBC p{r['parallelism']}: {r['rows'] / r['seconds']:,.0f} rows/s")
     cdc_runs = []
     for n in parallelism:
         r = sparkcdc_snapshot(server, work, rows, n, chunk_size)
+        busy[f"sparkcdc p{n}"] = other.take()
         print(
             f"  sparkcdc p{n}: {r['rows_per_s']:,.0f} rows/s ({r['wall_s']:.1f}s, start-up "
             f"{r['startup_s']:.1f}s, replica {r['replica_rows']:,} rows)",
@@ -243,6 +290,9 @@ def run(server: EmbeddedMariaDB, work: Path, rows: int, parallelism: list[int],
         if r["replica_rows"] != rows:
             print(f"  warning: the replica has {r['replica_rows']:,} rows, not {rows:,}")
         cdc_runs.append(r)
+    other.done.set()
+    if max(busy.values()) > 2.0:
+        print(f"  warning: other processes used the CPU meanwhile (s): {busy}", flush=True)
     for group in (cx_runs, jdbc_runs):
         for r in group:
             r["rows_per_s"] = r["rows"] / r["seconds"]
@@ -250,7 +300,7 @@ def run(server: EmbeddedMariaDB, work: Path, rows: int, parallelism: list[int],
     return {
         "rows": rows,
         "load_s": load_s,
-        "load_average_before": busy,
+        "other_cpu_s": busy,
         "chunk_size": chunk_size,
         "spark_master": "local[2]",
         "sparkcdc": cdc_runs,

@@ -47,6 +47,7 @@ class Churn(threading.Thread):
     def run(self) -> None:
         try:
             with contextlib.closing(self.server.connect(self.db)) as conn, conn.cursor() as cur:
+                cur.execute("SET autocommit = 0")  # transactions as written
                 while not self.stop_event.is_set():
                     for _ in range(self.rng.choice((1, 1, 2, 5))):
                         self._one(cur)
@@ -110,6 +111,7 @@ class Transfers(threading.Thread):
     def run(self) -> None:
         try:
             with contextlib.closing(self.server.connect(self.db)) as conn, conn.cursor() as cur:
+                cur.execute("SET autocommit = 0")  # transactions as written
                 while not self.stop_event.is_set():
                     a, b = self.rng.sample(range(1, self.accounts + 1), 2)
                     amount = self.rng.randrange(1, 50)

@@ -95,9 +95,7 @@ def test_writes_inside_the_window_are_applied_to_the_chunk(
     assert 25 in got and 45 in got and 30 not in got and 40 not in got and 5 not in got
 
 
-def test_a_quiet_window_is_not_read(
-    mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks
-) -> None:
+def test_a_quiet_window_is_not_read(mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks) -> None:
     mariadb.execute(
         "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
         "INSERT INTO t VALUES (1, 'a'), (2, 'b')",

@@ -1,13 +1,16 @@
-"""The progress display of ``sparkcdc run``: one live line on a terminal, log lines otherwise.
+"""The progress display of ``sparkcdc run``: live lines on a terminal, log lines otherwise.
 
-batches 42 · 12,345 changes · 2,048 events/s · lag 0.8s · mysql-bin.000003:1234
+While a snapshot runs, one bar per table above the pipeline's line (shortened here)::
+
+    snapshot shop.orders  [##########..........]  12/24 splits · 96,000 rows · ETA 3s
+    batches 42 · 12,345 changes · 2,048 events/s · lag 0.8s · mysql-bin.000003:1234
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
 from sparkcdc.spark.pipeline import Progress
 
@@ -26,6 +29,29 @@ def describe(p: Progress) -> str:
     )
 
 
+BAR = 20
+
+
+def describe_snapshot(tables: dict[str, dict[str, Any]] | None) -> list[str]:
+    """One bar per table of the snapshot: splits done/total, rows, rows/s, time left."""
+    if not tables:
+        return []
+    width = max(len(name) for name in tables)
+    lines = []
+    for name, t in sorted(tables.items()):
+        total = max(int(t.get("splits_total") or 0), int(t.get("splits_done") or 0), 1)
+        done = int(t.get("splits_done") or 0)
+        filled = BAR if t.get("done") else min(BAR, BAR * done // total)
+        eta = t.get("eta_s")
+        left = "done" if t.get("done") else f"ETA {eta:.0f}s" if eta is not None else "ETA -"
+        lines.append(
+            f"snapshot {name:<{width}}  [{'#' * filled}{'.' * (BAR - filled)}]  "
+            f"{done}/{total} splits · {int(t.get('rows') or 0):,} rows · "
+            f"{float(t.get('rows_per_s') or 0):,.0f} rows/s · {left}"
+        )
+    return lines
+
+
 class ProgressPrinter:
     """Callable for :func:`run_pipeline`: redraws one line on a TTY, else logs every ``every`` s."""
 
@@ -35,19 +61,24 @@ class ProgressPrinter:
         self.every = every
         self._last_line = 0.0
         self._width = 0
+        self._lines = 0
 
     def __call__(self, p: Progress) -> None:
         text = describe(p)
+        bars = describe_snapshot(p.snapshot)
         if self.tty:
-            pad = max(0, self._width - len(text))
-            self.out.write("\r" + text + " " * pad)
+            # back to the first line drawn last time, then redraw every line
+            up = f"\x1b[{self._lines - 1}A" if self._lines > 1 else ""
+            self.out.write(up + "\r" + "".join(f"{b}\x1b[K\n" for b in bars) + text + "\x1b[K")
             self.out.flush()
             self._width = len(text)
+            self._lines = len(bars) + 1
             return
         now = time.monotonic()
         if now - self._last_line >= self.every:
             self._last_line = now
-            self.out.write(time.strftime("%H:%M:%S ") + text + "\n")
+            stamp = time.strftime("%H:%M:%S ")
+            self.out.write("".join(f"{stamp}{line}\n" for line in [*bars, text]))
             self.out.flush()
 
     def close(self) -> None:

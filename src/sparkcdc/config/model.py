@@ -66,6 +66,12 @@ class SourceConfig:
         return self.startup in SNAPSHOT_STARTUPS
 
     @property
+    def row_keys(self) -> dict[str, tuple[str, ...]]:
+        """The columns identifying rows of tables without a primary key: ``key_columns``, else
+        the table's ``snapshot.chunk_key_columns`` (a unique column the snapshot is cut by)."""
+        return {**self.snapshot.chunk_key_columns, **self.key_columns}
+
+    @property
     def snapshot_server_ids(self) -> tuple[int, ...]:
         """The server ids of the snapshot readers: the range's ids after the first, else
         ``snapshot.parallelism`` ids following ``server_id``."""

@@ -60,6 +60,7 @@ class Progress:
     lag_s: float | None  # now - commit time of the newest change written (0 when caught up)
     position: str | None
     caught_up: bool
+    snapshot: dict[str, dict[str, Any]] | None = None  # per table, while a snapshot runs
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -78,7 +79,7 @@ def check_source(config: Config, startup: bool = True) -> list[TableSchema]:
         tables = catalog.match_tables(list(s.tables))
         catalog.check_ready(sorted({db for db, _ in tables}))
         schemas = [
-            catalog.load_schema(db, t, s.key_columns.get(f"{db}.{t}", ())) for db, t in tables
+            catalog.load_schema(db, t, s.row_keys.get(f"{db}.{t}", ())) for db, t in tables
         ]
         if startup and not s.takes_snapshot:
             resolve_startup(catalog, s, s.startup)
@@ -292,6 +293,7 @@ class _Meter:
             0.0 if caught_up else lag,
             status.get("position"),
             caught_up,
+            status.get("snapshot"),
         )
         return self.last
 

@@ -80,16 +80,13 @@ def load_table(options: SourceOptions, name: str) -> TableSchema:
     db, _, table = name.partition(".")
     with MySQLCatalog(src.host, src.port, src.user, src.password, src.connect_timeout) as cat:
         try:
-            return cat.load_schema(db, table, src.key_columns.get(name, ()))
+            return cat.load_schema(db, table, src.row_keys.get(name, ()))
         except TableWithoutKey:
-            chunk_key = src.snapshot.chunk_key_columns.get(name)
-            if not chunk_key:
-                raise ConfigError(
-                    f"the table {name} has no primary key to cut its snapshot into chunks; name "
-                    f"a unique column in source.snapshot.chunk_key_columns (e.g. {{{name}: id}}).",
-                    key="source.snapshot.chunk_key_columns",
-                ) from None
-            return cat.load_schema(db, table, chunk_key)
+            raise ConfigError(
+                f"the table {name} has no primary key to cut its snapshot into chunks; name "
+                f"a unique column in source.snapshot.chunk_key_columns (e.g. {{{name}: id}}).",
+                key="source.snapshot.chunk_key_columns",
+            ) from None
 
 
 def table_meta(options: SourceOptions, dialect: Any, name: str) -> dict[str, Any]:

@@ -29,7 +29,6 @@ themselves (Arrow IPC bytes), and ``read`` turns them back into ``pyarrow.Record
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -52,15 +51,14 @@ from pyspark.sql.types import StructType
 from sparkcdc.core.errors import ConfigError
 from sparkcdc.core.event import ENVELOPE_DDL
 from sparkcdc.core.offset import BinlogOffset
-from sparkcdc.core.schema import TableSchema
 from sparkcdc.spark.delivery import DeliveryQueue
 from sparkcdc.spark.options import SourceOptions
 from sparkcdc.spark.readers import ReaderFactory, load_reader_factory
-from sparkcdc.spark.snapshot import SnapshotPlanner, SplitTask, is_snapshot, read_split_task
+from sparkcdc.spark.snapshot import SplitTask, is_snapshot, read_split_task
+from sparkcdc.spark.snapshot_phase import SnapshotPhase
 from sparkcdc.spark.status import StatusWriter, peak_rss_bytes
 from sparkcdc.store.ring import EventStore
 
-ANNOUNCE = '{"kind":"announce"}'
 PARTITION_BYTES = 32 * 1024 * 1024
 ARROW_BATCH_ROWS = 65536
 IDLE_SECONDS = 3.0  # available-now: a drained reader this long without moving is at the end
@@ -148,10 +146,8 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._committed_rows = 0
         self._store_peak = 0
         self._status: StatusWriter | None = None
-        self._planner: SnapshotPlanner | None = None
+        self._snapshot: SnapshotPhase | None = None
         self._handoff_checked = False
-        self._counted: set[int] = set()
-        self.snapshot_progress: dict[str, dict[str, Any]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         # Spark pickles the reader to ship ``read`` to executors: only the options travel
@@ -167,19 +163,19 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._factory
 
     @property
-    def planner(self) -> SnapshotPlanner:
-        if self._planner is None:
-            self._planner = SnapshotPlanner(self.options)
-        return self._planner
+    def snapshot(self) -> SnapshotPhase:
+        if self._snapshot is None:
+            self._snapshot = SnapshotPhase(self.options)
+        return self._snapshot
 
     @property
     def snapshots(self) -> bool:
-        return self.options.source.startup in ("initial", "snapshot")
+        return self.options.source.takes_snapshot
 
     # ------------------------------------------------------------ Spark calls
     def initialOffset(self) -> dict:
         if self.snapshots:
-            return self.planner.initial(self.factory.captured_tables(self.options.source))
+            return self.snapshot.initial(self.factory.captured_tables(self.options.source))
         return self.factory.initial_offset(self.options.source).to_json()
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -191,16 +187,11 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         if is_snapshot(start):
             self._ensure_status()
-            self._snapshot_committed(start)
-            return self.planner.next(start)
+            return self.snapshot.next(start)
         begin = BinlogOffset.from_json(start)
         if self.snapshots and not self._handoff_checked:
             self._handoff_checked = True
-            highest = self._handoff_highest()
-            if self.options.source.startup == "snapshot":
-                self._target = highest or begin
-            elif self._target is not None and highest is not None:
-                self._target = max(self._target, highest)
+            self._target = self.snapshot.target(begin, self._target)
         queue = self._ensure_started(begin)
         # Spark plans the next micro-batch only after the previous one is committed; acking
         # here frees the store before Spark's own commit(end) call, which comes later
@@ -224,7 +215,7 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         if is_snapshot(end):
-            return self._announce(end) + self.planner.partitions(end)
+            return self.snapshot.partitions(end)
         if is_snapshot(start):
             return []  # the hand-off: from the snapshot to the log, no events of its own
         begin, finish = BinlogOffset.from_json(start), BinlogOffset.from_json(end)
@@ -249,7 +240,7 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         if is_snapshot(end):
-            self._snapshot_committed(end)
+            self.snapshot.committed(end)
             return
         finish = BinlogOffset.from_json(end)
         if self._queue is not None:
@@ -273,7 +264,7 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._stop_reader()  # first call, or Spark moved the stream elsewhere: reopen at start
         o = self.options
         store = EventStore(o.max_bytes, o.max_items, o.batch_mode)  # type: ignore[arg-type]
-        handoff = self._handoff_filter(start)
+        handoff = self.snapshot.change_filter(start) if self.snapshots else None
         extra = {} if handoff is None else {"change_filter": handoff}
         self._reader = self.factory.open(
             o.source, start, store, o.schema_history, o.item_rows, **extra
@@ -289,62 +280,6 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._status is None and o.status_file:
             self._status = StatusWriter(o.status_file, self.status)
             self._status.start()
-
-    # ------------------------------------------------------------ the snapshot phase
-    def _announce(self, end: dict) -> list[InputPartition]:
-        """The schema rows of the tables whose snapshot starts in this batch."""
-        from sparkcdc.sources.mysql.transaction import SchemaRow, schema_batch
-
-        st = end["snapshot"]
-        rows: list[SchemaRow] = []
-        for name in st["announce"]:
-            schema = TableSchema.from_json(st["meta"][name]["schema"])
-            text = json.dumps(schema.to_json(), separators=(",", ":"))
-            rows.append((schema.db, schema.table, text, None, ANNOUNCE, schema.schema_id()))
-        if not rows:
-            return []
-        batch = schema_batch(0, "", 0, "", int(time.time() * 1000), None, rows)
-        return list(to_partitions([batch]))
-
-    def _snapshot_committed(self, end: dict) -> None:
-        """Spark committed the snapshot batch ending at ``end``: count it, free its rows."""
-        st = end["snapshot"]
-        if int(st["batch"]) in self._counted:
-            return
-        self._counted.add(int(st["batch"]))
-        for raw in self.planner.release(end):
-            table = raw["table"]
-            meta = next(
-                (m for m in self.planner.store.finished(table) if m["split"] == raw), None
-            )
-            p = self.snapshot_progress.setdefault(
-                table, {"splits_done": 0, "rows": 0, "started": time.time()}
-            )
-            p["splits_done"] += 1
-            p["rows"] += 0 if meta is None else int(meta["rows"])
-        for name, meta in st["meta"].items():
-            p = self.snapshot_progress.setdefault(
-                name, {"splits_done": 0, "rows": 0, "started": time.time()}
-            )
-            p["splits_total"] = int(meta.get("splits") or meta.get("estimate") or 0)
-            p["done"] = "splits" in meta and p["splits_done"] >= int(meta["splits"])
-
-    def _handoff_highest(self) -> BinlogOffset | None:
-        from sparkcdc.snapshot.handoff import Handoff
-
-        found = Handoff.load(self.planner.handoff_path)
-        return None if found is None else found.highest
-
-    def _handoff_filter(self, start: BinlogOffset) -> Any:
-        if not self.snapshots:
-            return None
-        from sparkcdc.snapshot.handoff import Handoff, HandoffFilter
-        from sparkcdc.spark.snapshot import _dialect
-
-        found = Handoff.load(self.planner.handoff_path)
-        if found is None or found.highest is None or start >= found.highest:
-            return None
-        return HandoffFilter(found, lambda: _dialect(self.options))
 
     def _stop_reader(self) -> None:
         if self._reader is not None:
@@ -392,8 +327,8 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             "committed_rows": self._committed_rows,
             "peak_rss_bytes": peak_rss_bytes(),
         }
-        if self.snapshot_progress:
-            out["snapshot"] = _progress(self.snapshot_progress)
+        if self._snapshot is not None and self._snapshot.progress:
+            out["snapshot"] = self._snapshot.figures()
         reader, store, queue = self._reader, self._store, self._queue
         if reader is not None:
             try:
@@ -432,23 +367,3 @@ def _reader_position(reader: Any) -> BinlogOffset | None:
         return None
     return position if isinstance(position, BinlogOffset) else None
 
-
-def _progress(tables: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per table: splits done/total, rows, rows/s, and the estimated seconds left."""
-    now = time.time()
-    out = {}
-    for name, p in tables.items():
-        elapsed = max(now - p["started"], 1e-3)
-        total = max(int(p.get("splits_total", 0)), p["splits_done"])
-        rate = p["rows"] / elapsed
-        left = total - p["splits_done"]
-        eta = None if not p["splits_done"] else elapsed / p["splits_done"] * left
-        out[name] = {
-            "splits_done": p["splits_done"],
-            "splits_total": total,
-            "rows": p["rows"],
-            "rows_per_s": round(rate, 1),
-            "eta_s": None if p.get("done") else eta,
-            "done": bool(p.get("done")),
-        }
-    return out

@@ -67,11 +67,11 @@ class SchemaState:
 
     def _load_one(self, db: str, table: str) -> TableSchema:
         with self._catalog() as cat:
-            return cat.load_schema(db, table, self.source.key_columns.get(f"{db}.{table}", ()))
+            return cat.load_schema(db, table, self.source.row_keys.get(f"{db}.{table}", ()))
 
     def _tracker(self, schemas: Schemas) -> SchemaTracker:
         return SchemaTracker(
-            dict(schemas), self.captured, self._load_one, dict(self.source.key_columns)
+            dict(schemas), self.captured, self._load_one, self.source.row_keys
         )
 
     def load(self, start: BinlogOffset) -> list[SchemaRow]:
@@ -82,7 +82,7 @@ class SchemaState:
                 tables = cat.match_tables(self.source.tables)
                 cat.check_ready(sorted({db for db, _ in tables}))
                 schemas = {
-                    (db, t): cat.load_schema(db, t, self.source.key_columns.get(f"{db}.{t}", ()))
+                    (db, t): cat.load_schema(db, t, self.source.row_keys.get(f"{db}.{t}", ()))
                     for db, t in tables
                 }
                 self.history.record(start, schemas)
@@ -173,7 +173,7 @@ class SchemaState:
         known = [(o, snap) for o, snap in self._snapshots if o <= offset]
         if known:
             self.tracker = SchemaTracker.from_json(
-                known[-1][1], self.captured, self._load_one, dict(self.source.key_columns)
+                known[-1][1], self.captured, self._load_one, self.source.row_keys
             )
             self._snapshots = [known[-1]]  # later ones come back as the log is read again
             return

@@ -1,0 +1,118 @@
+"""The stream reader's snapshot side, on the driver: offsets, announcements, progress, hand-off.
+
+:class:`~sparkcdc.spark.source.MySQLCDCStreamReader` hands every snapshot offset here (see
+:mod:`sparkcdc.spark.snapshot` for their shape): ``next`` frees the rows of the batch Spark just
+committed and plans the following one, ``partitions`` adds the schema announcements of tables
+starting in a batch to its split tasks, ``target`` extends available-now (and ``startup:
+snapshot``) to the largest high watermark so the copy ends consistent, and ``change_filter``
+gives the log reader the hand-off filter while the stream is inside the hand-off range.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from pyspark.sql.datasource import InputPartition
+
+from sparkcdc.core.offset import BinlogOffset
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.snapshot.handoff import Handoff, HandoffFilter
+from sparkcdc.spark.options import SourceOptions
+from sparkcdc.spark.snapshot import SnapshotPlanner, _dialect, is_snapshot
+
+ANNOUNCE = '{"kind":"announce"}'
+
+
+class SnapshotPhase:
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self.planner = SnapshotPlanner(options)
+        self.progress: dict[str, dict[str, Any]] = {}
+        self._released: set[int] = set()
+
+    def initial(self, tables: list[str]) -> dict[str, Any]:
+        return self.planner.initial(tables)
+
+    def next(self, start: dict[str, Any]) -> dict[str, Any]:
+        """Spark committed the batch ending at ``start``; the offset of the next one."""
+        self.committed(start)
+        planned = self.planner.next(start)
+        if is_snapshot(planned):
+            self._planned(planned)
+        return planned
+
+    def partitions(self, end: dict[str, Any]) -> list[InputPartition]:
+        return self._announce(end) + self.planner.partitions(end)
+
+    def committed(self, end: dict[str, Any]) -> None:
+        """Free the rows of a committed batch (once) and note its tables' split counts."""
+        batch = int(end["snapshot"]["batch"])
+        if batch not in self._released:
+            self._released.add(batch)
+            self.planner.release(end)
+        self._planned(end)
+
+    def target(self, begin: BinlogOffset, target: BinlogOffset | None) -> BinlogOffset | None:
+        """Where available-now (or ``startup: snapshot``) ends once the log flows: no earlier
+        than the largest high watermark, where every table's copy is exact at once."""
+        found = Handoff.load(self.planner.handoff_path)
+        highest = None if found is None else found.highest
+        if self.options.source.startup == "snapshot":
+            return highest or begin
+        if target is not None and highest is not None:
+            return max(target, highest)
+        return target
+
+    def change_filter(self, start: BinlogOffset) -> HandoffFilter | None:
+        found = Handoff.load(self.planner.handoff_path)
+        if found is None or found.highest is None or start >= found.highest:
+            return None
+        return HandoffFilter(found, lambda: _dialect(self.options))
+
+    def _announce(self, end: dict[str, Any]) -> list[InputPartition]:
+        """The schema rows of the tables whose snapshot starts in this batch."""
+        from sparkcdc.sources.mysql.transaction import SchemaRow, schema_batch
+        from sparkcdc.spark.source import to_partitions
+
+        st = end["snapshot"]
+        rows: list[SchemaRow] = []
+        for name in st["announce"]:
+            schema = TableSchema.from_json(st["meta"][name]["schema"])
+            text = json.dumps(schema.to_json(), separators=(",", ":"))
+            rows.append((schema.db, schema.table, text, None, ANNOUNCE, schema.schema_id()))
+        if not rows:
+            return []
+        batch = schema_batch(0, "", 0, "", int(time.time() * 1000), None, rows)
+        return list(to_partitions([batch]))
+
+    def _planned(self, offset: dict[str, Any]) -> None:
+        """Remember each table's split count (or estimate) for the progress figures."""
+        for name, meta in offset["snapshot"]["meta"].items():
+            p = self.progress.setdefault(name, {"started": time.time()})
+            p["splits_total"] = int(meta.get("splits") or meta.get("estimate") or 0)
+            p["final"] = "splits" in meta
+
+    def figures(self) -> dict[str, dict[str, Any]]:
+        """Per table: splits done/total, rows, rows/s and the estimated seconds left, counted
+        from the finished splits in the store (splits of the batch in flight count as they
+        end)."""
+        now = time.time()
+        out = {}
+        for name, p in self.progress.items():
+            metas = self.planner.store.finished(name)
+            done = len(metas)
+            rows = sum(int(m["rows"]) for m in metas)
+            elapsed = max(now - p["started"], 1e-3)
+            total = max(int(p.get("splits_total", 0)), done)
+            finished = bool(p.get("final")) and done >= total
+            out[name] = {
+                "splits_done": done,
+                "splits_total": total,
+                "rows": rows,
+                "rows_per_s": round(rows / elapsed, 1),
+                "eta_s": None if finished or not done else elapsed / done * (total - done),
+                "done": finished,
+            }
+        return out

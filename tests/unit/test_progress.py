@@ -1,0 +1,47 @@
+"""The snapshot's progress bars, as ``sparkcdc run`` prints them."""
+
+from __future__ import annotations
+
+import io
+
+from sparkcdc.cli.progress import ProgressPrinter, describe_snapshot
+from sparkcdc.spark.pipeline import Progress
+
+TABLES = {
+    "shop.orders": {
+        "splits_done": 6,
+        "splits_total": 24,
+        "rows": 48000,
+        "rows_per_s": 120000.0,
+        "eta_s": 1.2,
+        "done": False,
+    },
+    "shop.users": {
+        "splits_done": 3,
+        "splits_total": 3,
+        "rows": 20000,
+        "rows_per_s": 90000.0,
+        "eta_s": None,
+        "done": True,
+    },
+}
+
+
+def test_one_bar_per_table_with_splits_rows_rate_and_time_left() -> None:
+    lines = describe_snapshot(TABLES)
+    assert lines == [
+        "snapshot shop.orders  [#####...............]  6/24 splits · 48,000 rows · "
+        "120,000 rows/s · ETA 1s",
+        "snapshot shop.users   [####################]  3/3 splits · 20,000 rows · "
+        "90,000 rows/s · done",
+    ]
+    assert describe_snapshot(None) == [] and describe_snapshot({}) == []
+
+
+def test_log_lines_carry_the_bars_above_the_pipeline_line() -> None:
+    out = io.StringIO()
+    printer = ProgressPrinter(out, every=0.0)
+    printer(Progress(3, 68000, 5000.0, None, None, False, TABLES))
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3
+    assert "snapshot shop.orders" in lines[0] and "batches 3 · 68,000 changes" in lines[2]
