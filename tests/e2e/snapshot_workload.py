@@ -7,6 +7,7 @@ import contextlib
 import random
 import threading
 import time
+from typing import Any
 
 from sparkcdc.embedded.mariadb import EmbeddedMariaDB
 
@@ -25,19 +26,16 @@ def load_items(server: EmbeddedMariaDB, db: str, rows: int) -> None:
     )
 
 
-class Churn(threading.Thread):
-    """Random small transactions on ``items``: updates, deletes, inserts inside the key range,
-    below the first key and beyond the last, and primary-key updates; until :meth:`halt`."""
+class Writer(threading.Thread):
+    """Commits :meth:`transaction` over and over (autocommit off) until :meth:`halt`."""
 
-    def __init__(self, server: EmbeddedMariaDB, db: str, top: int, seed: int, pause: float = 0.002):
+    def __init__(self, server: EmbeddedMariaDB, db: str, seed: int, pause: float):
         super().__init__(daemon=True)
-        self.server, self.db, self.top = server, db, top
+        self.server, self.db, self.pause = server, db, pause
         self.rng = random.Random(seed)
-        self.pause = pause
         self.stop_event = threading.Event()
         self.commits = 0
         self.error: BaseException | None = None
-        self._low = 0
 
     def halt(self) -> None:
         self.stop_event.set()
@@ -49,19 +47,35 @@ class Churn(threading.Thread):
             with contextlib.closing(self.server.connect(self.db)) as conn, conn.cursor() as cur:
                 cur.execute("SET autocommit = 0")  # transactions as written
                 while not self.stop_event.is_set():
-                    for _ in range(self.rng.choice((1, 1, 2, 5))):
-                        self._one(cur)
+                    self.transaction(cur)
                     conn.commit()
                     self.commits += 1
                     time.sleep(self.pause)
         except BaseException as exc:  # surfaced by halt()
             self.error = exc
 
-    def _one(self, cur: object) -> None:
+    def transaction(self, cur: Any) -> None:
+        raise NotImplementedError
+
+
+class Churn(Writer):
+    """Random small transactions on ``items``: updates, deletes, inserts inside the key range,
+    below the first key and beyond the last, and primary-key updates."""
+
+    def __init__(self, server: EmbeddedMariaDB, db: str, top: int, seed: int, pause: float = 0.002):
+        super().__init__(server, db, seed, pause)
+        self.top = top
+        self._low = 0
+
+    def transaction(self, cur: Any) -> None:
+        for _ in range(self.rng.choice((1, 1, 2, 5))):
+            self._one(cur)
+
+    def _one(self, cur: Any) -> None:
         rng, top = self.rng, self.top
         roll = rng.random()
         key = rng.randrange(1, top)
-        run = cur.execute  # type: ignore[attr-defined]
+        run = cur.execute
         if roll < 0.3:
             run("UPDATE items SET version = version + 1, amount = amount + 1 WHERE id = %s", (key,))
         elif roll < 0.45:
@@ -82,18 +96,14 @@ class Churn(threading.Thread):
             )
 
 
-class Transfers(threading.Thread):
+class Transfers(Writer):
     """Moves money between accounts in two-statement transactions; the total never changes."""
 
     TOTAL_PER_ACCOUNT = 1000
 
     def __init__(self, server: EmbeddedMariaDB, db: str, accounts: int, seed: int):
-        super().__init__(daemon=True)
-        self.server, self.db, self.accounts = server, db, accounts
-        self.rng = random.Random(seed)
-        self.stop_event = threading.Event()
-        self.commits = 0
-        self.error: BaseException | None = None
+        super().__init__(server, db, seed, pause=0.001)
+        self.accounts = accounts
 
     @classmethod
     def create(cls, server: EmbeddedMariaDB, db: str, accounts: int) -> None:
@@ -103,26 +113,8 @@ class Transfers(threading.Thread):
             f"FROM {db}.seq_1_to_{accounts}",
         )
 
-    def halt(self) -> None:
-        self.stop_event.set()
-        self.join()
-        assert self.error is None, self.error
-
-    def run(self) -> None:
-        try:
-            with contextlib.closing(self.server.connect(self.db)) as conn, conn.cursor() as cur:
-                cur.execute("SET autocommit = 0")  # transactions as written
-                while not self.stop_event.is_set():
-                    a, b = self.rng.sample(range(1, self.accounts + 1), 2)
-                    amount = self.rng.randrange(1, 50)
-                    cur.execute(
-                        "UPDATE accounts SET balance = balance - %s WHERE id = %s", (amount, a)
-                    )
-                    cur.execute(
-                        "UPDATE accounts SET balance = balance + %s WHERE id = %s", (amount, b)
-                    )
-                    conn.commit()
-                    self.commits += 1
-                    time.sleep(0.001)
-        except BaseException as exc:
-            self.error = exc
+    def transaction(self, cur: Any) -> None:
+        a, b = self.rng.sample(range(1, self.accounts + 1), 2)
+        amount = self.rng.randrange(1, 50)
+        cur.execute("UPDATE accounts SET balance = balance - %s WHERE id = %s", (amount, a))
+        cur.execute("UPDATE accounts SET balance = balance + %s WHERE id = %s", (amount, b))

@@ -84,6 +84,12 @@ def test_table_without_key(mariadb: EmbeddedMariaDB, db: str, tmp_path: Path) ->
     fails_with(cfg, "heap", "key_columns")
 
 
+def test_table_without_key_to_snapshot(mariadb: EmbeddedMariaDB, db: str, tmp_path: Path) -> None:
+    mariadb.execute(f"CREATE TABLE {db}.heap (a INT, b INT)")
+    cfg = write_config(tmp_path, mariadb, rf"{db}\.heap", startup="initial")
+    fails_with(cfg, "heap", "source.snapshot.chunk_key_columns", command="check")
+
+
 def test_purged_start_position(mariadb: EmbeddedMariaDB, table: str, tmp_path: Path) -> None:
     cfg = write_config(tmp_path, mariadb, table, startup="position:mysql-bin.000999:4")
     fails_with(cfg, "mysql-bin.000999")

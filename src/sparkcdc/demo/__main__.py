@@ -1,8 +1,9 @@
 """``python -m sparkcdc.demo``: the whole loop on a throwaway MariaDB, checked at the end.
 
 1. start a private MariaDB (binlog ROW/FULL + GTID) on a free loopback port;
-2. create the shop and its first rows;
-3. ``sparkcdc run`` streams while shop traffic runs for ``--seconds``;
+2. create the shop, its first rows and an order history of 200k rows;
+3. ``sparkcdc run`` snapshots the shop in parallel, then streams while shop traffic runs for
+   ``--seconds`` (the traffic starts with the snapshot's first batch, so both overlap);
 4. SIGTERM (the batch in flight commits), then ``sparkcdc run --available-now`` picks up from the
    checkpoint and catches up with the end of the log;
 5. per table: source rows and checksum vs replica rows and checksum, ``OK`` when equal.
@@ -27,7 +28,7 @@ def pipeline_yaml(work: Path, lake: Path, server: EmbeddedMariaDB) -> Path:
     cfg = work / "pipeline.yaml"
     cfg.write_text(
         f"source: {{type: mysql, host: 127.0.0.1, port: {server.port}, user: cdc, "
-        f'password: cdc-secret, tables: ["shop\\\\..*"], startup: earliest}}\n'
+        f'password: cdc-secret, tables: ["shop\\\\..*"], startup: initial}}\n'
         f"sink: {{type: delta, path: {lake}}}\n"
         f"pipeline: {{checkpoint: {work / 'checkpoint'}, trigger: 1s, "
         f"store: {{max_bytes: 64MB}}}}\n"

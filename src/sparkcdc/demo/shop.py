@@ -37,9 +37,20 @@ _NAMES = ("Zoë", "Jürgen", "Åsa", "Łukasz", "Renée", "Ngọc", "Sørina", "
 _TAGS = ("new", "sale", "eco", "fragile")
 
 
+HISTORY_ORDERS = 200_000  # orders placed before the pipeline starts: its snapshot copies them
+
+
 def create(server: EmbeddedMariaDB, customers: int = 200, products: int = 50) -> None:
-    """Create the shop and its first customers and products."""
+    """Create the shop, its first customers and products, and an order history."""
     server.execute(*SCHEMA)
+    server.execute(
+        "INSERT INTO shop.orders SELECT seq, 1 + seq % 200, "
+        "CONCAT('SKU-', LPAD(seq % 50, 5, '0')), 1 + seq % 9, (seq % 200000) / 100, "
+        "ELT(1 + seq % 4, 'new', 'paid', 'shipped', 'cancelled'), seq % 256, "
+        "TIMESTAMP('2024-01-01') + INTERVAL seq SECOND, "
+        "DATE('2024-01-01') + INTERVAL seq % 300 DAY, CONCAT('order ', seq, ' café') "
+        f"FROM shop.seq_1_to_{HISTORY_ORDERS}"
+    )
     rng = random.Random(7)
     with contextlib.closing(server.connect("shop")) as conn, conn.cursor() as cur:
         for i in range(customers):
@@ -89,7 +100,7 @@ class ShopTraffic(threading.Thread):
             self.error = exc
 
     def _run(self) -> None:
-        rng, next_order = self.rng, 1
+        rng, next_order = self.rng, HISTORY_ORDERS + 1
         open_orders: list[int] = []
         deadline = time.monotonic() + self.seconds
         with contextlib.closing(self.server.connect("shop")) as conn, conn.cursor() as cur:

@@ -46,37 +46,10 @@ def scan_split(
     task: str = "",
 ) -> SplitResult:
     """Read ``split`` and correct it with its watermark window (see the module docstring)."""
-    started = time.time()
-    db, table = split.db_table
     low = dialect.low_watermark()
     if hook:
         hook("low", split)
-    rows = dialect.read_chunk(schema, keys, split.lo, split.hi)
-    if hook:
-        hook("chunk", split)
-    high = dialect.watermark()
-    if hook:
-        hook("high", split)
-    changes: list[Change] = []
-    if high > low:
-        changes = window(db, table, low, high)
-        order = KeyOrder(keys, dialect)
-        corrector = ChunkCorrector(
-            schema.key, [k.name for k in keys], lambda values: order.within(split, values)
-        )
-        rows = corrector.apply(rows, changes)
-    return SplitResult(
-        split,
-        rows,
-        low,
-        high,
-        started,
-        time.time(),
-        len(changes),
-        task or f"pid {os.getpid()}",
-        [k.to_json() for k in keys],
-        list(schema.key),
-    )
+    return _scan(split, schema, keys, dialect, window, low, hook, task, rewind=False)
 
 
 def scan_split_at(
@@ -89,20 +62,46 @@ def scan_split_at(
     hook: Hook | None = None,
 ) -> SplitResult:
     """Read ``split`` and rewind it to the log position ``at`` (see the module docstring)."""
+    return _scan(split, schema, keys, dialect, window, at, hook, "", rewind=True)
+
+
+def _scan(
+    split: Split,
+    schema: TableSchema,
+    keys: Sequence[KeyColumn],
+    dialect: SnapshotDialect,
+    window: WindowReader,
+    low: BinlogOffset,
+    hook: Hook | None,
+    task: str,
+    rewind: bool,
+) -> SplitResult:
+    """SELECT the chunk, take the high watermark, and move the rows to the high watermark
+    (forward) or back to ``low`` (``rewind``) with the window's changes."""
     started = time.time()
-    db, table = split.db_table
     rows = dialect.read_chunk(schema, keys, split.lo, split.hi)
     if hook:
         hook("chunk", split)
     high = dialect.watermark()
+    if hook:
+        hook("high", split)
     changes: list[Change] = []
-    if high > at:
-        changes = window(db, table, at, high)
+    if high > low:
+        changes = window(*split.db_table, low, high)
         order = KeyOrder(keys, dialect)
         corrector = ChunkCorrector(
             schema.key, [k.name for k in keys], lambda values: order.within(split, values)
         )
-        rows = corrector.rewind(rows, changes)
+        rows = corrector.rewind(rows, changes) if rewind else corrector.apply(rows, changes)
     return SplitResult(
-        split, rows, at, at, started, time.time(), len(changes), f"pid {os.getpid()}"
+        split,
+        rows,
+        low,
+        low if rewind else high,
+        started,
+        time.time(),
+        len(changes),
+        task or f"pid {os.getpid()}",
+        [k.to_json() for k in keys],
+        list(schema.key),
     )

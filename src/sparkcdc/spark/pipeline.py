@@ -78,9 +78,20 @@ def check_source(config: Config, startup: bool = True) -> list[TableSchema]:
         catalog.check_ready()
         tables = catalog.match_tables(list(s.tables))
         catalog.check_ready(sorted({db for db, _ in tables}))
-        schemas = [
-            catalog.load_schema(db, t, s.row_keys.get(f"{db}.{t}", ())) for db, t in tables
-        ]
+        try:
+            schemas = [
+                catalog.load_schema(db, t, s.row_keys.get(f"{db}.{t}", ())) for db, t in tables
+            ]
+        except errors.TableWithoutKey as exc:
+            if not s.takes_snapshot:
+                raise
+            name = f"{exc.fields.get('db')}.{exc.fields.get('table')}"
+            raise errors.TableWithoutKey(
+                f"Table {name} has no primary key to identify its rows and cut its snapshot "
+                f"into chunks; name a unique column with source.snapshot.chunk_key_columns "
+                f'(or source.key_columns): {{"{name}": [col, ...]}}.',
+                **exc.fields,
+            ) from None
         if startup and not s.takes_snapshot:
             resolve_startup(catalog, s, s.startup)
         return schemas
