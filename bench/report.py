@@ -25,37 +25,37 @@ columns instead of JSON row images, which also removes the sink's JSON parse.
 
 SNAPSHOT_NOTES = """\
 What the columns above hold, and what the pieces showed when timed alone (same table, same
-machine):
+machine, idle):
 
-- **Start-up** (~20 s, outside rows/s): JVM and session take ~3 s; the rest is Spark starting a
-  separate Python process for each Python Data Source step (data source lookup, creation, the
-  streaming source's planner) before the query writes its first offset. The first batch's Spark
-  job is a further ~8 s slower than the later ones (the tasks' Python workers start and import
-  sparkcdc, pyarrow, connectorx): that is inside rows/s; the steady-state figure leaves it out.
-- **Chunk reads** (~10 s for 2M rows, ~200k rows/s per reader): one connectorx query per
-  8,096-row chunk, between two watermark queries, on a new connection each time, with every row
-  image built as JSON text by the server. Alone, the whole table as JSON text takes 3.3 s and
-  `SELECT *` into typed Arrow 1.75 s. On 2 cores the server plus one reader already fill the
-  machine: a second reader adds task-seconds, not throughput (JDBC and connectorx gain little
-  from a second partition either). sparkcdc's gain at parallelism 2 comes mostly from half as
-  many micro-batches, each twice as big (`batch_rows` per reader).
-- **Spark jobs beyond the chunk reads** (15-23 s): each row becomes a ~280-byte envelope (op,
-  key, JSON after-image, source struct, ...) in the task (~1 s per 1M rows), goes from the Python
-  worker into the JVM (Arrow to rows), and `df.toArrow()` in `foreachBatch` turns it back into
-  Arrow and ships it to the driver's Python process: ~550 MB through two conversions.
-- **Delta writes** (6-8 µs a row): the JSON after-images parsed into typed columns, every row
-  written twice (change-log append, then replica MERGE), in the driver process, while no chunk
-  is read (the next micro-batch starts after the sink returns).
-- **The rest**: per batch, the planner cutting the next splits and Spark's offset and commit
+- **Start-up** (~11 s idle, outside rows/s): the JVM and session, then a fresh Python process
+  for each Python Data Source step (data source lookup, creation, the streaming source's
+  planner), each importing pyspark and pyarrow, before the query writes its first offset. The
+  first batch's Spark job is another 3-4 s slower than the later ones (the planning process for
+  the read and the tasks' Python workers start): that is inside rows/s; the steady-state figure
+  leaves it out.
+- **Chunk reads** (~5 s for 2M rows, ~400k rows/s per reader): one connectorx query per
+  8,096-row chunk, on a new connection each time, between two watermark queries, with every row
+  image built as JSON text by the server: alone, the whole table as JSON text takes ~3.2 s,
+  `SELECT *` into typed Arrow ~1.2-1.7 s. On 2 cores the server plus one reader already fill the
+  machine: a second reader adds task-seconds, not speed. sparkcdc's gain at parallelism 2 comes
+  from half as many micro-batches, each twice as big (`batch_rows` rows per reader).
+- **Spark jobs beyond the chunk reads** (7-10 s): each row becomes a ~280-byte envelope (op,
+  key, JSON after-image, source struct, ...) in the task (~0.7 s per 1M rows alone), goes from
+  the Python worker into the JVM (Arrow to rows), and `df.toArrow()` in `foreachBatch` turns it
+  back into Arrow and ships it to the driver's Python process: ~550 MB through two conversions.
+- **Delta writes** (4-5 µs a row): in the driver process, the JSON after-images parsed into typed
+  columns (~1 µs a row alone), every row written twice (change-log append ~0.6 µs, replica MERGE
+  ~1 µs), while no chunk is read: the next micro-batch starts after the sink returns.
+- **The rest** (~1 s a batch): the planner cutting the next splits, Spark's offset and commit
   logs; at the end the hand-off batch and stopping the session.
 
-Spark JDBC decodes typed columns inside its tasks and writes Parquet from them: no JSON, no trip
-through the driver, one write. Closing the gap means the same for the snapshot: typed Arrow
-chunks (no JSON on the server or in the sink) on one connection per reader; snapshot rows that do
-not cross Spark as rows (the split files already hold every chunk as Arrow beside the
-checkpoint, so the sink could write them to Delta directly with Spark carrying only split ids;
-snapshot rows are inserts into disjoint key ranges, an append rather than a MERGE); and the Delta
-write of batch N overlapped with the reads of batch N+1.
+Spark JDBC decodes typed columns inside its tasks and writes Parquet from them once: no JSON, no
+trip through the driver. Closing the gap means the same for the snapshot: typed Arrow chunks (no
+JSON on the server or in the sink) on one connection per reader; snapshot rows that do not cross
+Spark as rows (the split files already hold every chunk as Arrow beside the checkpoint: the sink
+could write them to Delta directly, Spark carrying only split ids; snapshot rows are inserts into
+disjoint key ranges, an append rather than a MERGE); and the Delta write of batch N overlapped
+with the reads of batch N+1.
 """
 
 

@@ -22,6 +22,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -125,6 +126,16 @@ class OtherCpu(threading.Thread):
         return taken
 
 
+def failure(what: str, code: int, lines: list[tuple[float, str]]) -> str:
+    """The error lines and the end of a failed run's output; all of it kept in a file."""
+    name = re.sub(r"\W+", "-", what).strip("-")
+    log = Path(tempfile.gettempdir()) / f"sparkcdc-bench-{name}.log"
+    log.write_text("\n".join(f"{t:8.2f} {s}" for t, s in lines))
+    errors = [s for _, s in lines if re.search(r"Error|Exception|sparkcdc:", s) and " at " not in s]
+    shown = "\n".join([*errors[:20], "...", *(s for _, s in lines[-15:])])
+    return f"{what} exited {code} (whole output in {log}):\n{shown}"
+
+
 def _union(spans: list[tuple[float, float]]) -> float:
     """Seconds during which at least one of ``spans`` was running."""
     total, end = 0.0, float("-inf")
@@ -152,10 +163,8 @@ def sparkcdc_snapshot(
     )
     epoch = time.time()
     code, wall, lines = timed([sys.executable, "-m", "sparkcdc.cli.main", "run", str(cfg)])
-    (d / "run.log").write_text("\n".join(f"{t:8.2f} {s}" for t, s in lines))
     if code != 0:
-        tail = "\n".join(s for _, s in lines[-40:])
-        raise RuntimeError(f"sparkcdc run (parallelism {parallelism}) exited {code}:\n{tail}")
+        raise RuntimeError(failure(f"sparkcdc run (parallelism {parallelism})", code, lines))
     replica_rows = DeltaTable(str(d / "lake" / "bench" / "snap")).to_pyarrow_dataset().count_rows()
     ck = d / "checkpoint"
     splits = [json.loads(p.read_text()) for p in (ck / SPLITS).glob("*.json")]
@@ -199,8 +208,7 @@ def jdbc(server: EmbeddedMariaDB, work: Path, rows: int, parallelism: list[int])
     code, wall, lines = timed([sys.executable, "-m", "bench.snapshot", "jdbc", *args])
     found = [s for _, s in lines if s.startswith("{")]
     if code != 0 or not found:
-        tail = "\n".join(s for _, s in lines[-40:])
-        raise RuntimeError(f"the Spark JDBC baseline exited {code}:\n{tail}")
+        raise RuntimeError(failure("the Spark JDBC baseline", code, lines))
     return list(json.loads(found[-1])["runs"])
 
 
