@@ -104,9 +104,10 @@ class SnapshotPhase:
             metas = self.planner.store.finished(name)
             done = len(metas)
             rows = sum(int(m["rows"]) for m in metas)
-            elapsed = max(now - p["started"], 1e-3)
             total = max(int(p.get("splits_total", 0)), done)
             finished = bool(p.get("final")) and done >= total
+            end = max((float(m["ended"]) for m in metas), default=now) if finished else now
+            elapsed = max(end - p["started"], 1e-3)
             out[name] = {
                 "splits_done": done,
                 "splits_total": total,
