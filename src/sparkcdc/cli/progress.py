@@ -62,10 +62,15 @@ class ProgressPrinter:
         self._last_line = 0.0
         self._width = 0
         self._lines = 0
+        self._bars_final = False
 
     def __call__(self, p: Progress) -> None:
         text = describe(p)
         bars = describe_snapshot(p.snapshot)
+        finished = bool(p.snapshot) and all(t.get("done") for t in (p.snapshot or {}).values())
+        if finished and self._bars_final and not self.tty:
+            bars = []  # logged once when done; a terminal keeps them on screen
+        self._bars_final = self._bars_final or finished
         if self.tty:
             # back to the first line drawn last time, then redraw every line
             up = f"\x1b[{self._lines - 1}A" if self._lines > 1 else ""

@@ -107,7 +107,8 @@ class SnapshotPhase:
             total = max(int(p.get("splits_total", 0)), done)
             finished = bool(p.get("final")) and done >= total
             end = max((float(m["ended"]) for m in metas), default=now) if finished else now
-            elapsed = max(end - p["started"], 1e-3)
+            begun = min((float(m["started"]) for m in metas), default=now)
+            elapsed = max(end - begun, 1e-3)
             out[name] = {
                 "splits_done": done,
                 "splits_total": total,
