@@ -211,6 +211,9 @@ class LogReader:
             self._connected = False
             if self._conn is not None:
                 self._conn.close()
+            close = getattr(self.change_filter, "close", None)
+            if close is not None:
+                close()  # the hand-off filter's catalog connection, if it opened one
 
     def _put(self, item: LogItem) -> None:
         while not self.store.put(item, timeout=0.2):
