@@ -172,6 +172,13 @@ def _snapshot(s: dict[str, Any]) -> list[str]:
             f"{_ratio(jb['rows_per_s'], ja['rows_per_s'])}.",
             "",
         ]
+    jdbc = {m["parallelism"]: m["rows_per_s"] for m in s["jdbc"]}
+    met = all(m["rows_per_s"] >= jdbc.get(m["parallelism"], float("inf")) for m in cdc)
+    out += [
+        "Goal, at least 1.0× Spark JDBC at the same parallelism: "
+        + ("met." if met else "**not met** (see where the time goes below)."),
+        "",
+    ]
     bad = [m for m in cdc if m["replica_rows"] != m["rows"]]
     out += [
         "Replica rows counted after each run: "
