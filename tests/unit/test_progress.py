@@ -45,3 +45,18 @@ def test_log_lines_carry_the_bars_above_the_pipeline_line() -> None:
     lines = out.getvalue().splitlines()
     assert len(lines) == 3
     assert "snapshot shop.orders" in lines[0] and "batches 3 · 68,000 changes" in lines[2]
+
+
+def test_finished_bars_are_logged_once_even_if_finished_between_log_lines() -> None:
+    out = io.StringIO()
+    printer = ProgressPrinter(out, every=3600.0)
+    done = {name: {**t, "done": True} for name, t in TABLES.items()}
+    printer(Progress(1, 10, 1.0, None, None, False, TABLES))  # logged: bars + line
+    printer(Progress(2, 20, 1.0, None, None, False, done))  # not logged: too soon
+    printer._last_line = 0.0
+    printer(Progress(3, 30, 1.0, None, None, False, done))  # logged: the finished bars once
+    printer._last_line = 0.0
+    printer(Progress(4, 40, 1.0, None, None, False, done))  # logged: the line only
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3 + 3 + 1
+    assert "done" in lines[3] and "done" in lines[4] and "batches 4" in lines[6]

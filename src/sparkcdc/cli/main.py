@@ -52,6 +52,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     logging.getLogger("py4j").setLevel(logging.WARNING)  # its callback server chatters at INFO
+    # the source's own process (a Spark Python worker) logs at the same level: see spark/source
+    os.environ["SPARKCDC_LOG_LEVEL"] = "WARNING" if quiet else "INFO"
     from sparkcdc.config.load import load_config
 
     try:

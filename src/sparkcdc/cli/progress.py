@@ -68,9 +68,6 @@ class ProgressPrinter:
         text = describe(p)
         bars = describe_snapshot(p.snapshot)
         finished = bool(p.snapshot) and all(t.get("done") for t in (p.snapshot or {}).values())
-        if finished and self._bars_final and not self.tty:
-            bars = []  # logged once when done; a terminal keeps them on screen
-        self._bars_final = self._bars_final or finished
         if self.tty:
             # back to the first line drawn last time, then redraw every line
             up = f"\x1b[{self._lines - 1}A" if self._lines > 1 else ""
@@ -82,6 +79,9 @@ class ProgressPrinter:
         now = time.monotonic()
         if now - self._last_line >= self.every:
             self._last_line = now
+            if finished and self._bars_final:
+                bars = []  # the finished bars were logged once (a terminal keeps them shown)
+            self._bars_final = self._bars_final or finished
             stamp = time.strftime("%H:%M:%S ")
             self.out.write("".join(f"{stamp}{line}\n" for line in [*bars, text]))
             self.out.flush()

@@ -142,13 +142,17 @@ class SnapshotPlanner:
                 keys = [KeyColumn.from_json(k) for k in meta[name]["keys"]]
                 splitter = ChunkSplitter(dialect, name, keys, self.settings, state)
                 if state is None:
+                    n = splitter.estimated_splits
                     log.info(
-                        "snapshot of %s: ~%d rows in ~%d chunks of %d rows (%s split)",
+                        "snapshot of %s: ~%d rows, ~%d chunk%s of %d rows (cut %s)",
                         name,
                         splitter.state["rows"],
-                        splitter.estimated_splits,
+                        n,
+                        "" if n == 1 else "s",
                         snap.chunk_size,
-                        splitter.state["mode"],
+                        "evenly by key arithmetic"
+                        if splitter.state["mode"] == "even"
+                        else "by key queries",
                     )
                 splits += splitter.take(want - len(splits))
                 state = None if splitter.done else splitter.state

@@ -29,6 +29,9 @@ themselves (Arrow IPC bytes), and ``read`` turns them back into ``pyarrow.Record
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -174,6 +177,7 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # ------------------------------------------------------------ Spark calls
     def initialOffset(self) -> dict:
+        _source_logging()
         if self.snapshots:
             return self.snapshot.initial(self.factory.captured_tables(self.options.source))
         return self.factory.initial_offset(self.options.source).to_json()
@@ -185,6 +189,7 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        _source_logging()
         if is_snapshot(start):
             self._ensure_status()
             return self.snapshot.next(start)
@@ -367,3 +372,18 @@ def _reader_position(reader: Any) -> BinlogOffset | None:
         return None
     return position if isinstance(position, BinlogOffset) else None
 
+
+
+def _source_logging() -> None:
+    """Spark runs the stream reader in a Python worker process of its own, where nothing set up
+    logging: what the log reader and the snapshot planner say goes to that process's stderr
+    (which ``sparkcdc run`` shows) at the level the command line asked for, once."""
+    level = os.environ.get("SPARKCDC_LOG_LEVEL")
+    root = logging.getLogger("sparkcdc")
+    if not level or root.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    root.addHandler(handler)
+    root.setLevel(level)
+    root.propagate = False
