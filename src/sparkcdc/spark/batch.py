@@ -23,7 +23,7 @@ from sparkcdc.snapshot.scan import scan_split_at
 from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
 from sparkcdc.spark.convert import decode_images
 from sparkcdc.spark.options import SourceOptions
-from sparkcdc.spark.snapshot import ARROW_BATCH_ROWS, _dialect, load_table, table_meta
+from sparkcdc.spark.snapshot import ARROW_BATCH_ROWS, load_table, open_dialect, table_meta
 
 __all__ = ["MySQLSnapshotReader", "table_schema"]
 
@@ -53,7 +53,7 @@ class MySQLSnapshotReader(DataSourceReader):
         settings = SplitterSettings(
             snap.chunk_size, snap.distribution_factor_lower, snap.distribution_factor_upper
         )
-        with _dialect(o) as dialect:
+        with open_dialect(o) as dialect:
             at = dialect.low_watermark()
             meta = table_meta(o, dialect, o.table)
             keys = [KeyColumn.from_json(k) for k in meta["keys"]]
@@ -77,7 +77,7 @@ class MySQLSnapshotReader(DataSourceReader):
         schema = TableSchema.from_json(partition.meta["schema"])
         keys = [KeyColumn.from_json(k) for k in partition.meta["keys"]]
         at = BinlogOffset.from_json(partition.at)
-        with _dialect(self.options) as dialect:
+        with open_dialect(self.options) as dialect:
             for raw in partition.splits:
                 result = scan_split_at(
                     Split.from_json(raw),

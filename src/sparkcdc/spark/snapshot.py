@@ -65,7 +65,8 @@ class SplitTask(InputPartition):
         return f"SplitTask({len(self.splits)} splits, server id {self.server_id})"
 
 
-def _dialect(options: SourceOptions) -> Any:
+def open_dialect(options: SourceOptions) -> Any:
+    """The source's :class:`~sparkcdc.snapshot.dialect.SnapshotDialect` (a context manager)."""
     from sparkcdc.sources.mysql.chunks import MySQLChunks
 
     return MySQLChunks(options.source)
@@ -133,7 +134,7 @@ class SnapshotPlanner:
         want = snap.parallelism * max(1, snap.batch_rows // snap.chunk_size)
         splits: list[Split] = []
         announce: list[str] = []
-        with _dialect(self.options) as dialect:
+        with open_dialect(self.options) as dialect:
             while len(splits) < want and current < len(tables):
                 name = tables[current]
                 if state is None:
@@ -193,7 +194,7 @@ class SnapshotPlanner:
         handoff.save(self.handoff_path)
         lowest = handoff.lowest
         if lowest is None:
-            with _dialect(self.options) as dialect:
+            with open_dialect(self.options) as dialect:
                 lowest = dialect.watermark()
         log.info(
             "snapshot finished (%d tables); streaming the log from %s, hand-off until %s",
@@ -237,7 +238,7 @@ def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.Reco
             result = store.get(split)
             if result is None:
                 if dialect is None:
-                    dialect = _dialect(options)
+                    dialect = open_dialect(options)
                 result = scan_split(
                     split,
                     schema,

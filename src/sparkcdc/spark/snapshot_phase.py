@@ -20,7 +20,7 @@ from sparkcdc.core.offset import BinlogOffset
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.handoff import Handoff, HandoffFilter
 from sparkcdc.spark.options import SourceOptions
-from sparkcdc.spark.snapshot import SnapshotPlanner, _dialect, is_snapshot
+from sparkcdc.spark.snapshot import SnapshotPlanner, is_snapshot, open_dialect
 
 ANNOUNCE = '{"kind":"announce"}'
 
@@ -69,7 +69,7 @@ class SnapshotPhase:
         found = Handoff.load(self.planner.handoff_path)
         if found is None or found.highest is None or start >= found.highest:
             return None
-        return HandoffFilter(found, lambda: _dialect(self.options))
+        return HandoffFilter(found, lambda: open_dialect(self.options))
 
     def _announce(self, end: dict[str, Any]) -> list[InputPartition]:
         """The schema rows of the tables whose snapshot starts in this batch."""
