@@ -139,7 +139,7 @@ def test_the_batch_scan_rewinds_to_its_fixed_point(
 
 
 def splits_of(chunks: MySQLChunks, db: str, keys: list[KeyColumn], size: int) -> list[Split]:
-    splitter = ChunkSplitter(chunks, f"{db}.t", keys, SplitterSettings(chunk_size=size))
+    splitter = ChunkSplitter(chunks, f"{db}.t", keys, SplitterSettings(size, 0.05, 1000.0))
     out = []
     while not splitter.done:
         out.append(splitter.next())

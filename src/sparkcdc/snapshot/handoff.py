@@ -121,13 +121,14 @@ class HandoffFilter:
         for op, _key, before, after in changes:
             olds.append(_chunk_key(before, th.keys) if op in (OP_UPDATE, OP_DELETE) else None)
             news.append(_chunk_key(after, th.keys) if op != OP_DELETE else None)
-        probes = [v for v in olds + news if v is not None]
+        sides = olds + news
+        probes = [v for v in sides if v is not None]
         where = iter(order.locate(probes, th.bounds))
-        place = {id(v): next(where) for v in probes}
+        # per side: is this change at or past the high mark of the split holding that key?
+        needed = [v is not None and at >= _at(th.highs[next(where)]) for v in sides]
         kept: list[Change] = []
-        for change, old, new in zip(changes, olds, news, strict=True):
-            need_old = old is not None and at >= _at(th.highs[place[id(old)]])
-            need_new = new is not None and at >= _at(th.highs[place[id(new)]])
+        for i, change in enumerate(changes):
+            need_old, need_new = needed[i], needed[len(changes) + i]
             if need_old and need_new:
                 kept.append(change)
             elif need_old or need_new:

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sparkcdc.config.model import SnapshotConfig
 from sparkcdc.core.chunk import KeyColumn, KeyValue, Split
 from sparkcdc.snapshot.dialect import SnapshotDialect
 
@@ -32,9 +33,17 @@ INTEGER_KEYS = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint"})
 
 @dataclass(frozen=True)
 class SplitterSettings:
-    chunk_size: int = 8096
-    distribution_factor_lower: float = 0.05
-    distribution_factor_upper: float = 1000.0
+    chunk_size: int
+    distribution_factor_lower: float
+    distribution_factor_upper: float
+
+    @classmethod
+    def of(cls, snapshot: SnapshotConfig) -> SplitterSettings:
+        return cls(
+            snapshot.chunk_size,
+            snapshot.distribution_factor_lower,
+            snapshot.distribution_factor_upper,
+        )
 
 
 class ChunkSplitter:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,10 +105,12 @@ class SplitStore:
         except (FileNotFoundError, json.JSONDecodeError):
             return None
 
-    def finished(self, table: str) -> list[dict[str, Any]]:
-        """The metadata of ``table``'s finished splits, by index."""
+    def finished(self, table: str, known: Collection[int] = ()) -> list[dict[str, Any]]:
+        """The metadata of ``table``'s finished splits, by index; splits whose index is in
+        ``known`` are left out without reading their files."""
         folder = self.root / "splits" / table
-        metas = [m for p in folder.glob("*.json") if (m := self._meta(p)) is not None]
+        paths = [p for p in folder.glob("*.json") if p.stem.isdigit() and int(p.stem) not in known]
+        metas = [m for p in paths if (m := self._meta(p)) is not None]
         return sorted(metas, key=lambda m: int(m["split"]["index"]))
 
     def release(self, split: Split) -> None:

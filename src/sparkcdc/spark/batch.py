@@ -50,9 +50,7 @@ class MySQLSnapshotReader(DataSourceReader):
         o = self.options
         snap = o.source.snapshot
         assert o.table is not None
-        settings = SplitterSettings(
-            snap.chunk_size, snap.distribution_factor_lower, snap.distribution_factor_upper
-        )
+        settings = SplitterSettings.of(snap)
         with open_dialect(o) as dialect:
             at = dialect.low_watermark()
             meta = table_meta(o, dialect, o.table)

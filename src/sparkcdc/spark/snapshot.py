@@ -104,9 +104,7 @@ class SnapshotPlanner:
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         snap = options.source.snapshot
-        self.settings = SplitterSettings(
-            snap.chunk_size, snap.distribution_factor_lower, snap.distribution_factor_upper
-        )
+        self.settings = SplitterSettings.of(snap)
         self.store = SplitStore(self.root)
 
     @property

@@ -31,6 +31,8 @@ class SnapshotPhase:
         self.planner = SnapshotPlanner(options)
         self.progress: dict[str, dict[str, Any]] = {}
         self._released: set[int] = set()
+        self._metas: dict[str, dict[int, dict[str, Any]]] = {}  # table -> index -> meta
+        self._figures: dict[str, dict[str, Any]] = {}
 
     def initial(self, tables: list[str]) -> dict[str, Any]:
         return self.planner.initial(tables)
@@ -101,7 +103,13 @@ class SnapshotPhase:
         now = time.time()
         out = {}
         for name, p in self.progress.items():
-            metas = self.planner.store.finished(name)
+            if name in self._figures and self._figures[name]["done"]:
+                out[name] = self._figures[name]  # a finished table's figures stay as they are
+                continue
+            seen = self._metas.setdefault(name, {})
+            for m in self.planner.store.finished(name, known=seen):  # read each split once
+                seen[int(m["split"]["index"])] = m
+            metas = list(seen.values())
             done = len(metas)
             rows = sum(int(m["rows"]) for m in metas)
             total = max(int(p.get("splits_total", 0)), done)
@@ -117,4 +125,5 @@ class SnapshotPhase:
                 "eta_s": None if finished or not done else elapsed / done * (total - done),
                 "done": finished,
             }
+            self._figures[name] = out[name]
         return out
