@@ -24,38 +24,34 @@ columns instead of JSON row images, which also removes the sink's JSON parse.
 
 
 SNAPSHOT_NOTES = """\
+How the rows travel (`snapshot_delivery: store`, what `sparkcdc run` uses): each Spark task reads
+its chunks with connectorx as typed Arrow columns (integers, floats, strings and bytes natively,
+DECIMAL and date/time as text cast in Arrow), corrects each with its watermark window, writes it
+to the split store as an Arrow file and hands Spark one `k` event per chunk. The sink reads the
+files and writes each row twice, to the change log (append) and to the replica (append while
+only chunks reached the table, else MERGE). No JSON is built or parsed, no row crosses the JVM.
+
 What the columns above hold, and what the pieces showed when timed alone (same table, same
-machine, idle):
+machine):
 
-- **Start-up** (~11 s idle, outside rows/s): the JVM and session, then a fresh Python process
-  for each Python Data Source step (data source lookup, creation, the streaming source's
-  planner), each importing pyspark and pyarrow, before the query writes its first offset. The
-  first batch's Spark job is another 3-4 s slower than the later ones (the planning process for
-  the read and the tasks' Python workers start): that is inside rows/s; the steady-state figure
-  leaves it out.
-- **Chunk reads** (~5 s for 2M rows, ~400k rows/s per reader): one connectorx query per
-  8,096-row chunk, on a new connection each time, between two watermark queries, with every row
-  image built as JSON text by the server: alone, the whole table as JSON text takes ~3.2 s,
-  `SELECT *` into typed Arrow ~1.2-1.7 s. On 2 cores the server plus one reader already fill the
-  machine: a second reader adds task-seconds, not speed. sparkcdc's gain at parallelism 2 comes
-  from half as many micro-batches, each twice as big (`batch_rows` rows per reader).
-- **Spark jobs beyond the chunk reads** (7-10 s): each row becomes a ~280-byte envelope (op,
-  key, JSON after-image, source struct, ...) in the task (~0.7 s per 1M rows alone), goes from
-  the Python worker into the JVM (Arrow to rows), and `df.toArrow()` in `foreachBatch` turns it
-  back into Arrow and ships it to the driver's Python process: ~550 MB through two conversions.
-- **Delta writes** (4-5 µs a row): in the driver process, the JSON after-images parsed into typed
-  columns (~1 µs a row alone), every row written twice (change-log append ~0.6 µs, replica MERGE
-  ~1 µs), while no chunk is read: the next micro-batch starts after the sink returns.
-- **The rest** (~1 s a batch): the planner cutting the next splits, Spark's offset and commit
-  logs; at the end the hand-off batch and stopping the session.
+- **Start-up** (outside rows/s): the JVM and session, then a fresh Python process for each
+  Python Data Source step (data source lookup, creation, the streaming source's planner), each
+  importing pyspark and pyarrow, before the query writes its first offset. The first batch's
+  Spark job is another ~3 s slower than later ones (the read's planning process and the tasks'
+  Python workers start): that is inside rows/s.
+- **Chunk reads**: one connectorx query per chunk between two watermark queries. Typed reads of
+  the whole table take ~1 s in one process (connectorx row above); in 8,096-row chunks on a new
+  connection each, ~1.7 s. On 2 cores the server and one reader already fill the machine.
+- **Delta writes**: in the driver process, after the batch's chunks are read; the change log's
+  nested `after` and `source` structs cost more than the replica's flat columns.
+- **Shut-down** (outside rows/s): the hand-off batch (the log from the smallest high watermark),
+  the query's end and the session stopping.
 
-Spark JDBC decodes typed columns inside its tasks and writes Parquet from them once: no JSON, no
-trip through the driver. Closing the gap means the same for the snapshot: typed Arrow chunks (no
-JSON on the server or in the sink) on one connection per reader; snapshot rows that do not cross
-Spark as rows (the split files already hold every chunk as Arrow beside the checkpoint: the sink
-could write them to Delta directly, Spark carrying only split ids; snapshot rows are inserts into
-disjoint key ranges, an append rather than a MERGE); and the Delta write of batch N overlapped
-with the reads of batch N+1.
+Spark JDBC reads typed columns inside its tasks and writes Parquet once, from the same tasks.
+What is left between the two: the first batch's Python worker start-up, the Delta writes
+running in the driver after the reads instead of in the tasks beside them (tasks could write the
+Parquet files and the sink only commit them, with the batch's transaction id), and the second
+copy of every row in the change log.
 """
 
 
@@ -134,7 +130,8 @@ def _snapshot(s: dict[str, Any]) -> list[str]:
         "`bench.snap` (BIGINT key, INT, VARCHAR(40), DECIMAL(12,2), DATETIME(6)), read whole "
         f"at each parallelism, Spark `{s['spark_master']}` for both Spark readers. sparkcdc: "
         f"`sparkcdc run` with `startup: snapshot`, chunks of {s['chunk_size']:,} rows, into the "
-        "Delta replica; seconds exclude start-up (launch → Spark's first offset written). Spark "
+        "Delta replica; seconds run from Spark's first offset written to the last snapshot batch "
+        "written (start-up before, the hand-off batch and shut-down after: both below). Spark "
         "JDBC: MariaDB Connector/J, `partitionColumn=id`, `fetchsize=10000`, to Parquet; seconds "
         "are the read + write only (session start and a warm-up read excluded). connectorx: the "
         "table into Arrow in one process, no Spark, no sink: the ceiling.",
@@ -192,14 +189,15 @@ def _snapshot(s: dict[str, Any]) -> list[str]:
         "Where sparkcdc's time goes (seconds; chunk reads from the split files' start/end "
         "times, Spark jobs and Delta writes from the sink's per-batch log lines):",
         "",
-        "| parallelism | wall | start-up | chunk reads (wall / task-s) | Spark jobs | "
+        "| parallelism | wall | start-up | shut-down | chunk reads (wall / task-s) | Spark jobs | "
         "… of which not reading chunks | Delta writes | the rest | batches |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for m in cdc:
-        rest = m["wall_s"] - m["startup_s"] - m["spark_job_s"] - m["sink_write_s"]
+        shutdown = m.get("shutdown_s", 0.0)
+        rest = m["seconds"] - m["spark_job_s"] - m["sink_write_s"]
         out.append(
-            f"| {m['parallelism']} | {m['wall_s']:.1f} | {m['startup_s']:.1f} | "
+            f"| {m['parallelism']} | {m['wall_s']:.1f} | {m['startup_s']:.1f} | {shutdown:.1f} | "
             f"{m['chunk_read_wall_s']:.1f} / {m['chunk_read_task_s']:.1f} | "
             f"{m['spark_job_s']:.1f} | {m['spark_job_s'] - m['chunk_read_wall_s']:.1f} | "
             f"{m['sink_write_s']:.1f} | {rest:.1f} | {m['batches']} |"

@@ -4,8 +4,10 @@ The table (``bench.snap``: BIGINT key, INT, VARCHAR(40), DECIMAL(12,2), DATETIME
 once by the server itself from MariaDB's sequence engine and read by, at each parallelism:
 
 - ``sparkcdc run`` with ``startup: snapshot`` (chunked, lock-free snapshot, then exit) into the
-  Delta replica; rows/s over the run's wall time minus start-up (launch → Spark's first offset
-  written: source checks, JVM, session, data source workers, query start, first splits cut);
+  Delta replica; rows/s over the snapshot's time: from Spark's first offset written (before it:
+  start-up, i.e. source checks, JVM, session, data source workers, query start, first splits
+  cut) to the last snapshot batch written (after it: shut-down, i.e. the hand-off batch, the
+  query's end and the session stopping). Both fixed costs are reported beside it;
 - Spark's JDBC source (MariaDB Connector/J, ``partitionColumn=id``) written to Parquet, timed in
   its own process around read + write only (session start and a small warm-up read excluded);
 - connectorx reading the table into Arrow in this process: no Spark, no sink, the ceiling.
@@ -173,7 +175,9 @@ def sparkcdc_snapshot(
     startup = (ck / "spark" / "offsets" / "0").stat().st_mtime - epoch
     batches = [(t, m) for t, s in lines if (m := BATCH_LINE.search(s))]
     jobs, writes = ([float(m.group(i)) for _, m in batches] for i in (3, 4))
-    seconds = max(wall - startup, 1e-9)
+    # the last batch that wrote snapshot rows: the rest of the run is the hand-off and shut-down
+    written = max((t for t, m in batches if int(m.group(2))), default=wall)
+    seconds = max(written - startup, 1e-9)
     # steady state: the rows of the batches after the first, over the time they took
     done = [t for t, _ in batches]
     later = sum(int(m.group(2)) for _, m in batches[1:])
@@ -183,6 +187,7 @@ def sparkcdc_snapshot(
         "replica_rows": replica_rows,
         "wall_s": wall,
         "startup_s": startup,
+        "shutdown_s": wall - written,
         "seconds": seconds,
         "rows_per_s": rows / seconds,
         "splits": len(splits),

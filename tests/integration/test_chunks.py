@@ -6,23 +6,29 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import datetime
+import decimal
 import json
 import random
 import struct
 from collections.abc import Iterator
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.chunk import KeyColumn, KeyValue
+from sparkcdc.core.convert import arrow_type, decode_images
 from sparkcdc.core.errors import ConfigError, SourceError
+from sparkcdc.core.schema import TableSchema
 from sparkcdc.embedded.mariadb import EmbeddedMariaDB
 from sparkcdc.sources.mysql.catalog import MySQLCatalog
-from sparkcdc.sources.mysql.chunks import CHUNK_SCHEMA, MySQLChunks
+from sparkcdc.sources.mysql.chunks import CHUNK_SCHEMA, MySQLChunks, typed_chunk_schema
 from tests.integration.test_decoder import (
     ALL_TYPES,
     COLUMNS,
+    D65_MAX,
     MAX_ROW,
     MIN_ROW,
     MISC_ROW,
@@ -39,28 +45,63 @@ ALL_CONTROLS = "".join(map(chr, range(32)))
 # row 6: every control character, '/', quotes, backslashes next to \u escapes, latin1's holes,
 # a blob long enough for TO_BASE64's line breaks, partly-zero dates, values that need care
 ROW6: dict[str, Any] = {
-    "id": 6, "ti": 0, "biu": 2**63 - 1, "d142": "-0.50", "d6530": "0." + "0" * 29 + "1",
-    "d100": "-5", "d94": "-0.0001", "f": 1.00000012, "dbl": 1 / 3, "b64": 2**63, "y": 1901,
-    "c": "a/b\\u001Fc", "vc": ALL_CONTROLS + '/\\"\\u00e9' + "\u2028\x7f😀",
-    "tx": "line1\nline2\r\n\ttab\x0b\x1a\x1f end", "cl": "\x81\x8d\x8f\x90",
-    "vcl": "\x9d€ ñ", "txl": "a\x00b\\", "j": '{"k": "a\\u001Fb/c", "e": "\\"q\\""}',
-    "e": "b", "s": "", "bin": b"\x00\x00\x00\x00", "vb": b"\x00", "bl": bytes(range(256)) * 3,
-    "dd": "2024-00-15", "tm6": "-00:00:00.000001", "tm3": "-12:00:00.5", "tm1": "00:00:00.1",
-    "tm0": "-838:59:59", "dt0": "2024-05-00 01:02:03", "dt1": "0001-01-01 00:00:00",
-    "dt6": "2024-02-29 23:59:59.999999", "ts3": "1970-01-01 05:00:01.001",
+    "id": 6,
+    "ti": 0,
+    "biu": 2**63 - 1,
+    "d142": "-0.50",
+    "d6530": "0." + "0" * 29 + "1",
+    "d100": "-5",
+    "d94": "-0.0001",
+    "f": 1.00000012,
+    "dbl": 1 / 3,
+    "b64": 2**63,
+    "y": 1901,
+    "c": "a/b\\u001Fc",
+    "vc": ALL_CONTROLS + '/\\"\\u00e9' + "\u2028\x7f😀",
+    "tx": "line1\nline2\r\n\ttab\x0b\x1a\x1f end",
+    "cl": "\x81\x8d\x8f\x90",
+    "vcl": "\x9d€ ñ",
+    "txl": "a\x00b\\",
+    "j": '{"k": "a\\u001Fb/c", "e": "\\"q\\""}',
+    "e": "b",
+    "s": "",
+    "bin": b"\x00\x00\x00\x00",
+    "vb": b"\x00",
+    "bl": bytes(range(256)) * 3,
+    "dd": "2024-00-15",
+    "tm6": "-00:00:00.000001",
+    "tm3": "-12:00:00.5",
+    "tm1": "00:00:00.1",
+    "tm0": "-838:59:59",
+    "dt0": "2024-05-00 01:02:03",
+    "dt1": "0001-01-01 00:00:00",
+    "dt6": "2024-02-29 23:59:59.999999",
+    "ts3": "1970-01-01 05:00:01.001",
     "ts0": "2038-01-19 08:14:07",
 }
 # row 7: a blob of zeros, texts of only spaces or only escapes
 ROW7: dict[str, Any] = {
-    "id": 7, "d6530": "-0." + "0" * 29 + "1", "f": -3.4028234e38, "dbl": 5e-324,
-    "c": " ", "vc": "\\", "tx": '"', "bl": bytes(1000), "bin": b"a", "vb": b"",
-    "dd": "0000-00-00", "dt3": "2024-00-00 00:00:00.000",
+    "id": 7,
+    "d6530": "-0." + "0" * 29 + "1",
+    "f": -3.4028234e38,
+    "dbl": 5e-324,
+    "c": " ",
+    "vc": "\\",
+    "tx": '"',
+    "bl": bytes(1000),
+    "bin": b"a",
+    "vb": b"",
+    "dd": "0000-00-00",
+    "dt3": "2024-00-00 00:00:00.000",
 }
 
 
 def source_for(server: EmbeddedMariaDB) -> SourceConfig:
     return SourceConfig(
-        host=server.host, port=server.port, user=server.user, password=server.password,
+        host=server.host,
+        port=server.port,
+        user=server.user,
+        password=server.password,
         tables=(".*",),
     )
 
@@ -113,10 +154,10 @@ def by_key(table: Any) -> dict[str, str]:
     return dict(zip(keys, afters, strict=True))
 
 
-def test_chunk_rows_are_the_binlog_row_images(mariadb: EmbeddedMariaDB, db: str) -> None:
+def fill_all_types(mariadb: EmbeddedMariaDB, db: str) -> TableSchema:
+    """The decoder's all-types table with rows MIN, MAX, NULL, MISC, 5, 6, 7 and 200 rows of
+    random doubles and float32s (ids 8..207)."""
     mariadb.execute(ALL_TYPES, database=db)
-    schema = load_schema(mariadb, db, "all_types")
-    start = master_status(mariadb)
     with contextlib.closing(mariadb.connect(db)) as conn, conn.cursor() as cur:
         cur.execute("SET sql_mode = '', time_zone = '+05:00'")
         cur.execute(f"INSERT INTO all_types ({COLUMNS}) VALUES {MIN_ROW}, {MAX_ROW}, {NULL_ROW}")
@@ -131,6 +172,12 @@ def test_chunk_rows_are_the_binlog_row_images(mariadb: EmbeddedMariaDB, db: str)
         dbl = dbl if dbl == dbl and abs(dbl) != float("inf") else 0.5
         f32 = f32 if f32 == f32 and abs(f32) < 3.4e38 else 0.25
         insert(mariadb, db, "all_types", {"id": i, "f": f32, "dbl": dbl, "vc": chr(i) * 3})
+    return load_schema(mariadb, db, "all_types")
+
+
+def test_chunk_rows_are_the_binlog_row_images(mariadb: EmbeddedMariaDB, db: str) -> None:
+    start = master_status(mariadb)
+    schema = fill_all_types(mariadb, db)
     changes = read_changes(mariadb, start, master_status(mariadb), {schema.name: schema})
     logged = {key: after for _, op, key, _, after in changes if op == "c"}
     assert len(logged) == 207
@@ -168,6 +215,71 @@ def test_chunk_rows_are_the_binlog_row_images(mariadb: EmbeddedMariaDB, db: str)
     assert json.loads(read["[7]"])["bin"] == base64.b64encode(b"a\0\0\0").decode()
 
 
+def assert_typed_as_decoded(typed: pa.Table, plain: pa.Table, schema: TableSchema) -> None:
+    """The typed chunk has the rows and keys of the JSON chunk ``plain``, and each column is
+    what decode_images makes of its ``after`` (floats compared bit for bit)."""
+    assert typed.schema == typed_chunk_schema(schema)
+    assert typed.schema.names == ["key", *schema.column_names()]
+    typed, plain = typed.sort_by("key"), plain.sort_by("key")
+    keys = plain.column("key").to_pylist()
+    assert typed.column("key").to_pylist() == keys
+    decoded = decode_images(plain.column("after").combine_chunks(), schema)
+    for i, column in enumerate(schema.columns):
+        got, want = typed.column(i + 1).combine_chunks(), decoded.field(i)
+        assert got.type == want.type == arrow_type(column), column.name
+        if pa.types.is_floating(got.type):
+            bits = pa.int32() if pa.types.is_float32(got.type) else pa.int64()
+            got, want = got.view(bits), want.view(bits)
+        differ = [
+            (k, a, b)
+            for k, a, b in zip(keys, got.to_pylist(), want.to_pylist(), strict=True)
+            if a != b or type(a) is not type(b)
+        ]
+        assert not differ, (column.name, column.data_type, differ[:3])
+        assert got.equals(want), column.name
+
+
+def test_typed_chunks_are_the_decoded_row_images(mariadb: EmbeddedMariaDB, db: str) -> None:
+    schema = fill_all_types(mariadb, db)
+    mariadb.execute("SET GLOBAL time_zone = '+03:00'")  # typed reads must not depend on it
+    try:
+        with chunks_of(mariadb) as dialect:
+            keys = dialect.key_columns(db, "all_types", ["id"])
+            typed = dialect.read_chunk(schema, keys, None, None, typed=True)
+            plain = dialect.read_chunk(schema, keys, None, None)
+            assert_typed_as_decoded(
+                dialect.read_chunk(schema, keys, (3,), (8,), typed=True),
+                dialect.read_chunk(schema, keys, (3,), (8,)),
+                schema,
+            )
+            empty = dialect.read_chunk(schema, keys, (300,), None, typed=True)
+            sql = dialect.chunk_query(schema, keys, None, None, typed=True)
+    finally:
+        mariadb.execute("SET GLOBAL time_zone = SYSTEM")
+    assert typed.num_rows == plain.num_rows == 207
+    assert_typed_as_decoded(typed, plain, schema)
+    assert empty.num_rows == 0 and empty.schema == typed_chunk_schema(schema)
+    assert "after" not in sql and "JSON_QUOTE" not in sql.split(" AS `key`", 1)[1]
+
+    # spot checks against the values written, in the Delta types
+    rows = {r["id"]: r for r in typed.to_pylist()}
+    utc = datetime.UTC
+    assert rows[2]["biu"] == decimal.Decimal(2**64 - 1) and rows[2]["b64"] == 2**64 - 1
+    assert rows[2]["b10"] == 1023 and rows[2]["tiu"] == 255 and rows[2]["y"] == 2155
+    assert rows[2]["c"] == "ünï😀 ok" and rows[2]["vcl"] == "€ŠŽœŸ"
+    assert rows[2]["ts0"] == datetime.datetime(2038, 1, 19, 3, 14, 7, tzinfo=utc)
+    assert rows[1]["d6530"] == "-" + D65_MAX and rows[1]["tm0"] == "-838:59:59.000000"
+    assert rows[3] == {"key": "[3]", "id": 3, **{c.name: None for c in schema.columns[1:]}}
+    assert rows[4]["dd"] is None and rows[4]["dt0"] is None and rows[4]["ts0"] is None
+    assert rows[4]["y"] == 0 and rows[4]["cl"] == "a\x81" and rows[4]["e"] == ""
+    assert rows[6]["vc"] == ROW6["vc"] and rows[6]["cl"] == ROW6["cl"] and rows[6]["dd"] is None
+    assert rows[6]["bl"] == ROW6["bl"] and rows[6]["dt0"] is None and rows[6]["b64"] == 2**63
+    assert rows[6]["ts3"] == datetime.datetime(1970, 1, 1, 0, 0, 1, 1000, tzinfo=utc)
+    assert rows[6]["d142"] == decimal.Decimal("-0.50")
+    assert rows[7]["bin"] == b"a\0\0\0" and rows[7]["bl"] == bytes(1000) and rows[7]["vb"] == b""
+    assert rows[7]["dd"] is None and rows[7]["dt3"] is None
+
+
 COMPOSITE = """
 CREATE TABLE comp (
   a INT NOT NULL, b VARCHAR(10) NOT NULL, d DATETIME(6) NOT NULL, v INT,
@@ -179,7 +291,9 @@ def composite_rows(mariadb: EmbeddedMariaDB, db: str) -> list[tuple[int, str, st
     mariadb.execute(COMPOSITE, database=db)
     rows = [
         (a, b, f"2024-01-0{d}T00:00:00.{d:06d}")
-        for a in range(4) for b in ("p", "q", "qq", "r") for d in (1, 2, 3)
+        for a in range(4)
+        for b in ("p", "q", "qq", "r")
+        for d in (1, 2, 3)
     ]
     values = ", ".join(f"({a}, '{b}', '{d}', {i})" for i, (a, b, d) in enumerate(rows))
     mariadb.execute(f"INSERT INTO comp VALUES {values}", database=db)
@@ -190,9 +304,13 @@ def test_composite_key_ranges(mariadb: EmbeddedMariaDB, db: str) -> None:
     rows = composite_rows(mariadb, db)  # created in key order
     schema = load_schema(mariadb, db, "comp")
     bounds: list[KeyValue | None] = [
-        None, (0, "p", "2024-01-01T00:00:00.000001"), (1, "q", "2024-01-02T00:00:00.000002"),
-        (1, "qa", "2000-01-01T00:00:00.000000"), (2, "r", "2099-01-01T00:00:00.000000"),
-        (3, "", "1999-01-01T00:00:00.000000"), (9, "z", "2024-01-01T00:00:00.000000"),
+        None,
+        (0, "p", "2024-01-01T00:00:00.000001"),
+        (1, "q", "2024-01-02T00:00:00.000002"),
+        (1, "qa", "2000-01-01T00:00:00.000000"),
+        (2, "r", "2099-01-01T00:00:00.000000"),
+        (3, "", "1999-01-01T00:00:00.000000"),
+        (9, "z", "2024-01-01T00:00:00.000000"),
     ]
     with chunks_of(mariadb) as dialect:
         keys = dialect.key_columns(db, "comp", ["A", "b", "d"])
@@ -207,6 +325,9 @@ def test_composite_key_ranges(mariadb: EmbeddedMariaDB, db: str) -> None:
                 ]
                 got = dialect.read_chunk(schema, keys, lo, hi)
                 assert sorted(by_key(got)) == sorted(want), (lo, hi)
+                typed = dialect.read_chunk(schema, keys, lo, hi, typed=True)
+                assert sorted(typed.column("key").to_pylist()) == sorted(want), (lo, hi)
+                assert_typed_as_decoded(typed, got, schema)
                 count = dialect.count_between(db, "comp", keys, lo, hi, 5)
                 assert count == min(5, len(want))
         # cut the table with key_after: chunks of 7 cover every row once, in key order
@@ -225,8 +346,11 @@ def test_composite_key_ranges(mariadb: EmbeddedMariaDB, db: str) -> None:
         assert dialect.key_after(db, "comp", keys, rows[-1], 1) is None
         assert dialect.key_range(db, "comp", keys) == (rows[0], rows[-1])
         assert dialect.row_count(db, "comp") == len(rows)
-        located = dialect.locate(keys, [rows[0], rows[5], (9, "", "2000-01-01T00:00:00.000000")],
-                                 [rows[0], rows[5], rows[6]])
+        located = dialect.locate(
+            keys,
+            [rows[0], rows[5], (9, "", "2000-01-01T00:00:00.000000")],
+            [rows[0], rows[5], rows[6]],
+        )
         assert located == [1, 2, 3]
 
 
@@ -246,10 +370,17 @@ def test_case_insensitive_string_keys(mariadb: EmbeddedMariaDB, db: str) -> None
         while (lo := dialect.key_after(db, "s", keys, lo, 0 if lo is None else 1)) is not None:
             order.append(lo[0])
         assert order == ["a", "ABC", "abd", "B", "é", "x'y"]  # é = e under general_ci
-        assert dialect.locate(keys, [("abc",), ("ABD",), ("Abc",), ("c",), ("E",)],
-                              [("abc",), ("b",), ("e",)]) == [1, 1, 1, 2, 3]
-        got = by_key(dialect.read_chunk(schema, keys, ("abc",), ("b",)))
-        assert sorted(got) == ['["ABC"]', '["abd"]']
+        assert dialect.locate(
+            keys, [("abc",), ("ABD",), ("Abc",), ("c",), ("E",)], [("abc",), ("b",), ("e",)]
+        ) == [1, 1, 1, 2, 3]
+        plain = dialect.read_chunk(schema, keys, ("abc",), ("b",))
+        assert sorted(by_key(plain)) == ['["ABC"]', '["abd"]']
+        typed = dialect.read_chunk(schema, keys, ("abc",), ("b",), typed=True)
+        assert typed.sort_by("key").to_pylist() == [
+            {"key": '["ABC"]', "k": "ABC", "v": 2},
+            {"key": '["abd"]', "k": "abd", "v": 3},
+        ]
+        assert_typed_as_decoded(typed, plain, schema)
         assert dialect.count_between(db, "s", keys, ("AB",), ("é",), 100) == 3
         # latin1_bin: byte order in latin1 ('B' < 'Z' < 'a' < 'é')
         lkeys = dialect.key_columns(db, "l", ["k"])
@@ -268,12 +399,21 @@ KEY_TYPES: list[tuple[str, list[str], list[Any]]] = [
     ("BINARY(3)", ["x'00'", "x'0001'", "x'FF'"], ["AAAA", "AAEA", "/wAA"]),
     ("VARBINARY(3)", ["x''", "x'00'", "x'0000'", "x'01'"], ["", "AA==", "AAA=", "AQ=="]),
     ("DATE", ["'1000-01-01'", "'2024-02-29'"], ["1000-01-01", "2024-02-29"]),
-    ("DATETIME(2)", ["'2024-01-01 00:00:00.01'", "'2024-01-01 00:00:00.1'"],
-     ["2024-01-01T00:00:00.010000", "2024-01-01T00:00:00.100000"]),
-    ("TIMESTAMP(6)", ["'1970-01-01 05:00:01'", "'2024-03-31 01:30:00.5'"],
-     ["1970-01-01T00:00:01.000000Z", "2024-03-30T20:30:00.500000Z"]),
-    ("TIME(1)", ["'-838:59:59'", "'-00:00:00.5'", "'00:00:00'", "'100:00:00.1'"],
-     ["-838:59:59.000000", "-00:00:00.500000", "00:00:00.000000", "100:00:00.100000"]),
+    (
+        "DATETIME(2)",
+        ["'2024-01-01 00:00:00.01'", "'2024-01-01 00:00:00.1'"],
+        ["2024-01-01T00:00:00.010000", "2024-01-01T00:00:00.100000"],
+    ),
+    (
+        "TIMESTAMP(6)",
+        ["'1970-01-01 05:00:01'", "'2024-03-31 01:30:00.5'"],
+        ["1970-01-01T00:00:01.000000Z", "2024-03-30T20:30:00.500000Z"],
+    ),
+    (
+        "TIME(1)",
+        ["'-838:59:59'", "'-00:00:00.5'", "'00:00:00'", "'100:00:00.1'"],
+        ["-838:59:59.000000", "-00:00:00.500000", "00:00:00.000000", "100:00:00.100000"],
+    ),
 ]
 
 
@@ -356,7 +496,9 @@ def test_null_chunk_key_values_sort_first(mariadb: EmbeddedMariaDB, db: str) -> 
         bounds: list[KeyValue | None] = [None, *ordered[1:], None]
         seen = []
         for lo, hi in zip(bounds, bounds[1:], strict=False):
-            rows = by_key(dialect.read_chunk(schema, keys, lo, hi))
+            plain = dialect.read_chunk(schema, keys, lo, hi)
+            assert_typed_as_decoded(dialect.read_chunk(schema, keys, lo, hi, True), plain, schema)
+            rows = by_key(plain)
             assert len(rows) == 1 and dialect.count_between(db, "n", keys, lo, hi, 9) == 1
             seen += [tuple(json.loads(k)) for k in rows]
         assert seen == ordered
@@ -366,15 +508,20 @@ def test_credentials_in_the_url_and_errors(mariadb: EmbeddedMariaDB, db: str) ->
     """A password with URL metacharacters reaches connectorx intact and never shows in errors."""
     password = "p@ss:w/rd#%?&+ x"
     user, _ = mariadb.create_cdc_user("chunk_reader", password)
-    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(5))",
-                    "INSERT INTO t VALUES (1, 'a'), (2, NULL)", database=db)
+    mariadb.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(5))",
+        "INSERT INTO t VALUES (1, 'a'), (2, NULL)",
+        database=db,
+    )
     schema = load_schema(mariadb, db, "t")
-    source = SourceConfig(host=mariadb.host, port=mariadb.port, user=user, password=password,
-                          tables=(".*",))
+    source = SourceConfig(
+        host=mariadb.host, port=mariadb.port, user=user, password=password, tables=(".*",)
+    )
     with MySQLChunks(source) as dialect:
         keys = dialect.key_columns(db, "t", ["id"])
         assert by_key(dialect.read_chunk(schema, keys, None, None)) == {
-            "[1]": '{"id":1,"v":"a"}', "[2]": '{"id":2,"v":null}'
+            "[1]": '{"id":1,"v":"a"}',
+            "[2]": '{"id":2,"v":null}',
         }
         mariadb.execute("DROP TABLE t", database=db)
         with pytest.raises(SourceError, match=f"a chunk of {db}.t") as err:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 
+import pyarrow as pa
 import pytest
 
 from sparkcdc.config.model import SourceConfig
@@ -35,16 +36,23 @@ def rows_in(server: EmbeddedMariaDB, db: str, where: str) -> dict[int, tuple[obj
     return {r[0]: tuple(r) for r in server.query(f"SELECT id, v FROM t WHERE {where}", db)}
 
 
-def as_rows(table: object) -> dict[int, tuple[object, ...]]:
-    out = {}
-    for text in table.column("after").to_pylist():  # type: ignore[attr-defined]
-        row = json.loads(text)
-        out[row["id"]] = (row["id"], row["v"])
-    return out
+def as_rows(table: pa.Table) -> dict[int, tuple[object, ...]]:
+    """``id -> (id, v)`` of a chunk of row images or of typed columns; its key texts agree."""
+    if "after" in table.column_names:
+        rows = [json.loads(text) for text in table.column("after").to_pylist()]
+    else:
+        rows = table.select(["id", "v"]).to_pylist()
+    assert table.column("key").to_pylist() == [f"[{r['id']}]" for r in rows]
+    return {r["id"]: (r["id"], r["v"]) for r in rows}
 
 
 def scan(
-    server: EmbeddedMariaDB, db: str, chunks: MySQLChunks, split: Split, hook: Callable
+    server: EmbeddedMariaDB,
+    db: str,
+    chunks: MySQLChunks,
+    split: Split,
+    hook: Callable,
+    typed: bool = False,
 ) -> object:
     with MySQLCatalog("127.0.0.1", server.port, "root", "") as cat:
         schema = cat.load_schema(db, "t")
@@ -57,6 +65,7 @@ def scan(
         chunks,
         lambda d, t, lo, hi: window_changes(src, d, t, lo, hi, 6302),
         hook,
+        typed=typed,
     )
 
 
@@ -72,9 +81,10 @@ WRITES = (
 )
 
 
+@pytest.mark.parametrize("typed", [False, True], ids=["images", "typed"])
 @pytest.mark.parametrize("stage", ["low", "chunk"])
 def test_writes_inside_the_window_are_applied_to_the_chunk(
-    mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks, stage: str
+    mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks, stage: str, typed: bool
 ) -> None:
     mariadb.execute(
         "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
@@ -87,7 +97,7 @@ def test_writes_inside_the_window_are_applied_to_the_chunk(
         if at == stage:
             mariadb.execute(*WRITES, database=db)
 
-    result = scan(mariadb, db, chunks, split, hook)
+    result = scan(mariadb, db, chunks, split, hook, typed)
     assert result.high > result.low  # type: ignore[attr-defined]
     assert result.window_changes == len(WRITES)  # type: ignore[attr-defined]
     got = as_rows(result.rows)  # type: ignore[attr-defined]
@@ -106,8 +116,9 @@ def test_a_quiet_window_is_not_read(mariadb: EmbeddedMariaDB, db: str, chunks: M
     assert as_rows(result.rows) == rows_in(mariadb, db, "TRUE")  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("typed", [False, True], ids=["images", "typed"])
 def test_the_batch_scan_rewinds_to_its_fixed_point(
-    mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks
+    mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks, typed: bool
 ) -> None:
     mariadb.execute(
         "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
@@ -134,6 +145,7 @@ def test_the_batch_scan_rewinds_to_its_fixed_point(
         lambda d, t, lo, hi: window_changes(src, d, t, lo, hi, 6303),
         at,
         hook,
+        typed=typed,
     )
     assert as_rows(result.rows) == expected
 

@@ -7,8 +7,8 @@ import json
 
 import pyarrow as pa
 
+from sparkcdc.core.convert import BLOCK_BYTES, decode_images
 from sparkcdc.core.schema import Column, TableSchema
-from sparkcdc.spark.convert import BLOCK_BYTES, decode_images
 
 SCHEMA = TableSchema(
     "db",

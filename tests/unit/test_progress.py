@@ -53,9 +53,9 @@ def test_finished_bars_are_logged_once_even_if_finished_between_log_lines() -> N
     done = {name: {**t, "done": True} for name, t in TABLES.items()}
     printer(Progress(1, 10, 1.0, None, None, False, TABLES))  # logged: bars + line
     printer(Progress(2, 20, 1.0, None, None, False, done))  # not logged: too soon
-    printer._last_line = 0.0
+    printer._last_line = float("-inf")
     printer(Progress(3, 30, 1.0, None, None, False, done))  # logged: the finished bars once
-    printer._last_line = 0.0
+    printer._last_line = float("-inf")
     printer(Progress(4, 40, 1.0, None, None, False, done))  # logged: the line only
     lines = out.getvalue().splitlines()
     assert len(lines) == 3 + 3 + 1

@@ -59,7 +59,7 @@ class ProgressPrinter:
         self.out = out or sys.stderr
         self.tty = self.out.isatty()
         self.every = every
-        self._last_line = 0.0
+        self._last_line = float("-inf")  # the first call logs, however young the clock
         self._width = 0
         self._lines = 0
         self._bars_final = False

@@ -25,7 +25,7 @@ class SnapshotConfig:
     # within these bounds, else by querying the key
     distribution_factor_lower: float = 0.05
     distribution_factor_upper: float = 1000.0
-    batch_rows: int = 262144  # rows one Spark task reads in one micro-batch
+    batch_rows: int = 1048576  # rows one Spark task reads in one micro-batch
 
     def redacted(self) -> dict[str, Any]:
         return {

@@ -8,7 +8,11 @@ into typed columns with the table schema announced by ``op = 's'`` events.
 ==========  ==========================================================================
 op          ``c`` insert, ``u`` update, ``d`` delete, ``r`` snapshot read,
             ``s`` schema of a table announced or changed (``ddl`` holds the statement,
-            ``schema`` the new :class:`~sparkcdc.core.schema.TableSchema` as JSON)
+            ``schema`` the new :class:`~sparkcdc.core.schema.TableSchema` as JSON),
+            ``k`` a snapshot chunk whose ``r`` rows stay in the split store (only when the
+            source is asked for ``snapshot_delivery = store``): ``after`` is
+            ``{"path": <Arrow file of typed rows>, "rows": n}``, ``source`` the chunk's
+            high watermark; the sink reads the rows from the file
 db, table   the source table
 key         JSON array of the key values (from ``after``, or ``before`` for deletes)
 before      JSON object of the row before the change (``u``, ``d``), else null;
@@ -47,6 +51,7 @@ OP_UPDATE = "u"
 OP_DELETE = "d"
 OP_READ = "r"
 OP_SCHEMA = "s"
+OP_CHUNK = "k"
 
 SOURCE_TYPE = pa.struct(
     [
@@ -277,27 +282,11 @@ class EnvelopeBuilder:
         )
 
 
-def snapshot_batch(
-    keys: pa.Array,
-    afters: pa.Array,
-    db: str,
-    table: str,
-    schema_id: str,
-    *,
-    server_id: int,
-    file: str,
-    pos: int,
-    gtid: str,
-    ts_ms: int,
-) -> pa.RecordBatch:
-    """Snapshot reads (``op = 'r'``, ``source.snapshot = true``) of one chunk, built in bulk.
-
-    ``keys`` and ``afters`` are the chunk's JSON texts; ``file``/``pos``/``gtid`` name the
-    chunk's high watermark, the log position its rows are exact at. Reads belong to no
-    transaction, as in Debezium.
-    """
-    n = len(keys)
-    source = _from_buffers(
+def snapshot_source(
+    n: int, db: str, table: str, *, server_id: int, file: str, pos: int, gtid: str, ts_ms: int
+) -> pa.StructArray:
+    """The ``source`` column of ``n`` snapshot reads at one position (``row`` counts up)."""
+    return _from_buffers(
         SOURCE_TYPE,
         n,
         [None],
@@ -313,9 +302,36 @@ def snapshot_batch(
             _bools(True, n),
         ],
     )
+
+
+def snapshot_batch(
+    keys: pa.Array,
+    afters: pa.Array,
+    db: str,
+    table: str,
+    schema_id: str,
+    *,
+    server_id: int,
+    file: str,
+    pos: int,
+    gtid: str,
+    ts_ms: int,
+    op: str = OP_READ,
+) -> pa.RecordBatch:
+    """Snapshot reads (``op = 'r'``, ``source.snapshot = true``) of one chunk, built in bulk.
+
+    ``keys`` and ``afters`` are the chunk's JSON texts; ``file``/``pos``/``gtid`` name the
+    chunk's high watermark, the log position its rows are exact at. Reads belong to no
+    transaction, as in Debezium. With ``op = 'k'`` (:data:`OP_CHUNK`) it is the one row that
+    stands for a chunk kept in the split store.
+    """
+    n = len(keys)
+    source = snapshot_source(
+        n, db, table, server_id=server_id, file=file, pos=pos, gtid=gtid, ts_ms=ts_ms
+    )
     return pa.RecordBatch.from_arrays(
         [
-            _strings_cached(OP_READ, n),
+            _strings_cached(op, n),
             _strings_cached(db, n),
             _strings_cached(table, n),
             keys.cast(_STRING),

@@ -52,10 +52,13 @@ class SnapshotDialect(Protocol):
         keys: Sequence[KeyColumn],
         lo: KeyValue | None,
         hi: KeyValue | None,
+        typed: bool = False,
     ) -> pa.Table:
-        """The rows with ``lo <= chunk key < hi`` as two string columns: ``key`` (the JSON array
-        of ``schema.key``, or of the chunk key when the table has none) and ``after`` (the JSON
-        object of the row), both exactly as the log reader encodes them."""
+        """The rows with ``lo <= chunk key < hi``: ``key`` (the JSON array of ``schema.key``,
+        or of the chunk key when the table has none, as the log reader encodes it), then
+        ``after`` (the JSON object of the row, byte for byte the log reader's), or with
+        ``typed`` one column per table column in its Delta type (``arrow_type``), equal to
+        what :func:`~sparkcdc.core.convert.decode_images` makes of ``after``."""
 
     def locate(
         self,

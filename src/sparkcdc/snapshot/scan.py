@@ -3,7 +3,7 @@
 ::
 
     low  = low_watermark()        the log end before reading (all of it visible to reads)
-    rows = SELECT chunk           lo <= chunk key < hi, as row-image texts
+    rows = SELECT chunk           lo <= chunk key < hi, as row-image texts or typed columns
     high = watermark()            the log end after reading
     if high != low:               rows changed meanwhile may or may not be in ``rows``:
         replay the window's changes of this table onto the chunk (:mod:`.correct`)
@@ -26,7 +26,7 @@ from sparkcdc.core.chunk import KeyColumn, Split
 from sparkcdc.core.event import Change
 from sparkcdc.core.offset import BinlogOffset
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.snapshot.correct import ChunkCorrector
+from sparkcdc.snapshot.correct import ChunkCorrector, image_rows, typed_rows
 from sparkcdc.snapshot.dialect import SnapshotDialect
 from sparkcdc.snapshot.keyorder import KeyOrder
 from sparkcdc.snapshot.state import SplitResult
@@ -44,12 +44,14 @@ def scan_split(
     window: WindowReader,
     hook: Hook | None = None,
     task: str = "",
+    typed: bool = False,
 ) -> SplitResult:
-    """Read ``split`` and correct it with its watermark window (see the module docstring)."""
+    """Read ``split`` and correct it with its watermark window (see the module docstring);
+    ``typed``: the rows as the table's typed columns instead of row-image texts."""
     low = dialect.low_watermark()
     if hook:
         hook("low", split)
-    return _scan(split, schema, keys, dialect, window, low, hook, task, rewind=False)
+    return _scan(split, schema, keys, dialect, window, low, hook, task, False, typed)
 
 
 def scan_split_at(
@@ -60,9 +62,10 @@ def scan_split_at(
     window: WindowReader,
     at: BinlogOffset,
     hook: Hook | None = None,
+    typed: bool = False,
 ) -> SplitResult:
     """Read ``split`` and rewind it to the log position ``at`` (see the module docstring)."""
-    return _scan(split, schema, keys, dialect, window, at, hook, "", rewind=True)
+    return _scan(split, schema, keys, dialect, window, at, hook, "", True, typed)
 
 
 def _scan(
@@ -75,11 +78,12 @@ def _scan(
     hook: Hook | None,
     task: str,
     rewind: bool,
+    typed: bool,
 ) -> SplitResult:
     """SELECT the chunk, take the high watermark, and move the rows to the high watermark
     (forward) or back to ``low`` (``rewind``) with the window's changes."""
     started = time.time()
-    rows = dialect.read_chunk(schema, keys, split.lo, split.hi)
+    rows = dialect.read_chunk(schema, keys, split.lo, split.hi, typed)
     if hook:
         hook("chunk", split)
     high = dialect.watermark()
@@ -90,7 +94,10 @@ def _scan(
         changes = window(*split.db_table, low, high)
         order = KeyOrder(keys, dialect)
         corrector = ChunkCorrector(
-            schema.key, [k.name for k in keys], lambda values: order.within(split, values)
+            schema.key,
+            [k.name for k in keys],
+            lambda values: order.within(split, values),
+            typed_rows(schema) if typed else image_rows,
         )
         rows = corrector.rewind(rows, changes) if rewind else corrector.apply(rows, changes)
     return SplitResult(

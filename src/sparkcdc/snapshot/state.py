@@ -8,7 +8,8 @@ committed earlier are never read again (the stream offset has moved past them).
 
 Layout, per split ``<db.table>/<index>``::
 
-    splits/<db.table>/<index>.arrow   the rows (Arrow IPC file: ``key``, ``after`` texts)
+    splits/<db.table>/<index>.arrow   the rows (Arrow IPC file: ``key`` text, then the ``after``
+                                      text or the table's typed columns)
     splits/<db.table>/<index>.json    split, low and high watermark, rows, task timing
 
 The ``.json`` is written last (both by rename), so its presence means the split is finished.
@@ -33,7 +34,7 @@ from sparkcdc.core.offset import BinlogOffset
 @dataclass
 class SplitResult:
     split: Split
-    rows: pa.Table  # key, after
+    rows: pa.Table  # key, then after or the typed columns
     low: BinlogOffset
     high: BinlogOffset
     started: float = 0.0
@@ -64,6 +65,10 @@ class SplitStore:
 
     def _base(self, split: Split) -> Path:
         return self.root / "splits" / split.table / str(split.index)
+
+    def rows_path(self, split: Split) -> Path:
+        """The Arrow IPC file of a finished split's rows (until it is released)."""
+        return self._base(split).with_suffix(".arrow")
 
     def put(self, result: SplitResult) -> None:
         base = self._base(result.split)

@@ -6,7 +6,8 @@ The driver takes the log position ``at`` first, then cuts the table into chunks
 without locks and rewinds each with the log from ``at`` to the chunk's high watermark
 (:func:`scan_split_at`), so every row is as it was at ``at``: the DataFrame is the table at one
 point of its log, while writers go on. Rows reach Spark as Arrow record batches of the table's
-columns (Spark types as in :mod:`sparkcdc.core.schema`).
+columns (Spark types as in :mod:`sparkcdc.core.schema`), read typed from the database (no row
+images).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from sparkcdc.core.offset import BinlogOffset
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.scan import scan_split_at
 from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
-from sparkcdc.spark.convert import decode_images
 from sparkcdc.spark.options import SourceOptions
 from sparkcdc.spark.snapshot import ARROW_BATCH_ROWS, load_table, open_dialect, table_meta
 
@@ -84,8 +84,6 @@ class MySQLSnapshotReader(DataSourceReader):
                     dialect,
                     lambda db, t, lo, hi: window_changes(src, db, t, lo, hi, partition.server_id),
                     at,
+                    typed=True,
                 )
-                afters = result.rows.column("after").combine_chunks()
-                for lo in range(0, len(afters), ARROW_BATCH_ROWS):
-                    typed = decode_images(afters.slice(lo, ARROW_BATCH_ROWS), schema)
-                    yield pa.RecordBatch.from_struct_array(typed)
+                yield from result.rows.drop_columns(["key"]).to_batches(ARROW_BATCH_ROWS)

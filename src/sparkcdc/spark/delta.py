@@ -115,6 +115,15 @@ def append_changelog(path: str, rows: pa.Table, app_id: str, batch_id: int) -> b
     return True
 
 
+def append_replica(path: str, rows: pa.Table, app_id: str, batch_id: int) -> bool:
+    """Append rows no replica row shares a key with (see :mod:`.stored`); False if this batch
+    was written before."""
+    if already_applied(path, app_id, batch_id):
+        return False
+    write_deltalake(path, rows, mode="append", commit_properties=_commit(app_id, batch_id))
+    return True
+
+
 def merge_replica(
     path: str,
     changes: pa.Table,

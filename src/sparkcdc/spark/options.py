@@ -25,9 +25,13 @@ chunk_key_columns          JSON object ``{"db.table": ["col", …]}``: the colum
 distribution_factor_lower  a single integer chunk key is cut evenly while
 distribution_factor_upper  (max - min + 1) / rows lies within these bounds (defaults 0.05
                            and 1000; lower > 0, upper >= 1 and >= lower)
-snapshot_batch_rows        rows one Spark task reads in one micro-batch (default 262144)
+snapshot_batch_rows        rows one Spark task reads in one micro-batch (default 1048576)
 snapshot_dir               path of the snapshot state folder (optional; the pipeline keeps it
                            beside the checkpoint)
+snapshot_delivery          how snapshot rows reach the stream: ``rows`` (default: every row
+                           as an ``r`` event) or ``store`` (each chunk as one ``k`` event
+                           naming its typed Arrow file in the snapshot folder; the sink
+                           reads the rows there: no JSON and no trip through the JVM)
 max_bytes                  the event store's memory limit and the largest micro-batch, in
                            bytes
 max_items                  the event store's slots (a power of two)
@@ -63,6 +67,7 @@ from sparkcdc.config.values import (
 from sparkcdc.core.errors import ConfigError
 
 T = TypeVar("T")
+DELIVERIES = ("rows", "store")
 
 # option name -> SnapshotConfig field
 SNAPSHOT_OPTIONS = {
@@ -86,6 +91,7 @@ class SourceOptions:
     status_file: str | None = None
     reader_factory: str | None = None
     snapshot_dir: str | None = None
+    snapshot_delivery: str = "rows"
     table: str | None = None  # the one db.table of a batch read
 
     @classmethod
@@ -161,6 +167,13 @@ class SourceOptions:
             snapshot=snapshot,
         )
         _checked(lambda: check_snapshot_ids(source, "server_id", "parallelism"))
+        delivery = (given("snapshot_delivery") or "rows").lower()
+        if delivery not in DELIVERIES:
+            raise ConfigError(
+                f"the mysql-cdc option 'snapshot_delivery': {delivery!r} is not one of "
+                f"{', '.join(DELIVERIES)}.",
+                key="snapshot_delivery",
+            )
         return cls(
             source=source,
             # a batch read (``table`` alone) reads no log history: only streams need the file
@@ -174,6 +187,7 @@ class SourceOptions:
             status_file=str(opts["status_file"]) if opts.get("status_file") else None,
             reader_factory=str(opts["reader_factory"]) if opts.get("reader_factory") else None,
             snapshot_dir=given("snapshot_dir"),
+            snapshot_delivery=delivery,
             table=table,
         )
 
@@ -224,6 +238,7 @@ def source_options(
     item_rows: int,
     status_file: str | None = None,
     snapshot_dir: str | None = None,
+    snapshot_delivery: str = "rows",
 ) -> dict[str, str]:
     """The ``.option(...)`` values that describe ``source`` to the ``mysql-cdc`` source."""
     snapshot = source.snapshot
@@ -249,6 +264,7 @@ def source_options(
         "batch_mode": batch_mode,
         "item_rows": str(item_rows),
         "schema_history": schema_history,
+        "snapshot_delivery": snapshot_delivery,
     }
     if source.key_columns:
         opts["key_columns"] = json.dumps({k: list(v) for k, v in source.key_columns.items()})

@@ -188,6 +188,7 @@ def _stream(
         item_rows=store.item_rows,
         status_file=str(status_path),
         snapshot_dir=str(own / "snapshot"),
+        snapshot_delivery="store",  # the Delta sink reads the chunks from the split store
     )
     if reader_factory:
         options["reader_factory"] = reader_factory

@@ -18,12 +18,15 @@ once with ``df.toArrow()``):
    RENAME TABLE         the new name starts new Delta tables; the old ones stay as they were
    ===================  ===============================================================
 
-2. Changes (c/u/d/r) per table: row images become typed structs (:mod:`.convert`), with the
-   schema version each row names (``schema_id``), widened to the table's current columns.
+2. Changes (c/u/d/r) per table: row images become typed structs (:mod:`~sparkcdc.core.convert`),
+   with the schema version each row names (``schema_id``), widened to the table's current
+   columns. A snapshot chunk kept in the split store (``op = 'k'``) becomes its ``r`` rows,
+   read from there already typed (:mod:`.stored`).
 3. Change log ``<db>/<t>__changelog``: one append of op, before, after, source, transaction.
 4. Replica ``<db>/<t>``: one MERGE on the key with the latest change per key in the batch by log
    order; deletes delete, inserts and updates upsert (an update that changes the key deletes
-   the old key).
+   the old key). A batch of nothing but snapshot chunks is appended instead, while the table
+   has had nothing else (:class:`~.stored.AppendBook`).
 
 Both commits carry the Delta transaction identifier (pipeline id, batch id), so a replay of batch
 N after a crash writes nothing twice (:mod:`.delta`).
@@ -44,11 +47,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparkcdc.core.convert import arrow_schema, cast_struct, decode_images
 from sparkcdc.core.errors import SinkError
-from sparkcdc.core.event import OP_SCHEMA
+from sparkcdc.core.event import OP_CHUNK, OP_SCHEMA
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.spark import delta
-from sparkcdc.spark.convert import arrow_schema, cast_struct, decode_images
+from sparkcdc.spark import delta, stored
 from sparkcdc.spark.replica import latest_changes
 
 log = logging.getLogger("sparkcdc.sink")
@@ -80,6 +83,7 @@ class DeltaSink:
         self.last_event_ts_ms: int | None = None
         self.last_report: BatchReport | None = None
         self.error: BaseException | None = None
+        self._appends = stored.AppendBook(self.path)
 
     @property
     def app_id(self) -> str:
@@ -116,9 +120,9 @@ class DeltaSink:
             for name in pc.unique(names).to_pylist():
                 part = rows.filter(pc.equal(names, name))
                 db, table = name.split("\x00", 1)
-                wrote = self._table_changes((db, table), part, batch_id, resets.get((db, table)))
+                wrote, n = self._table_changes((db, table), part, batch_id, resets.get((db, table)))
                 (tables if wrote else skipped).append(f"{db}.{table}")
-                count += part.num_rows
+                count += n
             ts = pc.max(rows.column("source").combine_chunks().field("ts_ms")).as_py()
             last_ts = None if ts is None else int(ts)
         for name in resets:
@@ -219,12 +223,23 @@ class DeltaSink:
     # -------------------------------------------------------------- changes
     def _table_changes(
         self, name: TableName, rows: pa.Table, batch_id: int, reset_at: int | None
-    ) -> bool:
+    ) -> tuple[bool, int]:
+        """Write one table's changes; (whether anything was written, how many changes)."""
         schema_ids = rows.column("schema_id").to_pylist()
         latest = self._schema(name, schema_ids[-1])
         columns = self._table_columns(name, latest)
-        before, after = self._typed_images(name, rows, schema_ids, columns)
         label = f"{name[0]}.{name[1]}"
+        chunks_only = stored.only_chunks(rows)
+        if not chunks_only:
+            self._appends.streamed(*name, self.app_id)
+        if stored.has_chunks(rows):
+            schemas = {i: self._schema(name, i) for i in dict.fromkeys(schema_ids)}
+            try:
+                rows, before, after = self._with_chunk_rows(name, rows, schemas, columns)
+            except (OSError, ValueError) as exc:
+                raise SinkError(f"batch {batch_id} of {label}: {exc}.", table=label) from exc
+        else:
+            before, after = self._typed_images(name, rows, schema_ids, columns)
         try:
             changelog = pa.Table.from_arrays(
                 [
@@ -239,6 +254,12 @@ class DeltaSink:
             wrote_log = delta.append_changelog(
                 self._changelog(name), changelog, self.app_id, batch_id
             )
+            if chunks_only and self._appends.may_append(*name, self.app_id, self._replica(name)):
+                plain = pa.Table.from_struct_array(after)
+                wrote_replica = delta.append_replica(
+                    self._replica(name), plain, self.app_id, batch_id
+                )
+                return wrote_log or wrote_replica, rows.num_rows
             replica = latest_changes(rows, before, after, columns, latest.key, reset_at)
             wrote_replica = delta.merge_replica(
                 self._replica(name),
@@ -252,7 +273,31 @@ class DeltaSink:
             raise SinkError(
                 f"writing batch {batch_id} of {label} to Delta failed: {exc}", table=label
             ) from exc
-        return wrote_log or wrote_replica
+        return wrote_log or wrote_replica, rows.num_rows
+
+    def _with_chunk_rows(
+        self,
+        name: TableName,
+        rows: pa.Table,
+        schemas: dict[str, TableSchema],
+        columns: list[pa.Field],
+    ) -> tuple[pa.Table, pa.StructArray, pa.StructArray]:
+        """The batch's rows of one table with each ``k`` event replaced by its ``r`` rows, in
+        log order, with their typed before and after images."""
+        read, read_after = stored.expand(rows, schemas, columns)
+        is_chunk = pc.equal(rows.column("op"), OP_CHUNK)
+        inline = rows.filter(pc.invert(is_chunk))
+        if inline.num_rows == 0:
+            return read, _nulls_like(read_after), read_after
+        ids = inline.column("schema_id").to_pylist()
+        before, after = self._typed_images(name, inline, ids, columns)
+        keep = ["op", "source", "transaction", "_pos"]
+        both = pa.concat_tables([inline.select(keep), read.select(keep)])
+        order = pc.sort_indices(both.column("_pos"))  # stable: a chunk's rows stay together
+        befores = pa.concat_arrays([before, _nulls_like(read_after)]).take(order)
+        afters = pa.concat_arrays([after, read_after]).take(order)
+        assert isinstance(befores, pa.StructArray) and isinstance(afters, pa.StructArray)
+        return both.take(order), befores, afters
 
     def _typed_images(
         self, name: TableName, rows: pa.Table, schema_ids: list[str], columns: list[pa.Field]
@@ -290,6 +335,12 @@ class DeltaSink:
             return
         empty = pa.table({})
         delta.merge_replica(path, empty, (), self.app_id, batch_id, reset=True)
+
+
+def _nulls_like(values: pa.StructArray) -> pa.StructArray:
+    nulls = pa.nulls(len(values), values.type)
+    assert isinstance(nulls, pa.StructArray)
+    return nulls
 
 
 def _empties_table(row: dict[str, Any]) -> bool:

@@ -13,7 +13,9 @@ start in the snapshot phase::
   splits one after another with its own server id for the watermark-window log reads.
 - ``read`` (executor) runs :func:`scan_split` per split, keeps the result in the
   :class:`SplitStore` beside the checkpoint and emits the rows as ``op = 'r'`` events; a replayed
-  task returns the stored rows, so replays are exact.
+  task returns the stored rows, so replays are exact. With ``snapshot_delivery = store`` the
+  chunk is read as typed columns and emitted as one ``op = 'k'`` event naming its file in the
+  store: the rows go from the store to the sink as Arrow, never as JSON nor through the JVM.
 - When no split is left, the hand-off is written from the finished splits' high watermarks and
   the next offset is an ordinary binlog offset: the smallest high watermark. The log reader from
   there applies :class:`HandoffFilter` until the largest.
@@ -21,6 +23,7 @@ start in the snapshot phase::
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -33,7 +36,7 @@ from pyspark.sql.datasource import InputPartition
 
 from sparkcdc.core.chunk import KeyColumn, Split
 from sparkcdc.core.errors import ConfigError, TableWithoutKey
-from sparkcdc.core.event import snapshot_batch
+from sparkcdc.core.event import OP_CHUNK, snapshot_batch
 from sparkcdc.core.offset import BinlogOffset
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.handoff import Handoff, TableHandoff
@@ -226,6 +229,7 @@ def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.Reco
     from sparkcdc.sources.mysql.window import window_changes
 
     store = SplitStore(SnapshotPlanner(options).root)
+    typed = options.snapshot_delivery == "store"
     dialect = None
     try:
         for raw in task.splits:
@@ -246,12 +250,35 @@ def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.Reco
                         options.source, db, t, lo, hi, task.server_id
                     ),
                     task=f"task {task.value} pid {os.getpid()}",
+                    typed=typed,
                 )
                 store.put(result)
-            yield from _events(result, schema)
+            if typed:
+                yield chunk_event(result, schema, store.rows_path(split))
+            else:
+                yield from _events(result, schema)
     finally:
         if dialect is not None:
             dialect.close()
+
+
+def chunk_event(result: SplitResult, schema: TableSchema, path: Path) -> pa.RecordBatch:
+    """The one ``k`` event of a chunk kept in the store (:data:`~sparkcdc.core.event.OP_CHUNK`)."""
+    high = result.high
+    ref = json.dumps({"path": str(path), "rows": result.rows.num_rows})
+    return snapshot_batch(
+        pa.nulls(1, pa.string()),
+        pa.array([ref], pa.string()),
+        schema.db,
+        schema.table,
+        schema.schema_id(),
+        server_id=0,
+        file=high.file,
+        pos=high.pos,
+        gtid=high.gtid,
+        ts_ms=int(result.ended * 1000),
+        op=OP_CHUNK,
+    )
 
 
 def _events(result: SplitResult, schema: TableSchema) -> Iterator[pa.RecordBatch]:

@@ -9,6 +9,10 @@ takes none) and without backslashes (``NO_BACKSLASH_ESCAPES`` cannot change thei
   float32 (``col + 0e0``), which reads back as the same float32 but is longer text than the
   decoder's shortest form; DOUBLE is the server's shortest round-trip text, which may be
   spelled differently from Python's (``1e16`` for ``1e+16``) but parses to the same double.
+- The column expressions of typed chunk reads (:func:`value_typed`): the column itself where
+  connectorx reads it exactly, else text. DECIMAL and the date/time types are the text that
+  the JSON value quotes (:func:`value_text`, shared by both), so a typed read casts the very
+  string the row-image decoder parses.
 - Typed literals of chunk key values (their row-image JSON encoding parsed into Python), and
   the keyset range conditions of Debezium's/Flink CDC 2.x's chunk queries over them. Strings
   become ``CONVERT(_utf8mb4 X'..' USING cs) COLLATE coll`` so the server compares them with the
@@ -44,6 +48,7 @@ _ESCAPES = [("\\", "\\\\"), ('"', '\\"')] + [
 _CONTROL = "_utf8mb4 X'" + b"[\\x00-\\x1f]".hex() + "'"  # the regex [\x00-\x1f]
 _DATETIME_FORMAT = "'%Y-%m-%dT%H:%i:%s.%f'"
 _EPOCH = "TIMESTAMP'1970-01-01 00:00:00'"
+_ZERO_NULL = frozenset({"date", "datetime", "timestamp"})  # zero dates are JSON null
 Col = tuple[str, str, str | None, bool]  # name, data type, charset, nullable
 CHUNK_KEY_TYPES = frozenset(
     {*INTEGER_TYPES, "year", "bit", "decimal", "char", "varchar", "binary", "varbinary"}
@@ -63,42 +68,77 @@ def text(value: str) -> str:
     return f"_utf8mb4 X'{value.encode().hex()}'"
 
 
+def _utf8(col: str, charset: str | None) -> str:
+    """The string column in utf8mb4 (converted by the server unless it is in utf8mb4)."""
+    return col if charset == "utf8mb4" else f"CONVERT({col} USING utf8mb4)"
+
+
 def _string_json(col: str, charset: str | None) -> str:
-    s = col if charset == "utf8mb4" else f"CONVERT({col} USING utf8mb4)"
+    s = _utf8(col, charset)
     slow = s
     for raw, escaped in _ESCAPES:
         slow = f"REPLACE({slow},{text(raw)},{text(escaped)})"
     return f"IF({s} REGEXP {_CONTROL},CONCAT('\"',{slow},'\"'),JSON_QUOTE({s}))"
 
 
+def value_text(col: str, data_type: str) -> str | None:
+    """For the types whose JSON value is text made by the server (DECIMAL, DATE, DATETIME,
+    TIMESTAMP, TIME): an expression giving that text without its quotes, NULL where
+    :func:`value_json` writes ``null`` (NULL, zero and partly-zero dates); None for other
+    types. :func:`value_json` quotes exactly this expression."""
+    t = data_type.lower()
+    if t == "decimal":
+        return f"CONCAT({col})"
+    if t in ("date", "datetime"):
+        fmt = "'%Y-%m-%d'" if t == "date" else _DATETIME_FORMAT
+        return (
+            f"IF(DAYOFMONTH({col}) AND MONTH({col}) AND YEAR({col}),DATE_FORMAT({col},{fmt}),NULL)"
+        )
+    if t == "timestamp":  # from the stored UTC seconds, whatever the session's time zone
+        utc = f"{_EPOCH}+INTERVAL UNIX_TIMESTAMP({col}) SECOND"
+        return f"IF(UNIX_TIMESTAMP({col}),CONCAT(DATE_FORMAT({utc},{_DATETIME_FORMAT}),'Z'),NULL)"
+    if t == "time":
+        return f"TIME_FORMAT({col},'%H:%i:%s.%f')"
+    return None
+
+
 def value_json(col: str, data_type: str, charset: str | None = None) -> str:
     """An expression giving the JSON text of column ``col`` (SQL), NULL for NULL; ``charset``
     is the column's (strings are converted to utf8mb4 unless they are in it)."""
     t = data_type.lower()
+    bare = value_text(col, t)
+    if bare is not None:
+        quoted = f"CONCAT('\"',{bare},'\"')"
+        return f"IFNULL({quoted},'null')" if t in _ZERO_NULL else quoted
     if t in INTEGER_TYPES or t == "double":
         return col
     if t in ("bit", "year"):
         return f"({col}+0)"
     if t == "float":
         return f"({col}+0e0)"
-    if t == "decimal":
-        return f"CONCAT('\"',{col},'\"')"
     if t in STRING_TYPES or t in ("enum", "set"):
         return _string_json(col, charset)
     if t in BINARY_TYPES:
         return f"CONCAT('\"',REPLACE(TO_BASE64({col}),{text(chr(10))},''),'\"')"
-    if t in ("date", "datetime"):
-        fmt = "'%Y-%m-%d'" if t == "date" else _DATETIME_FORMAT
-        return (
-            f"IF(DAYOFMONTH({col}) AND MONTH({col}) AND YEAR({col}),"
-            f"CONCAT('\"',DATE_FORMAT({col},{fmt}),'\"'),'null')"
-        )
-    if t == "timestamp":  # from the stored UTC seconds, whatever the session's time zone
-        utc = f"{_EPOCH}+INTERVAL UNIX_TIMESTAMP({col}) SECOND"
-        text_ = f"CONCAT('\"',DATE_FORMAT({utc},{_DATETIME_FORMAT}),'Z\"')"
-        return f"IF(UNIX_TIMESTAMP({col}),{text_},'null')"
-    if t == "time":
-        return f"CONCAT('\"',TIME_FORMAT({col},'%H:%i:%s.%f'),'\"')"
+    raise SourceError(f"column {col} has type {data_type}, which sparkcdc cannot snapshot yet")
+
+
+def value_typed(col: str, data_type: str, charset: str | None = None) -> str:
+    """The expression a typed chunk read selects for column ``col``: the column itself for
+    integers, YEAR, FLOAT, DOUBLE and binary strings (read natively, exact), ``col+0`` for BIT
+    (an unsigned integer), the utf8mb4 text for character strings, JSON, ENUM and SET, and
+    :func:`value_text` for DECIMAL and the date/time types, which connectorx cannot read
+    exactly (DECIMAL loses digits or scale, zero dates fail)."""
+    t = data_type.lower()
+    bare = value_text(col, t)
+    if bare is not None:
+        return bare
+    if t in INTEGER_TYPES or t in ("year", "float", "double") or t in BINARY_TYPES:
+        return col
+    if t == "bit":
+        return f"({col}+0)"
+    if t in STRING_TYPES or t in ("enum", "set"):
+        return _utf8(col, charset)
     raise SourceError(f"column {col} has type {data_type}, which sparkcdc cannot snapshot yet")
 
 

@@ -8,6 +8,16 @@ with the ``key`` and ``after`` JSON text built by the server in SQL (:mod:`.chun
 Python object is made per value; the small queries go through a :class:`MySQLCatalog`
 connection (pymysql), which also gives the watermark.
 
+A typed read (``read_chunk(..., typed=True)``) skips the JSON of the row, the largest cost of a
+snapshot: next to the same ``key`` text it selects one column per table column, each turned into
+its Delta type by :func:`sparkcdc.core.convert.fix_column`, so that it equals what
+:func:`~sparkcdc.core.convert.decode_images` makes of ``after``. Integers, YEAR, FLOAT, DOUBLE
+and BIT (as ``col+0``, an unsigned integer) come natively and exactly over the binary protocol,
+character strings, JSON, ENUM and SET as utf8mb4 text, binary strings as their bytes. DECIMAL
+and the date/time types come as the server's text, the very text the JSON path quotes
+(:func:`.chunk_sql.value_text`), because connectorx cannot read them exactly: DECIMAL loses digits
+(28 at most) or scale, and zero or partly-zero dates fail; the text is cast like the JSON string.
+
 Every statement runs with ``time_zone='+00:00'`` (``SET STATEMENT`` on MariaDB, a ``SET_VAR``
 hint on MySQL) so that TIMESTAMP keys compare exactly; the TIMESTAMP text itself is computed
 from the stored UTC seconds and does not depend on the time zone.
@@ -22,9 +32,11 @@ from urllib.parse import quote
 
 import connectorx as cx
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.chunk import KeyColumn, KeyValue
+from sparkcdc.core.convert import arrow_type, fix_column
 from sparkcdc.core.errors import ConfigError, SourceError
 from sparkcdc.core.offset import BinlogOffset
 from sparkcdc.core.schema import Column, TableSchema
@@ -190,14 +202,22 @@ class MySQLChunks:
         keys: Sequence[KeyColumn],
         lo: KeyValue | None,
         hi: KeyValue | None,
+        typed: bool = False,
     ) -> str:
-        """The SELECT of :meth:`read_chunk` (columns ``key`` and ``after``)."""
+        """The SELECT of :meth:`read_chunk`: columns ``key`` and ``after``, or with ``typed``
+        ``key`` and one expression per table column (:func:`.chunk_sql.value_typed`)."""
         names = schema.key or tuple(k.name for k in keys)
         key_cols = [schema.column(n) for n in names]
         key = q.array_json([_col(c) for c in key_cols])
-        after = q.object_json([_col(c) for c in schema.columns])
+        if typed:  # aliased by position: the names are restored from the schema
+            values = ", ".join(
+                f"{q.value_typed(q.ident(c.name), c.data_type, c.charset)} AS `c{i}`"
+                for i, c in enumerate(schema.columns)
+            )
+        else:
+            values = f"{q.object_json([_col(c) for c in schema.columns])} AS `after`"
         return self._statement(
-            f"SELECT {key} AS `key`, {after} AS `after` FROM {self._table(schema.db, schema.table)}"
+            f"SELECT {key} AS `key`, {values} FROM {self._table(schema.db, schema.table)}"
             f" WHERE {q.range_condition(keys, lo, hi)}"
         )
 
@@ -207,9 +227,14 @@ class MySQLChunks:
         keys: Sequence[KeyColumn],
         lo: KeyValue | None,
         hi: KeyValue | None,
+        typed: bool = False,
     ) -> pa.Table:
-        """One connectorx query into Arrow; the JSON text is made by the server."""
-        sql = self.chunk_query(schema, keys, lo, hi)
+        """One connectorx query into Arrow. Without ``typed``: :data:`CHUNK_SCHEMA`, the JSON
+        text made by the server. With ``typed``: :func:`typed_chunk_schema`, each column as
+        read (natively or as text) fixed up to its Delta type by
+        :func:`~sparkcdc.core.convert.fix_column`, so equal to what
+        :func:`~sparkcdc.core.convert.decode_images` makes of the ``after`` text."""
+        sql = self.chunk_query(schema, keys, lo, hi, typed)
         try:
             table = cx.read_sql(self._url(schema.db), sql, return_type="arrow")
         except Exception as exc:  # connectorx raises RuntimeError/OSError/...; all alike here
@@ -221,8 +246,13 @@ class MySQLChunks:
                 f"({detail.strip()}); check that the server is up and the table unchanged.",
                 table=schema.name,
             ) from exc
-        table = table.rename_columns(["key", "after"]).cast(CHUNK_SCHEMA)
-        if table.column("after").null_count or table.column("key").null_count:
+        if typed:
+            table = _typed_table(table, schema)
+        else:
+            table = table.rename_columns(["key", "after"]).cast(CHUNK_SCHEMA)
+            if table.column("after").null_count:
+                raise SourceError(f"a chunk of {schema.name} has rows the JSON encoding missed")
+        if table.column("key").null_count:
             raise SourceError(f"a chunk of {schema.name} has rows the JSON encoding missed")
         return table
 
@@ -265,3 +295,31 @@ class MySQLChunks:
 
 def _col(c: Column) -> q.Col:
     return (c.name, c.data_type, c.charset, c.nullable)
+
+
+def typed_chunk_schema(schema: TableSchema) -> pa.Schema:
+    """The shape of a typed chunk: ``key`` (JSON text), then every column of ``schema`` in
+    its Delta type (:func:`~sparkcdc.core.convert.arrow_type`)."""
+    return pa.schema([("key", pa.string()), *((c.name, arrow_type(c)) for c in schema.columns)])
+
+
+def _typed_table(table: pa.Table, schema: TableSchema) -> pa.Table:
+    """The connectorx result of a typed chunk query in :func:`typed_chunk_schema`."""
+    out = typed_chunk_schema(schema)
+    if table.num_columns != len(out):
+        raise SourceError(f"a typed chunk of {schema.name} has {table.num_columns} columns")
+    arrays = [table.column(0).cast(pa.string())]
+    for i, column in enumerate(schema.columns):
+        target = out.field(i + 1).type
+        chunks = [_fix(column, chunk, target) for chunk in table.column(i + 1).chunks]
+        arrays.append(pa.chunked_array(chunks, type=target))
+    return pa.Table.from_arrays(arrays, schema=out)
+
+
+def _fix(column: Column, values: pa.Array, target: pa.DataType) -> pa.Array:
+    """One chunk of a column as connectorx read it, in the column's Delta type. BIT comes as
+    whichever unsigned integer fits the server's display width: widened to the uint64 that
+    :func:`~sparkcdc.core.convert.decode_images` reads from the JSON number first."""
+    if column.data_type == "bit" and pa.types.is_integer(values.type):
+        values = pc.cast(values, pa.uint64())
+    return fix_column(column, values, target)

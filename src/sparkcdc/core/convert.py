@@ -120,7 +120,7 @@ def decode_images(images: pa.Array, schema: TableSchema) -> pa.StructArray:
         ),
     )
     columns = [
-        _fix(c, table.column(c.name).combine_chunks(), t)
+        fix_column(c, table.column(c.name).combine_chunks(), t)
         for c, t in zip(schema.columns, types, strict=True)
     ]
     compact = pa.StructArray.from_arrays(columns, fields=fields)
@@ -134,7 +134,13 @@ def decode_images(images: pa.Array, schema: TableSchema) -> pa.StructArray:
     return taken
 
 
-def _fix(column: Column, values: pa.Array, target: pa.DataType) -> pa.Array:
+def fix_column(column: Column, values: pa.Array, target: pa.DataType) -> pa.Array:
+    """``values`` of ``column`` as read (from a row image, or natively from a chunk query) in
+    the column's Delta type ``target``: the last column of the table above."""
+    if pa.types.is_large_binary(values.type) and pa.types.is_binary(target):
+        return pc.cast(values, target)  # read natively: the bytes themselves, not base64
+    if pa.types.is_large_string(values.type):
+        values = pc.cast(values, pa.string())
     if values.type == target:
         return values
     if column.data_type == "bit" and pa.types.is_integer(target):

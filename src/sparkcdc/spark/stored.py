@@ -1,0 +1,144 @@
+"""Snapshot chunks that reach the sink as ``k`` events: their rows come from the split store.
+
+With ``snapshot_delivery = store`` a snapshot task keeps each corrected chunk as an Arrow file of
+typed columns in the split store (:mod:`sparkcdc.snapshot.state`) and sends Spark one ``k`` event
+naming the file, instead of one ``r`` event with a JSON row image per row. Here the sink turns
+each ``k`` event back into the ``r`` rows it stands for: ``op = 'r'``, no ``before``, the typed
+row as ``after``, and the chunk's ``source`` (its high watermark, ``snapshot = true``) with
+``row`` counting up, exactly what the ``r`` events would have given after decoding. The file is
+still there when the sink runs: the store releases a chunk's rows only once Spark committed its
+micro-batch, and a replayed batch names the same files.
+
+A table's snapshot chunks are *appended* to its replica instead of merged while nothing but
+chunks of this pipeline has reached it (:class:`AppendBook`): the replica held no row when its
+first chunk came, chunks are disjoint key ranges each written once, and every micro-batch with a
+log event of the table ends the rule for good. So an append gives what the MERGE would, at a
+fraction of its cost; this is the case of ``startup: initial``, whose log events start after the
+last chunk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sparkcdc.core.convert import cast_struct, decode_images
+from sparkcdc.core.event import OP_CHUNK, OP_READ, TRANSACTION_TYPE, snapshot_source
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.spark import delta
+
+
+def has_chunks(rows: pa.Table) -> bool:
+    return bool(pc.any(pc.equal(rows.column("op"), OP_CHUNK)).as_py())
+
+
+def only_chunks(rows: pa.Table) -> bool:
+    return bool(pc.all(pc.equal(rows.column("op"), OP_CHUNK)).as_py())
+
+
+def chunk_rows(ref: dict, schema: TableSchema) -> pa.Table:
+    """The typed rows of one ``k`` event (``key`` dropped), read from the split store."""
+    where = json.loads(ref["after"])
+    path = where["path"]
+    try:
+        with pa.memory_map(path) as source:
+            table = pa.ipc.open_file(source).read_all()
+    except OSError as exc:
+        raise OSError(
+            f"the snapshot chunk file {path} is gone ({exc}); the split store must stay "
+            "readable by the sink until Spark commits the micro-batch"
+        ) from exc
+    if table.num_rows != int(where["rows"]):
+        raise ValueError(f"{path} holds {table.num_rows} rows, its event says {where['rows']}")
+    if "after" in table.column_names:  # a chunk kept as row images
+        typed = decode_images(table.column("after"), schema)
+        return pa.Table.from_struct_array(typed)
+    return table.drop_columns(["key"])
+
+
+def expand(
+    rows: pa.Table, schema_of: dict[str, TableSchema], columns: list[pa.Field]
+) -> tuple[pa.Table, pa.StructArray]:
+    """The ``r`` rows of the ``k`` events among ``rows`` (envelope rows of one table with
+    ``_pos``): (rows with op, source, transaction and ``_pos``, their typed ``after``)."""
+    picked = rows.filter(pc.equal(rows.column("op"), OP_CHUNK))
+    parts, afters = [], []
+    for ref in picked.to_pylist():
+        typed = chunk_rows(ref, schema_of[ref["schema_id"]])
+        n = typed.num_rows
+        src = ref["source"]
+        parts.append(
+            pa.table(
+                {
+                    "op": pa.repeat(pa.scalar(OP_READ, pa.string()), n),
+                    "source": snapshot_source(
+                        n,
+                        src["db"],
+                        src["table"],
+                        server_id=src["server_id"],
+                        file=src["file"],
+                        pos=src["pos"],
+                        gtid=src["gtid"],
+                        ts_ms=src["ts_ms"],
+                    ),
+                    "transaction": pa.nulls(n, TRANSACTION_TYPE),
+                    "_pos": pa.repeat(pa.scalar(ref["_pos"], pa.int64()), n),
+                }
+            )
+        )
+        struct = pa.StructArray.from_arrays(
+            [c.combine_chunks() for c in typed.columns], names=typed.column_names
+        )
+        afters.append(cast_struct(struct, columns))
+    after = pa.concat_arrays(afters) if afters else pa.array([], pa.struct(columns))
+    assert isinstance(after, pa.StructArray)
+    return pa.concat_tables(parts), after
+
+
+class AppendBook:
+    """Per table and pipeline: may snapshot chunks be appended to the replica? Decided when the
+    table's first chunk arrives (yes if the replica has no row), revoked by the first log event
+    of the table, and kept in ``<sink>/_sparkcdc/snapshots/`` so a restart decides the same."""
+
+    def __init__(self, sink_path: str) -> None:
+        self.folder = Path(sink_path) / "_sparkcdc" / "snapshots"
+        self._known: dict[tuple[str, str, str], bool | None] = {}
+
+    def may_append(self, db: str, table: str, app_id: str, replica: str) -> bool:
+        """For a micro-batch holding only chunks of ``db.table``."""
+        found = self._read(db, table, app_id)
+        if found is None:
+            opened = delta.open_table(replica)
+            found = opened is None or not opened.file_uris()
+            self._write(db, table, app_id, found)
+        return found
+
+    def streamed(self, db: str, table: str, app_id: str) -> None:
+        """A micro-batch holds log events of ``db.table``: chunks are merged from now on."""
+        if self._read(db, table, app_id) is True:
+            self._write(db, table, app_id, False)
+
+    def _path(self, db: str, table: str) -> Path:
+        return self.folder / f"{db}.{table}.json"
+
+    def _read(self, db: str, table: str, app_id: str) -> bool | None:
+        key = (db, table, app_id)
+        if key not in self._known:
+            try:
+                found = json.loads(self._path(db, table).read_text())
+            except (OSError, ValueError):
+                found = {}
+            self._known[key] = found.get("append") if found.get("app_id") == app_id else None
+        return self._known[key]
+
+    def _write(self, db: str, table: str, app_id: str, append: bool) -> None:
+        path = self._path(db, table)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"app_id": app_id, "append": append}))
+        os.replace(tmp, path)
+        self._known[(db, table, app_id)] = append

@@ -1,0 +1,162 @@
+"""Snapshot chunks delivered through the split store (``k`` events): the sink writes the same
+change log and replica as for the chunk's ``r`` events, appends while only chunks reached the
+table, merges afterwards, keeps log order inside mixed batches, and is idempotent on replay."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from sparkcdc.core.chunk import Split
+from sparkcdc.core.errors import SinkError
+from sparkcdc.core.event import snapshot_batch
+from sparkcdc.core.offset import BinlogOffset
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.snapshot.correct import typed_rows
+from sparkcdc.snapshot.state import SplitResult, SplitStore
+from sparkcdc.spark.sink import DeltaSink
+from sparkcdc.spark.snapshot import chunk_event
+from tests.spark.envelopes import Changes
+from tests.spark.test_sink import ACCOUNTS, ALL_TYPES, ROW_JSON
+
+HIGH = BinlogOffset("mysql-bin.000001", 4242, "0-1-9")
+
+
+def images(schema: TableSchema, rows: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    keys = [json.dumps([r[k] for k in schema.key], separators=(",", ":")) for r in rows]
+    return keys, [json.dumps(r) for r in rows]
+
+
+def stored_chunk(
+    store: SplitStore, schema: TableSchema, index: int, rows: list[dict[str, Any]]
+) -> pa.RecordBatch:
+    """The chunk kept typed in the store, and its ``k`` event."""
+    keys, texts = images(schema, rows)
+    split = Split(f"{schema.db}.{schema.table}", index, None, None)
+    result = SplitResult(split, typed_rows(schema)(keys, texts), HIGH, HIGH, 0.0, 1.5)
+    store.put(result)
+    return chunk_event(result, schema, store.rows_path(split))
+
+
+def read_events(schema: TableSchema, rows: list[dict[str, Any]]) -> pa.RecordBatch:
+    """The same chunk as ``r`` events (what ``snapshot_delivery = rows`` sends)."""
+    keys, texts = images(schema, rows)
+    return snapshot_batch(
+        pa.array(keys), pa.array(texts), schema.db, schema.table, schema.schema_id(),
+        server_id=0, file=HIGH.file, pos=HIGH.pos, gtid=HIGH.gtid, ts_ms=1500,
+    )  # fmt: skip
+
+
+def batch(*parts: pa.Table | pa.RecordBatch) -> pa.Table:
+    return pa.concat_tables(
+        p if isinstance(p, pa.Table) else pa.Table.from_batches([p]) for p in parts
+    )
+
+
+def table(path: Path, sort: str = "id") -> list[dict[str, Any]]:
+    rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    return sorted(rows, key=lambda r: r[sort] if sort in r else r["after"]["id"])
+
+
+def operations(path: Path) -> list[str]:
+    return [h["operation"] for h in reversed(DeltaTable(str(path)).history())]
+
+
+def test_a_stored_chunk_writes_what_its_read_events_write(tmp_path: Path) -> None:
+    rows = [{**ROW_JSON, "id": i, "s": f"row {i}"} for i in range(1, 6)]
+    rows[2]["day"] = "2024-02-30"  # an invalid date: null both ways
+    store = SplitStore(tmp_path / "store")
+    by_store, by_rows = DeltaSink(str(tmp_path / "a"), "p"), DeltaSink(str(tmp_path / "b"), "p")
+    announce = Changes().schema(ALL_TYPES).table()
+    by_store.write(batch(announce, stored_chunk(store, ALL_TYPES, 0, rows)), 0)
+    by_rows.write(batch(announce, read_events(ALL_TYPES, rows)), 0)
+    assert by_store.last_report is not None and by_store.last_report.changes == 5
+    for name in ("types", "types__changelog"):
+        a, b = table(tmp_path / "a" / "shop" / name), table(tmp_path / "b" / "shop" / name)
+        assert a == b and len(a) == 5
+    log = table(tmp_path / "a" / "shop" / "types__changelog")
+    assert {r["op"] for r in log} == {"r"} and all(r["before"] is None for r in log)
+    sources = [r["source"] for r in log]
+    assert {(s["file"], s["pos"], s["gtid"], s["snapshot"]) for s in sources} == {
+        (HIGH.file, HIGH.pos, HIGH.gtid, True)
+    }
+    assert sorted(s["row"] for s in sources) == [0, 1, 2, 3, 4]
+    assert operations(tmp_path / "a" / "shop" / "types")[-1] == "WRITE"  # appended
+
+
+def test_chunks_are_appended_until_the_log_reaches_the_table(tmp_path: Path) -> None:
+    a = ACCOUNTS
+    store = SplitStore(tmp_path / "store")
+    sink = DeltaSink(str(tmp_path / "lake"), "p")
+
+    def acct(i: int, owner: str) -> dict[str, Any]:
+        return {"id": i, "owner": owner, "balance": f"{i}.00"}
+
+    first = batch(Changes().schema(a).table(), stored_chunk(store, a, 0, [acct(1, "a")]))
+    sink.write(first, 0)
+    sink.write(batch(stored_chunk(store, a, 1, [acct(2, "b"), acct(3, "c")])), 1)
+    # a replay of batch 1 (after a crash) writes nothing again
+    again = DeltaSink(str(tmp_path / "lake"), "p")
+    again.write(batch(stored_chunk(store, a, 1, [acct(2, "b"), acct(3, "c")])), 1)
+    assert again.last_report is not None and again.last_report.skipped == ["shop.accounts"]
+    replica = tmp_path / "lake" / "shop" / "accounts"
+    assert operations(replica).count("WRITE") == 2 and "MERGE" not in operations(replica)
+    # a log event of the table: chunks are merged from now on (an incremental snapshot's
+    # chunk may hold keys the replica has), also by a restarted sink
+    sink.write(Changes(pos=5000).change("u", a, acct(2, "b"), acct(2, "b2")).table(), 2)
+    restarted = DeltaSink(str(tmp_path / "lake"), "p")
+    restarted.write(batch(stored_chunk(store, a, 2, [acct(3, "c3"), acct(4, "d")])), 3)
+    assert operations(replica)[-1] == "MERGE"
+    assert [(r["id"], r["owner"]) for r in table(replica)] == [
+        (1, "a"), (2, "b2"), (3, "c3"), (4, "d"),
+    ]  # fmt: skip
+    assert len(table(tmp_path / "lake" / "shop" / "accounts__changelog")) == 6
+
+
+def test_a_replica_with_rows_gets_merged_chunks(tmp_path: Path) -> None:
+    a = ACCOUNTS
+    store = SplitStore(tmp_path / "store")
+    old = DeltaSink(str(tmp_path / "lake"), "old pipeline")
+    old.write(
+        Changes().schema(a).change("c", a, after={"id": 1, "owner": "x", "balance": "1"}).table(), 0
+    )
+    new = DeltaSink(str(tmp_path / "lake"), "new pipeline")
+    chunk = stored_chunk(store, a, 0, [{"id": 1, "owner": "y", "balance": "1.00"}])
+    new.write(batch(Changes().schema(a).table(), chunk), 0)
+    replica = tmp_path / "lake" / "shop" / "accounts"
+    assert [(r["id"], r["owner"]) for r in table(replica)] == [(1, "y")]
+    assert operations(replica)[-1] == "MERGE"
+
+
+def test_a_mixed_batch_keeps_log_order_around_a_chunk(tmp_path: Path) -> None:
+    a = ACCOUNTS
+    store = SplitStore(tmp_path / "store")
+    sink = DeltaSink(str(tmp_path / "lake"), "p")
+    before = (
+        Changes(pos=100).schema(a).change("c", a, after={"id": 9, "owner": "i", "balance": "9"})
+    )
+    chunk = stored_chunk(store, a, 0, [{"id": 5, "owner": "chunk", "balance": "5.00"}])
+    old, new = {"id": 5, "owner": "chunk", "balance": "5.00"}, {"id": 5, "owner": "log"}
+    after = Changes(pos=90_000).change("u", a, old, {**new, "balance": "5.50"})
+    sink.write(batch(before.table(), chunk, after.table()), 0)
+    replica = tmp_path / "lake" / "shop" / "accounts"
+    assert [(r["id"], r["owner"], r["balance"]) for r in table(replica)] == [
+        (5, "log", Decimal("5.50")), (9, "i", Decimal("9.00")),
+    ]  # fmt: skip
+    log = DeltaTable(str(tmp_path / "lake" / "shop" / "accounts__changelog")).to_pyarrow_table()
+    assert log.column("op").to_pylist() == ["c", "r", "u"]
+
+
+def test_a_missing_chunk_file_stops_the_batch_with_a_sentence(tmp_path: Path) -> None:
+    store = SplitStore(tmp_path / "store")
+    chunk = stored_chunk(store, ACCOUNTS, 0, [{"id": 1, "owner": "o", "balance": "1"}])
+    store.release(Split("shop.accounts", 0, None, None))
+    sink = DeltaSink(str(tmp_path / "lake"), "p")
+    with pytest.raises(SinkError, match="snapshot chunk file .* is gone"):
+        sink.write(batch(Changes().schema(ACCOUNTS).table(), chunk), 0)
