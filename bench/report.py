@@ -157,7 +157,12 @@ def _snapshot(s: dict[str, Any]) -> list[str]:
     out += [
         "sparkcdc in steady state (the batches after the first, over the time from the first "
         "batch's commit to the last one's): "
-        + ", ".join(f"{m['steady_rows_per_s']:,.0f} rows/s at {m['parallelism']}" for m in cdc)
+        + ", ".join(
+            f"{m['steady_rows_per_s']:,.0f} rows/s at {m['parallelism']}"
+            if m["steady_rows_per_s"] == m["steady_rows_per_s"]  # not NaN
+            else f"n/a at {m['parallelism']} (one batch)"
+            for m in cdc
+        )
         + ".",
         "",
     ]

@@ -49,7 +49,7 @@ import pyarrow.compute as pc
 
 from sparkcdc.core.convert import arrow_schema, cast_struct, decode_images
 from sparkcdc.core.errors import SinkError
-from sparkcdc.core.event import OP_CHUNK, OP_SCHEMA
+from sparkcdc.core.event import OP_SCHEMA
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.spark import delta, stored
 from sparkcdc.spark.replica import latest_changes
@@ -235,7 +235,14 @@ class DeltaSink:
         if stored.has_chunks(rows):
             schemas = {i: self._schema(name, i) for i in dict.fromkeys(schema_ids)}
             try:
-                rows, before, after = self._with_chunk_rows(name, rows, schemas, columns)
+                rows, before, after = stored.with_chunk_rows(
+                    rows,
+                    schemas,
+                    columns,
+                    lambda inline: self._typed_images(
+                        name, inline, inline.column("schema_id").to_pylist(), columns
+                    ),
+                )
             except (OSError, ValueError) as exc:
                 raise SinkError(f"batch {batch_id} of {label}: {exc}.", table=label) from exc
         else:
@@ -275,30 +282,6 @@ class DeltaSink:
             ) from exc
         return wrote_log or wrote_replica, rows.num_rows
 
-    def _with_chunk_rows(
-        self,
-        name: TableName,
-        rows: pa.Table,
-        schemas: dict[str, TableSchema],
-        columns: list[pa.Field],
-    ) -> tuple[pa.Table, pa.StructArray, pa.StructArray]:
-        """The batch's rows of one table with each ``k`` event replaced by its ``r`` rows, in
-        log order, with their typed before and after images."""
-        read, read_after = stored.expand(rows, schemas, columns)
-        is_chunk = pc.equal(rows.column("op"), OP_CHUNK)
-        inline = rows.filter(pc.invert(is_chunk))
-        if inline.num_rows == 0:
-            return read, _nulls_like(read_after), read_after
-        ids = inline.column("schema_id").to_pylist()
-        before, after = self._typed_images(name, inline, ids, columns)
-        keep = ["op", "source", "transaction", "_pos"]
-        both = pa.concat_tables([inline.select(keep), read.select(keep)])
-        order = pc.sort_indices(both.column("_pos"))  # stable: a chunk's rows stay together
-        befores = pa.concat_arrays([before, _nulls_like(read_after)]).take(order)
-        afters = pa.concat_arrays([after, read_after]).take(order)
-        assert isinstance(befores, pa.StructArray) and isinstance(afters, pa.StructArray)
-        return both.take(order), befores, afters
-
     def _typed_images(
         self, name: TableName, rows: pa.Table, schema_ids: list[str], columns: list[pa.Field]
     ) -> tuple[pa.StructArray, pa.StructArray]:
@@ -335,12 +318,6 @@ class DeltaSink:
             return
         empty = pa.table({})
         delta.merge_replica(path, empty, (), self.app_id, batch_id, reset=True)
-
-
-def _nulls_like(values: pa.StructArray) -> pa.StructArray:
-    nulls = pa.nulls(len(values), values.type)
-    assert isinstance(nulls, pa.StructArray)
-    return nulls
 
 
 def _empties_table(row: dict[str, Any]) -> bool:

@@ -36,7 +36,7 @@ from pyspark.sql.datasource import InputPartition
 
 from sparkcdc.core.chunk import KeyColumn, Split
 from sparkcdc.core.errors import ConfigError, TableWithoutKey
-from sparkcdc.core.event import OP_CHUNK, snapshot_batch
+from sparkcdc.core.event import OP_CHUNK, OP_READ, snapshot_batch
 from sparkcdc.core.offset import BinlogOffset
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.handoff import Handoff, TableHandoff
@@ -264,11 +264,26 @@ def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.Reco
 
 def chunk_event(result: SplitResult, schema: TableSchema, path: Path) -> pa.RecordBatch:
     """The one ``k`` event of a chunk kept in the store (:data:`~sparkcdc.core.event.OP_CHUNK`)."""
-    high = result.high
     ref = json.dumps({"path": str(path), "rows": result.rows.num_rows})
+    keys, refs = pa.nulls(1, pa.string()), pa.array([ref], pa.string())
+    return _batch(keys, refs, schema, result.high, int(result.ended * 1000), OP_CHUNK)
+
+
+def _events(result: SplitResult, schema: TableSchema) -> Iterator[pa.RecordBatch]:
+    rows, ts = result.rows, int(time.time() * 1000)
+    for lo in range(0, rows.num_rows, ARROW_BATCH_ROWS):
+        part = rows.slice(lo, ARROW_BATCH_ROWS)
+        keys, afters = part.column("key").combine_chunks(), part.column("after").combine_chunks()
+        yield _batch(keys, afters, schema, result.high, ts, OP_READ)
+
+
+def _batch(
+    keys: pa.Array, afters: pa.Array, schema: TableSchema, high: BinlogOffset, ts: int, op: str
+) -> pa.RecordBatch:
+    """Snapshot events of ``schema``'s table at the split's high watermark."""
     return snapshot_batch(
-        pa.nulls(1, pa.string()),
-        pa.array([ref], pa.string()),
+        keys,
+        afters,
         schema.db,
         schema.table,
         schema.schema_id(),
@@ -276,25 +291,6 @@ def chunk_event(result: SplitResult, schema: TableSchema, path: Path) -> pa.Reco
         file=high.file,
         pos=high.pos,
         gtid=high.gtid,
-        ts_ms=int(result.ended * 1000),
-        op=OP_CHUNK,
+        ts_ms=ts,
+        op=op,
     )
-
-
-def _events(result: SplitResult, schema: TableSchema) -> Iterator[pa.RecordBatch]:
-    rows, high = result.rows, result.high
-    ts = int(time.time() * 1000)
-    for lo in range(0, rows.num_rows, ARROW_BATCH_ROWS):
-        part = rows.slice(lo, ARROW_BATCH_ROWS)
-        yield snapshot_batch(
-            part.column("key").combine_chunks(),
-            part.column("after").combine_chunks(),
-            schema.db,
-            schema.table,
-            schema.schema_id(),
-            server_id=0,
-            file=high.file,
-            pos=high.pos,
-            gtid=high.gtid,
-            ts_ms=ts,
-        )

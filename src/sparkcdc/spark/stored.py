@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -97,6 +98,35 @@ def expand(
     after = pa.concat_arrays(afters) if afters else pa.array([], pa.struct(columns))
     assert isinstance(after, pa.StructArray)
     return pa.concat_tables(parts), after
+
+
+def with_chunk_rows(
+    rows: pa.Table,
+    schemas: dict[str, TableSchema],
+    columns: list[pa.Field],
+    typed_images: Callable[[pa.Table], tuple[pa.StructArray, pa.StructArray]],
+) -> tuple[pa.Table, pa.StructArray, pa.StructArray]:
+    """``rows`` (one table's, with ``_pos``) with each ``k`` event replaced by its ``r`` rows,
+    in log order, and their typed before and after images (``typed_images`` decodes the
+    other events' row images)."""
+    read, read_after = expand(rows, schemas, columns)
+    inline = rows.filter(pc.invert(pc.equal(rows.column("op"), OP_CHUNK)))
+    if inline.num_rows == 0:
+        return read, _nulls_like(read_after), read_after
+    before, after = typed_images(inline)
+    keep = ["op", "source", "transaction", "_pos"]
+    both = pa.concat_tables([inline.select(keep), read.select(keep)])
+    order = pc.sort_indices(both.column("_pos"))  # stable: a chunk's rows stay together
+    befores = pa.concat_arrays([before, _nulls_like(read_after)]).take(order)
+    afters = pa.concat_arrays([after, read_after]).take(order)
+    assert isinstance(befores, pa.StructArray) and isinstance(afters, pa.StructArray)
+    return both.take(order), befores, afters
+
+
+def _nulls_like(values: pa.StructArray) -> pa.StructArray:
+    nulls = pa.nulls(len(values), values.type)
+    assert isinstance(nulls, pa.StructArray)
+    return nulls
 
 
 class AppendBook:
