@@ -36,9 +36,10 @@ machine):
 
 - **Start-up** (outside rows/s): the JVM and session, then a fresh Python process for each
   Python Data Source step (data source lookup, creation, the streaming source's planner), each
-  importing pyspark and pyarrow, before the query writes its first offset. The first batch's
-  Spark job is another ~3 s slower than later ones (the read's planning process and the tasks'
-  Python workers start): that is inside rows/s.
+  importing pyspark and pyarrow, before the query writes its first offset. Meanwhile a small
+  job starts the Python workers the snapshot tasks will run in, with the reader's modules
+  imported (without it the first batch waited ~3 s for them). Spark's own planning of the first
+  batch still takes ~1.5 s longer than later ones: "the rest", inside rows/s.
 - **Chunk reads**: one connectorx query per chunk between two watermark queries. Typed reads of
   the whole table take ~1 s in one process (connectorx row above); in 8,096-row chunks on a new
   connection each, ~1.7 s. On 2 cores the server and one reader already fill the machine.
@@ -48,10 +49,11 @@ machine):
   the query's end and the session stopping.
 
 Spark JDBC reads typed columns inside its tasks and writes Parquet once, from the same tasks.
-What is left between the two: the first batch's Python worker start-up, the Delta writes
-running in the driver after the reads instead of in the tasks beside them (tasks could write the
-Parquet files and the sink only commit them, with the batch's transaction id), and the second
-copy of every row in the change log.
+What is left between the two: Spark's per-batch planning (its JDBC run above is warmed up by a
+small read first, sparkcdc's first batch is cold), the Delta writes running in the driver after
+the reads instead of in the tasks beside them (tasks could write the Parquet files and the sink
+only commit them, with the batch's transaction id), and the second copy of every row in the
+change log.
 """
 
 

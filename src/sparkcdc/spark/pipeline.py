@@ -25,9 +25,10 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -161,6 +162,29 @@ def _session(config: Config, own: Path) -> Any:
     return spark
 
 
+def _warm_workers(spark: Any, tasks: int) -> None:
+    """Start the Python workers the snapshot's tasks will run in while the query starts, with
+    the chunk reader's modules imported: otherwise the first micro-batch waits seconds for them
+    (Spark keeps idle workers for reuse). Only a head start: a failure changes nothing."""
+
+    def run() -> None:
+        try:
+            spark.range(0, tasks, 1, tasks).mapInArrow(_import_reader, "id long").collect()
+        except Exception as exc:  # the snapshot's own tasks report real problems
+            log.debug("warming the Python workers failed: %s", exc)
+
+    threading.Thread(target=run, name="sparkcdc-warm-workers", daemon=True).start()
+
+
+def _import_reader(batches: Iterator[Any]) -> Iterator[Any]:
+    """A ``mapInArrow`` function: Spark runs it in the same kind of Python worker as a data
+    source's reads (an RDD job would start workers of another kind)."""
+    import sparkcdc.sources.mysql.chunks  # noqa: F401
+    import sparkcdc.spark.snapshot  # noqa: F401
+
+    yield from batches
+
+
 def _stream(
     spark: Any,
     config: Config,
@@ -208,6 +232,8 @@ def _stream(
         writer = writer.trigger(
             processingTime=f"{int(config.pipeline.trigger_seconds * 1000)} milliseconds"
         )
+    if config.source.takes_snapshot:
+        _warm_workers(spark, config.source.snapshot.parallelism)
     query = writer.start()
     meter = _Meter(sink, status_path)
     try:

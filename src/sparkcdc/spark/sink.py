@@ -40,6 +40,7 @@ import os
 import re
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -258,15 +259,20 @@ class DeltaSink:
                 ],
                 schema=delta.changelog_schema(columns),
             )
-            wrote_log = delta.append_changelog(
-                self._changelog(name), changelog, self.app_id, batch_id
-            )
-            if chunks_only and self._appends.may_append(*name, self.app_id, self._replica(name)):
-                plain = pa.Table.from_struct_array(after)
-                wrote_replica = delta.append_replica(
-                    self._replica(name), plain, self.app_id, batch_id
-                )
+            log_path, replica_path = self._changelog(name), self._replica(name)
+            if chunks_only and self._appends.may_append(*name, self.app_id, replica_path):
+                # two appends to two tables at once: delta-rs encodes Parquet outside the GIL
+                with ThreadPoolExecutor(1) as pool:
+                    logged = pool.submit(
+                        delta.append_changelog, log_path, changelog, self.app_id, batch_id
+                    )
+                    plain = pa.Table.from_struct_array(after)
+                    wrote_replica = delta.append_replica(replica_path, plain, self.app_id, batch_id)
+                    wrote_log = logged.result()
                 return wrote_log or wrote_replica, rows.num_rows
+            wrote_log = delta.append_changelog(log_path, changelog, self.app_id, batch_id)
+            if isinstance(after, pa.ChunkedArray):
+                after = after.combine_chunks()
             replica = latest_changes(rows, before, after, columns, latest.key, reset_at)
             wrote_replica = delta.merge_replica(
                 self._replica(name),

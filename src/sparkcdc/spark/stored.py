@@ -24,11 +24,12 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkcdc.core.convert import cast_struct, decode_images
-from sparkcdc.core.event import OP_CHUNK, OP_READ, TRANSACTION_TYPE, snapshot_source
+from sparkcdc.core.event import OP_CHUNK, OP_READ, SOURCE_TYPE, TRANSACTION_TYPE
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.spark import delta
 
@@ -63,41 +64,40 @@ def chunk_rows(ref: dict, schema: TableSchema) -> pa.Table:
 
 def expand(
     rows: pa.Table, schema_of: dict[str, TableSchema], columns: list[pa.Field]
-) -> tuple[pa.Table, pa.StructArray]:
+) -> tuple[pa.Table, pa.ChunkedArray]:
     """The ``r`` rows of the ``k`` events among ``rows`` (envelope rows of one table with
-    ``_pos``): (rows with op, source, transaction and ``_pos``, their typed ``after``)."""
+    ``_pos``): (rows with op, source, transaction and ``_pos``, their typed ``after``).
+
+    Built in bulk: the chunks' typed columns are not copied (each record batch becomes one
+    chunk of ``after``), and every row's ``source`` is its event's, taken per row, with
+    ``row`` counting up from 0 inside each chunk."""
     picked = rows.filter(pc.equal(rows.column("op"), OP_CHUNK))
-    parts, afters = [], []
-    for ref in picked.to_pylist():
+    counts, afters = [], []
+    for ref in picked.select(["after", "schema_id"]).to_pylist():
         typed = chunk_rows(ref, schema_of[ref["schema_id"]])
-        n = typed.num_rows
-        src = ref["source"]
-        parts.append(
-            pa.table(
-                {
-                    "op": pa.repeat(pa.scalar(OP_READ, pa.string()), n),
-                    "source": snapshot_source(
-                        n,
-                        src["db"],
-                        src["table"],
-                        server_id=src["server_id"],
-                        file=src["file"],
-                        pos=src["pos"],
-                        gtid=src["gtid"],
-                        ts_ms=src["ts_ms"],
-                    ),
-                    "transaction": pa.nulls(n, TRANSACTION_TYPE),
-                    "_pos": pa.repeat(pa.scalar(ref["_pos"], pa.int64()), n),
-                }
-            )
-        )
-        struct = pa.StructArray.from_arrays(
-            [c.combine_chunks() for c in typed.columns], names=typed.column_names
-        )
-        afters.append(cast_struct(struct, columns))
-    after = pa.concat_arrays(afters) if afters else pa.array([], pa.struct(columns))
-    assert isinstance(after, pa.StructArray)
-    return pa.concat_tables(parts), after
+        counts.append(typed.num_rows)
+        for batch in typed.to_batches():
+            struct = pa.StructArray.from_arrays(batch.columns, names=batch.schema.names)
+            afters.append(cast_struct(struct, columns))
+    n = sum(counts)
+    which = pa.array(np.repeat(np.arange(len(counts), dtype=np.int64), counts))
+    starts = np.repeat(np.cumsum([0, *counts[:-1]], dtype=np.int64), counts)
+    row = pa.array((np.arange(n, dtype=np.int64) - starts).astype(np.int32))
+    taken = picked.column("source").combine_chunks().take(which)
+    names = [SOURCE_TYPE.field(i).name for i in range(SOURCE_TYPE.num_fields)]
+    source = pa.StructArray.from_arrays(
+        [row if name == "row" else taken.field(name) for name in names],
+        fields=list(SOURCE_TYPE),
+    )
+    table = pa.table(
+        {
+            "op": pa.repeat(pa.scalar(OP_READ, pa.string()), n),
+            "source": source,
+            "transaction": pa.nulls(n, TRANSACTION_TYPE),
+            "_pos": picked.column("_pos").combine_chunks().take(which),
+        }
+    )
+    return table, pa.chunked_array(afters, pa.struct(columns))
 
 
 def with_chunk_rows(
@@ -105,14 +105,16 @@ def with_chunk_rows(
     schemas: dict[str, TableSchema],
     columns: list[pa.Field],
     typed_images: Callable[[pa.Table], tuple[pa.StructArray, pa.StructArray]],
-) -> tuple[pa.Table, pa.StructArray, pa.StructArray]:
+) -> tuple[pa.Table, pa.StructArray, pa.StructArray | pa.ChunkedArray]:
     """``rows`` (one table's, with ``_pos``) with each ``k`` event replaced by its ``r`` rows,
     in log order, and their typed before and after images (``typed_images`` decodes the
     other events' row images)."""
-    read, read_after = expand(rows, schemas, columns)
+    read, chunked = expand(rows, schemas, columns)
     inline = rows.filter(pc.invert(pc.equal(rows.column("op"), OP_CHUNK)))
     if inline.num_rows == 0:
-        return read, _nulls_like(read_after), read_after
+        return read, pa.nulls(read.num_rows, chunked.type), chunked  # no copy of the rows
+    read_after = chunked.combine_chunks()
+    assert isinstance(read_after, pa.StructArray)
     before, after = typed_images(inline)
     keep = ["op", "source", "transaction", "_pos"]
     both = pa.concat_tables([inline.select(keep), read.select(keep)])
