@@ -39,12 +39,11 @@ sequence numbers, so the string order of ``file`` is the log order.
 
 from __future__ import annotations
 
-import struct
-from array import array
 from collections.abc import Sequence
-from itertools import accumulate, repeat
 
 import pyarrow as pa
+
+from sparkcdc.core import columns as col
 
 OP_CREATE = "c"
 OP_UPDATE = "u"
@@ -115,9 +114,9 @@ class EnvelopeBuilder:
 
     Per row only the values that differ from row to row are kept (op, key, before, after);
     everything else is recorded once per :meth:`extend` call (a rows event, or the part of one
-    that goes into an item) and becomes its Arrow columns in bulk: constants straight from
-    buffers (or a small cache of them), counters as ranges. Building a dict per row, or Arrow
-    arrays per row, would cost more than decoding.
+    that goes into an item) and becomes its Arrow columns in bulk (:mod:`.columns`): constants
+    straight from buffers (or a small cache of them), counters as ranges. Building a dict per
+    row, or Arrow arrays per row, would cost more than decoding.
     """
 
     __slots__ = ("_ops", "_keys", "_befores", "_afters", "_segments")
@@ -220,58 +219,60 @@ class EnvelopeBuilder:
         if len(segs) == 1:
             (_, db, table, schema_id, ddl, schema, server_id, file, pos, row, gtid, ts_ms,
              snapshot, order, table_order) = segs[0]  # fmt: skip
-            db_a = _strings_cached(db, n)
-            table_a = _strings_cached(table, n)
-            schema_id_a = _strings_cached(schema_id, n)
-            ddl_a = _strings(ddl, n)
-            schema_a = _strings(schema, n)
-            server_id_a = _int64s_cached(server_id, n)
-            file_a = _strings_cached(file, n)
-            pos_a = _int64s(pos, n)
-            row_a = _range(_INT32, "i", row, n)
-            gtid_a = _strings(gtid, n)
-            ts_a = _int64s(ts_ms, n)
-            snapshot_a = _bools(snapshot, n)
-            order_a = _range(_INT64, "q", order, n)
-            table_order_a = _range(_INT64, "q", table_order, n)
+            db_a = col.strings_cached(db, n)
+            table_a = col.strings_cached(table, n)
+            schema_id_a = col.strings_cached(schema_id, n)
+            ddl_a = col.strings(ddl, n)
+            schema_a = col.strings(schema, n)
+            server_id_a = col.int64s_cached(server_id, n)
+            file_a = col.strings_cached(file, n)
+            pos_a = col.int64s(pos, n)
+            row_a = col.counter(col.INT32, "i", row, n)
+            gtid_a = col.strings(gtid, n)
+            ts_a = col.int64s(ts_ms, n)
+            snapshot_a = col.bools(snapshot, n)
+            order_a = col.counter(col.INT64, "q", order, n)
+            table_order_a = col.counter(col.INT64, "q", table_order, n)
         else:
             cols = list(zip(*segs, strict=True))
             counts = cols[0]
             db_a, table_a, schema_id_a, ddl_a, schema_a = (
-                _string_runs(cols[i], counts, n) for i in range(1, 6)
+                col.string_runs(cols[i], counts, n) for i in range(1, 6)
             )
-            server_id_a = _int_runs(_INT64, "q", cols[6], counts, n)
-            file_a = _string_runs(cols[7], counts, n)
-            pos_a = _int_runs(_INT64, "q", cols[8], counts, n)
-            row_a = _ranges(_INT32, "i", cols[9], counts, n)
-            gtid_a = _string_runs(cols[10], counts, n)
-            ts_a = _int_runs(_INT64, "q", cols[11], counts, n)
+            server_id_a = col.int_runs(col.INT64, "q", cols[6], counts, n)
+            file_a = col.string_runs(cols[7], counts, n)
+            pos_a = col.int_runs(col.INT64, "q", cols[8], counts, n)
+            row_a = col.ranges(col.INT32, "i", cols[9], counts, n)
+            gtid_a = col.string_runs(cols[10], counts, n)
+            ts_a = col.int_runs(col.INT64, "q", cols[11], counts, n)
             snapshot_a = (
-                _bools(cols[12][0], n)
-                if _same(cols[12])
-                else pa.array(_expand(cols[12], counts), _BOOL)
+                col.bools(cols[12][0], n)
+                if col.same(cols[12])
+                else pa.array(col.expand(cols[12], counts), col.BOOL)
             )
-            order_a = _ranges(_INT64, "q", cols[13], counts, n)
-            table_order_a = _ranges(_INT64, "q", cols[14], counts, n)
-        source = _from_buffers(
+            order_a = col.ranges(col.INT64, "q", cols[13], counts, n)
+            table_order_a = col.ranges(col.INT64, "q", cols[14], counts, n)
+        source = col.from_buffers(
             SOURCE_TYPE,
             n,
             [None],
             children=[server_id_a, file_a, pos_a, row_a, gtid_a, ts_a, db_a, table_a, snapshot_a],
         )
-        transaction = _from_buffers(
+        transaction = col.from_buffers(
             TRANSACTION_TYPE, n, [None], children=[gtid_a, order_a, table_order_a]
         )
         ops = self._ops
-        op_a = _strings_cached(ops[0], n) if ops.count(ops[0]) == n else pa.array(ops, _STRING)
+        op_a = (
+            col.strings_cached(ops[0], n) if ops.count(ops[0]) == n else pa.array(ops, col.STRING)
+        )
         return pa.RecordBatch.from_arrays(
             [
                 op_a,
                 db_a,
                 table_a,
-                _texts(self._keys, n),
-                _texts(self._befores, n),
-                _texts(self._afters, n),
+                col.texts(self._keys, n),
+                col.texts(self._befores, n),
+                col.texts(self._afters, n),
                 schema_id_a,
                 ddl_a,
                 schema_a,
@@ -286,20 +287,20 @@ def snapshot_source(
     n: int, db: str, table: str, *, server_id: int, file: str, pos: int, gtid: str, ts_ms: int
 ) -> pa.StructArray:
     """The ``source`` column of ``n`` snapshot reads at one position (``row`` counts up)."""
-    return _from_buffers(
+    return col.from_buffers(
         SOURCE_TYPE,
         n,
         [None],
         children=[
-            _int64s_cached(server_id, n),
-            _strings_cached(file, n),
-            _int64s(pos, n),
-            _range(_INT32, "i", 0, n),
-            _strings(gtid, n),
-            _int64s(ts_ms, n),
-            _strings_cached(db, n),
-            _strings_cached(table, n),
-            _bools(True, n),
+            col.int64s_cached(server_id, n),
+            col.strings_cached(file, n),
+            col.int64s(pos, n),
+            col.counter(col.INT32, "i", 0, n),
+            col.strings(gtid, n),
+            col.int64s(ts_ms, n),
+            col.strings_cached(db, n),
+            col.strings_cached(table, n),
+            col.bools(True, n),
         ],
     )
 
@@ -331,159 +332,17 @@ def snapshot_batch(
     )
     return pa.RecordBatch.from_arrays(
         [
-            _strings_cached(op, n),
-            _strings_cached(db, n),
-            _strings_cached(table, n),
-            keys.cast(_STRING),
-            pa.nulls(n, _STRING),
-            afters.cast(_STRING),
-            _strings_cached(schema_id, n),
-            pa.nulls(n, _STRING),
-            pa.nulls(n, _STRING),
+            col.strings_cached(op, n),
+            col.strings_cached(db, n),
+            col.strings_cached(table, n),
+            keys.cast(col.STRING),
+            pa.nulls(n, col.STRING),
+            afters.cast(col.STRING),
+            col.strings_cached(schema_id, n),
+            pa.nulls(n, col.STRING),
+            pa.nulls(n, col.STRING),
             source,
             pa.nulls(n, TRANSACTION_TYPE),
         ],
         schema=ENVELOPE_SCHEMA,
     )
-
-
-# --- Arrow columns in bulk: values repeated, counters, per-row texts --------------------------
-_STRING = pa.string()
-_INT64 = pa.int64()
-_INT32 = pa.int32()
-_BOOL = pa.bool_()
-_from_buffers = pa.Array.from_buffers
-_buffer = pa.py_buffer
-_CACHE_LIMIT = 4096
-_cached: dict[tuple[object, int, bool], pa.Array] = {}  # (value, n, is an int64): array
-_counters: dict[tuple[int, str], pa.Array] = {}  # one-row counters 0 and 1
-_flags: dict[tuple[bool, int], pa.Array] = {}
-_steps: dict[tuple[int, int], pa.Buffer] = {}
-_MAX_OFFSET = 1 << 31  # int32 offsets of the string type
-
-
-def _strings(value: str | None, n: int) -> pa.Array:
-    """``value`` ``n`` times (None: ``n`` nulls)."""
-    if value is None:
-        return _NULL_1 if n == 1 else pa.nulls(n, _STRING)
-    data = value.encode()
-    return _from_buffers(_STRING, n, [None, _offsets(len(data), n), _buffer(data * n)])
-
-
-def _offsets(size: int, n: int) -> pa.Buffer:
-    """The offsets of ``n`` strings of ``size`` bytes each (cached: few sizes repeat)."""
-    found = _steps.get((size, n))
-    if found is None:
-        if len(_steps) >= _CACHE_LIMIT:
-            _steps.clear()
-        steps = array("i", range(0, (n + 1) * size, size)) if size else array("i", bytes(4 * n + 4))
-        found = _steps[(size, n)] = _buffer(steps)
-    return found
-
-
-def _int64s(value: int, n: int) -> pa.Array:
-    return _from_buffers(_INT64, n, [None, _buffer(_Q.pack(value) * n)])
-
-
-def _bools(value: bool, n: int) -> pa.Array:
-    key = (value, n)
-    found = _flags.get(key)
-    if found is None:
-        if len(_flags) >= _CACHE_LIMIT:
-            _flags.clear()
-        bits = b"\xff" if value else b"\0"
-        found = _flags[key] = _from_buffers(_BOOL, n, [None, _buffer(bits * ((n + 7) // 8))])
-    return found
-
-
-def _strings_cached(value: str | None, n: int) -> pa.Array:
-    """:func:`_strings` for values that repeat from item to item (names, ids, the file)."""
-    key = (value, n, False)
-    found = _cached.get(key)
-    if found is None:
-        if len(_cached) >= _CACHE_LIMIT:
-            _cached.clear()
-        found = _cached[key] = _strings(value, n)
-    return found
-
-
-def _int64s_cached(value: int, n: int) -> pa.Array:
-    key = (value, n, True)
-    found = _cached.get(key)
-    if found is None:
-        if len(_cached) >= _CACHE_LIMIT:
-            _cached.clear()
-        found = _cached[key] = _int64s(value, n)
-    return found
-
-
-def _range(type_: pa.DataType, code: str, first: int, n: int) -> pa.Array:
-    """``first, first + 1, …`` (``n`` values)."""
-    if n == 1 and first in (0, 1):
-        found = _counters.get((first, code))
-        if found is None:
-            found = _counters[(first, code)] = _from_buffers(
-                type_, 1, [None, _buffer(array(code, (first,)))]
-            )
-        return found
-    return _from_buffers(type_, n, [None, _buffer(array(code, range(first, first + n)))])
-
-
-def _same(values: Sequence[object]) -> bool:
-    return values.count(values[0]) == len(values)
-
-
-def _expand(values: Sequence[object], counts: Sequence[int]) -> list[object]:
-    out: list[object] = []
-    for value, m in zip(values, counts, strict=True):
-        out += repeat(value, m)
-    return out
-
-
-def _string_runs(values: Sequence[str | None], counts: Sequence[int], n: int) -> pa.Array:
-    if _same(values):
-        return _strings(values[0], n)
-    return pa.array(_expand(values, counts), _STRING)
-
-
-def _int_runs(
-    type_: pa.DataType, code: str, values: Sequence[int], counts: Sequence[int], n: int
-) -> pa.Array:
-    out = array(code)
-    for value, m in zip(values, counts, strict=True):
-        out.extend(repeat(value, m))
-    return _from_buffers(type_, n, [None, _buffer(out)])
-
-
-def _ranges(
-    type_: pa.DataType, code: str, firsts: Sequence[int], counts: Sequence[int], n: int
-) -> pa.Array:
-    out = array(code)
-    for first, m in zip(firsts, counts, strict=True):
-        out.extend(range(first, first + m))
-    return _from_buffers(type_, n, [None, _buffer(out)])
-
-
-def _texts(values: list[str | None], n: int) -> pa.Array:
-    """Per-row JSON texts (all None: nulls without looking at each)."""
-    if n == 1:
-        value = values[0]
-        if value is None:
-            return _NULL_1
-        data = value.encode()
-        offsets = _buffer(_OFFSETS.pack(0, len(data)))
-        return _from_buffers(_STRING, 1, [None, offsets, _buffer(data)])
-    nulls = values.count(None)
-    if nulls == n:
-        return pa.nulls(n, _STRING)
-    if not nulls:
-        text = "".join(values)  # type: ignore[arg-type]
-        if text.isascii() and len(text) < _MAX_OFFSET:  # one byte per character
-            offsets = array("i", accumulate(map(len, values), initial=0))  # type: ignore[arg-type]
-            return _from_buffers(_STRING, n, [None, _buffer(offsets), _buffer(text.encode())])
-    return pa.array(values, _STRING)
-
-
-_Q = struct.Struct("<q")
-_OFFSETS = struct.Struct("<ii")
-_NULL_1 = pa.nulls(1, _STRING)

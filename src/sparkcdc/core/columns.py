@@ -1,0 +1,155 @@
+"""Arrow columns built in bulk from buffers: a value repeated, counters, runs, per-row texts.
+
+The change-event builders (:mod:`sparkcdc.core.event`) make most envelope columns here instead of
+from Python lists: a value repeated ``n`` times is one copy of its bytes times ``n`` (and cached,
+since names and files repeat from item to item), a counter is an ``array`` of a ``range``.
+"""
+
+from __future__ import annotations
+
+import struct
+from array import array
+from collections.abc import Sequence
+from itertools import accumulate, repeat
+
+import pyarrow as pa
+
+STRING = pa.string()
+INT64 = pa.int64()
+INT32 = pa.int32()
+BOOL = pa.bool_()
+from_buffers = pa.Array.from_buffers
+_buffer = pa.py_buffer
+_CACHE_LIMIT = 4096
+_cached: dict[tuple[object, int, bool], pa.Array] = {}  # (value, n, is an int64): array
+_counters: dict[tuple[int, str], pa.Array] = {}  # one-row counters 0 and 1
+_flags: dict[tuple[bool, int], pa.Array] = {}
+_steps: dict[tuple[int, int], pa.Buffer] = {}
+_MAX_OFFSET = 1 << 31  # int32 offsets of the string type
+
+
+def strings(value: str | None, n: int) -> pa.Array:
+    """``value`` ``n`` times (None: ``n`` nulls)."""
+    if value is None:
+        return _NULL_1 if n == 1 else pa.nulls(n, STRING)
+    data = value.encode()
+    return from_buffers(STRING, n, [None, offsets(len(data), n), _buffer(data * n)])
+
+
+def offsets(size: int, n: int) -> pa.Buffer:
+    """The offsets of ``n`` strings of ``size`` bytes each (cached: few sizes repeat)."""
+    found = _steps.get((size, n))
+    if found is None:
+        if len(_steps) >= _CACHE_LIMIT:
+            _steps.clear()
+        steps = array("i", range(0, (n + 1) * size, size)) if size else array("i", bytes(4 * n + 4))
+        found = _steps[(size, n)] = _buffer(steps)
+    return found
+
+
+def int64s(value: int, n: int) -> pa.Array:
+    return from_buffers(INT64, n, [None, _buffer(_Q.pack(value) * n)])
+
+
+def bools(value: bool, n: int) -> pa.Array:
+    key = (value, n)
+    found = _flags.get(key)
+    if found is None:
+        if len(_flags) >= _CACHE_LIMIT:
+            _flags.clear()
+        bits = b"\xff" if value else b"\0"
+        found = _flags[key] = from_buffers(BOOL, n, [None, _buffer(bits * ((n + 7) // 8))])
+    return found
+
+
+def strings_cached(value: str | None, n: int) -> pa.Array:
+    """:func:`strings` for values that repeat from item to item (names, ids, the file)."""
+    key = (value, n, False)
+    found = _cached.get(key)
+    if found is None:
+        if len(_cached) >= _CACHE_LIMIT:
+            _cached.clear()
+        found = _cached[key] = strings(value, n)
+    return found
+
+
+def int64s_cached(value: int, n: int) -> pa.Array:
+    key = (value, n, True)
+    found = _cached.get(key)
+    if found is None:
+        if len(_cached) >= _CACHE_LIMIT:
+            _cached.clear()
+        found = _cached[key] = int64s(value, n)
+    return found
+
+
+def counter(type_: pa.DataType, code: str, first: int, n: int) -> pa.Array:
+    """``first, first + 1, …`` (``n`` values)."""
+    if n == 1 and first in (0, 1):
+        found = _counters.get((first, code))
+        if found is None:
+            found = _counters[(first, code)] = from_buffers(
+                type_, 1, [None, _buffer(array(code, (first,)))]
+            )
+        return found
+    return from_buffers(type_, n, [None, _buffer(array(code, range(first, first + n)))])
+
+
+def same(values: Sequence[object]) -> bool:
+    return values.count(values[0]) == len(values)
+
+
+def expand(values: Sequence[object], counts: Sequence[int]) -> list[object]:
+    out: list[object] = []
+    for value, m in zip(values, counts, strict=True):
+        out += repeat(value, m)
+    return out
+
+
+def string_runs(values: Sequence[str | None], counts: Sequence[int], n: int) -> pa.Array:
+    if same(values):
+        return strings(values[0], n)
+    return pa.array(expand(values, counts), STRING)
+
+
+def int_runs(
+    type_: pa.DataType, code: str, values: Sequence[int], counts: Sequence[int], n: int
+) -> pa.Array:
+    out = array(code)
+    for value, m in zip(values, counts, strict=True):
+        out.extend(repeat(value, m))
+    return from_buffers(type_, n, [None, _buffer(out)])
+
+
+def ranges(
+    type_: pa.DataType, code: str, firsts: Sequence[int], counts: Sequence[int], n: int
+) -> pa.Array:
+    out = array(code)
+    for first, m in zip(firsts, counts, strict=True):
+        out.extend(range(first, first + m))
+    return from_buffers(type_, n, [None, _buffer(out)])
+
+
+def texts(values: list[str | None], n: int) -> pa.Array:
+    """Per-row JSON texts (all None: nulls without looking at each)."""
+    if n == 1:
+        value = values[0]
+        if value is None:
+            return _NULL_1
+        data = value.encode()
+        offsets = _buffer(_OFFSETS.pack(0, len(data)))
+        return from_buffers(STRING, 1, [None, offsets, _buffer(data)])
+    nulls = values.count(None)
+    if nulls == n:
+        return pa.nulls(n, STRING)
+    if not nulls:
+        text = "".join(values)  # type: ignore[arg-type]
+        if text.isascii() and len(text) < _MAX_OFFSET:  # one byte per character
+            offsets = array("i", accumulate(map(len, values), initial=0))  # type: ignore[arg-type]
+            return from_buffers(STRING, n, [None, _buffer(offsets), _buffer(text.encode())])
+    return pa.array(values, STRING)
+
+
+_Q = struct.Struct("<q")
+_OFFSETS = struct.Struct("<ii")
+_NULL_1 = pa.nulls(1, STRING)
