@@ -71,3 +71,32 @@ def test_server_restart_mid_stream(own_server: EmbeddedMariaDB, tmp_path: Path) 
     log = DeltaTable(str(tmp_path / "lake" / "app" / "t__changelog")).to_pyarrow_table()
     ops = log.column("op").to_pylist()
     assert (ops.count("c"), ops.count("u"), ops.count("d")) == (600, 100, 50)
+
+
+def test_a_server_gone_mid_snapshot_is_one_sentence(
+    own_server: EmbeddedMariaDB, tmp_path: Path
+) -> None:
+    """The server dies while chunks are read (no reconnecting inside a snapshot task): the run
+    ends with the source's sentence alone, not Spark's report of the failed query above it."""
+    server = own_server
+    server.execute(
+        "CREATE DATABASE app",
+        "CREATE TABLE app.t (id INT PRIMARY KEY, v VARCHAR(40))",
+        "INSERT INTO app.t SELECT seq, CONCAT('row ', seq) FROM app.seq_1_to_400000",
+    )
+    extra = ", snapshot: {chunk_size: 2000, batch_rows: 20000}"
+    cfg = write_config(tmp_path, server, r"app\.t", startup="initial", extra_source=extra)
+    proc = start(cfg)
+    splits = tmp_path / "checkpoint" / "sparkcdc" / "snapshot" / "splits" / "app.t"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and len(list(splits.glob("*.json"))) < 4:
+        time.sleep(0.2)
+    assert list(splits.glob("*.json")), "the snapshot never started"
+    server.process.kill()
+    server.process.wait()
+    out, _ = proc.communicate(timeout=180)
+    text = out.decode(errors="replace")
+    assert proc.returncode != 0, text
+    last = text.strip().splitlines()[-1]
+    assert last.startswith("sparkcdc: ") and f":{server.port}" in last, text
+    assert "Traceback" not in text and "terminated with error" not in text, text

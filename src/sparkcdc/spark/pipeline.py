@@ -40,6 +40,7 @@ from sparkcdc.core.schema import TableSchema
 from sparkcdc.spark.status import STATUS_FILE, read_status
 
 log = logging.getLogger("sparkcdc.pipeline")
+SPARK_LOG_LEVEL = "SPARKCDC_SPARK_LOG_LEVEL"  # e.g. ERROR: Spark's own log on stderr again
 
 LOG4J = """rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
@@ -158,7 +159,13 @@ def _session(config: Config, own: Path) -> Any:
     for key, value in config.pipeline.spark_conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    # a failure is reported once, as a sentence (_as_sparkcdc_error); Spark's own reports of it
+    # (stack traces from the executor, the scheduler, the query and, for an error raised in
+    # the sink, py4j's callback server) only when asked for
+    asked = os.environ.get(SPARK_LOG_LEVEL)
+    spark.sparkContext.setLogLevel(asked or "OFF")
+    if not asked:
+        logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
     return spark
 
 
@@ -358,4 +365,7 @@ def _as_sparkcdc_error(exc: Exception, sink: Any, status_path: Path) -> Exceptio
     if isinstance(exc, errors.SparkCDCError):
         return exc
     first = next((line for line in text.splitlines() if line.strip()), type(exc).__name__)
-    return errors.SparkCDCError(f"the stream stopped: {first.strip()}")
+    return errors.SparkCDCError(
+        f"the stream stopped: {first.strip()} (run again with {SPARK_LOG_LEVEL}=ERROR to see "
+        "Spark's own report)"
+    )
