@@ -13,15 +13,16 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from sparkcdc.core.chunk import Split
-from sparkcdc.core.errors import SinkError
+from sparkcdc.core.chunk import KeyColumn, Split
+from sparkcdc.core.errors import ConfigError, SinkError
 from sparkcdc.core.event import snapshot_batch
 from sparkcdc.core.offset import BinlogOffset
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.correct import typed_rows
 from sparkcdc.snapshot.state import SplitResult, SplitStore
+from sparkcdc.spark.options import SourceOptions
 from sparkcdc.spark.sink import DeltaSink
-from sparkcdc.spark.snapshot import chunk_event
+from sparkcdc.spark.snapshot import SplitTask, chunk_event, read_split_task
 from tests.spark.envelopes import Changes
 from tests.spark.test_sink import ACCOUNTS, ALL_TYPES, ROW_JSON
 
@@ -160,3 +161,31 @@ def test_a_missing_chunk_file_stops_the_batch_with_a_sentence(tmp_path: Path) ->
     sink = DeltaSink(str(tmp_path / "lake"), "p")
     with pytest.raises(SinkError, match="snapshot chunk file .* is gone"):
         sink.write(batch(Changes().schema(ACCOUNTS).table(), chunk), 0)
+
+
+@pytest.mark.parametrize("stored_as, read_as", [("store", "rows"), ("rows", "store")])
+def test_a_split_stored_for_the_other_delivery_is_refused_by_name(
+    tmp_path: Path, stored_as: str, read_as: str
+) -> None:
+    """A replayed split returns what is stored; stored for the other delivery, it cannot be
+    sent as asked (typed rows have no row images, row images are not typed): one sentence."""
+    a = ACCOUNTS
+    store = SplitStore(tmp_path / "snapshot")
+    rows = [{"id": 1, "owner": "o", "balance": "1.00"}]
+    keys, texts = images(a, rows)
+    split = Split("shop.accounts", 0, None, None)
+    kept = (
+        typed_rows(a)(keys, texts)
+        if stored_as == "store"
+        else pa.table({"key": keys, "after": texts})
+    )
+    store.put(SplitResult(split, kept, HIGH, HIGH))
+    options = SourceOptions.parse(
+        {"host": "127.0.0.1", "user": "root", "tables": r"shop\.accounts",
+         "schema_history": str(tmp_path / "history.jsonl"), "snapshot_dir": str(store.root),
+         "snapshot_delivery": read_as}
+    )  # fmt: skip
+    meta = {"shop.accounts": {"schema": a.to_json(), "keys": [KeyColumn("id", "bigint").to_json()]}}
+    task = SplitTask(0, [split.to_json()], meta, 7001)
+    with pytest.raises(ConfigError, match=f"read for snapshot_delivery={stored_as}; keep"):
+        list(read_split_task(options, task))

@@ -234,11 +234,9 @@ class DeltaSink:
         if not chunks_only:
             self._appends.streamed(*name, self.app_id)
         if stored.has_chunks(rows):
-            schemas = {i: self._schema(name, i) for i in dict.fromkeys(schema_ids)}
             try:
                 rows, before, after = stored.with_chunk_rows(
                     rows,
-                    schemas,
                     columns,
                     lambda inline: self._typed_images(
                         name, inline, inline.column("schema_id").to_pylist(), columns

@@ -253,6 +253,13 @@ def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.Reco
                     typed=typed,
                 )
                 store.put(result)
+            elif ("after" in result.rows.column_names) == typed:
+                raise ConfigError(
+                    f"the snapshot folder {store.root} holds chunks of {split.table} read for "
+                    f"snapshot_delivery={'rows' if typed else 'store'}; keep that option for "
+                    "this checkpoint, or start with a new checkpoint and an empty sink.",
+                    key="snapshot_delivery",
+                )
             if typed:
                 yield chunk_event(result, schema, store.rows_path(split))
             else:

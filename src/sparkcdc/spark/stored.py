@@ -28,9 +28,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkcdc.core.convert import cast_struct, decode_images
+from sparkcdc.core.convert import cast_struct
 from sparkcdc.core.event import OP_CHUNK, OP_READ, SOURCE_TYPE, TRANSACTION_TYPE
-from sparkcdc.core.schema import TableSchema
 from sparkcdc.spark import delta
 
 
@@ -42,7 +41,7 @@ def only_chunks(rows: pa.Table) -> bool:
     return bool(pc.all(pc.equal(rows.column("op"), OP_CHUNK)).as_py())
 
 
-def chunk_rows(ref: dict, schema: TableSchema) -> pa.Table:
+def chunk_rows(ref: dict) -> pa.Table:
     """The typed rows of one ``k`` event (``key`` dropped), read from the split store."""
     where = json.loads(ref["after"])
     path = where["path"]
@@ -56,15 +55,10 @@ def chunk_rows(ref: dict, schema: TableSchema) -> pa.Table:
         ) from exc
     if table.num_rows != int(where["rows"]):
         raise ValueError(f"{path} holds {table.num_rows} rows, its event says {where['rows']}")
-    if "after" in table.column_names:  # a chunk kept as row images
-        typed = decode_images(table.column("after"), schema)
-        return pa.Table.from_struct_array(typed)
     return table.drop_columns(["key"])
 
 
-def expand(
-    rows: pa.Table, schema_of: dict[str, TableSchema], columns: list[pa.Field]
-) -> tuple[pa.Table, pa.ChunkedArray]:
+def expand(rows: pa.Table, columns: list[pa.Field]) -> tuple[pa.Table, pa.ChunkedArray]:
     """The ``r`` rows of the ``k`` events among ``rows`` (envelope rows of one table with
     ``_pos``): (rows with op, source, transaction and ``_pos``, their typed ``after``).
 
@@ -73,8 +67,8 @@ def expand(
     ``row`` counting up from 0 inside each chunk."""
     picked = rows.filter(pc.equal(rows.column("op"), OP_CHUNK))
     counts, afters = [], []
-    for ref in picked.select(["after", "schema_id"]).to_pylist():
-        typed = chunk_rows(ref, schema_of[ref["schema_id"]])
+    for ref in picked.select(["after"]).to_pylist():
+        typed = chunk_rows(ref)
         counts.append(typed.num_rows)
         for batch in typed.to_batches():
             struct = pa.StructArray.from_arrays(batch.columns, names=batch.schema.names)
@@ -102,14 +96,13 @@ def expand(
 
 def with_chunk_rows(
     rows: pa.Table,
-    schemas: dict[str, TableSchema],
     columns: list[pa.Field],
     typed_images: Callable[[pa.Table], tuple[pa.StructArray, pa.StructArray]],
 ) -> tuple[pa.Table, pa.StructArray, pa.StructArray | pa.ChunkedArray]:
     """``rows`` (one table's, with ``_pos``) with each ``k`` event replaced by its ``r`` rows,
     in log order, and their typed before and after images (``typed_images`` decodes the
     other events' row images)."""
-    read, chunked = expand(rows, schemas, columns)
+    read, chunked = expand(rows, columns)
     inline = rows.filter(pc.invert(pc.equal(rows.column("op"), OP_CHUNK)))
     if inline.num_rows == 0:
         return read, pa.nulls(read.num_rows, chunked.type), chunked  # no copy of the rows
