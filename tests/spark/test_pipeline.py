@@ -15,10 +15,16 @@ import pytest
 from deltalake import DeltaTable
 
 from sparkcdc.config.model import Config, PipelineConfig, SinkConfig, SourceConfig, StoreConfig
-from sparkcdc.core.errors import BinlogPurged
+from sparkcdc.core.errors import BinlogPurged, ConfigError
 from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.embedded.mariadb import free_port
-from sparkcdc.spark.pipeline import Progress, run_pipeline
+from sparkcdc.spark.pipeline import (
+    SPARK_LOG_LEVEL,
+    Progress,
+    run_pipeline,
+    snapshot_ahead,
+    spark_log_level,
+)
 from tests.spark.fake_log import FakeLog
 
 pytestmark = pytest.mark.spark
@@ -132,3 +138,27 @@ def test_cli_run_fails_before_spark_when_the_server_is_unreachable(tmp_path: Pat
     assert done.stderr.startswith("sparkcdc: ") and "Traceback" not in done.stderr
     assert time.monotonic() - started < 60
     assert not (tmp_path / "cp" / "spark").exists()
+
+
+def test_a_wrong_spark_log_level_is_named_before_anything_runs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(SPARK_LOG_LEVEL, "loud")
+    with pytest.raises(ConfigError, match="SPARKCDC_SPARK_LOG_LEVEL='loud' is not a log level"):
+        run_pipeline(config(tmp_path), reader_factory=FAKE)
+    assert not (tmp_path / "checkpoint").exists()
+    monkeypatch.setenv(SPARK_LOG_LEVEL, " warn")
+    assert spark_log_level() == "WARN"
+    monkeypatch.delenv(SPARK_LOG_LEVEL)
+    assert spark_log_level() is None
+
+
+def test_workers_are_warmed_only_for_a_snapshot_still_ahead(tmp_path: Path) -> None:
+    offsets = tmp_path / "offsets"
+    assert snapshot_ahead(tmp_path)  # a new query
+    offsets.mkdir()
+    (offsets / "0").write_text('v1\n{"batchWatermarkMs":0}\n{"snapshot": {"batch": 1}}\n')
+    assert snapshot_ahead(tmp_path)
+    (offsets / "12").write_text('v1\n{"batchWatermarkMs":0}\n{"file": "b.000001", "pos": 4}\n')
+    (offsets / "9").write_text('v1\n{"batchWatermarkMs":0}\n{"snapshot": {"batch": 9}}\n')
+    assert not snapshot_ahead(tmp_path)  # the newest offset is in the log phase

@@ -133,6 +133,7 @@ def test_round_trip_from_the_pipeline_file() -> None:
         ({"parallelism": "0"}, "parallelism", "1..64"),
         ({"parallelism": "65"}, "parallelism", "1..64"),
         ({"snapshot_batch_rows": "0"}, "snapshot_batch_rows", "out of range"),
+        ({"snapshot_delivery": "fast"}, "snapshot_delivery", "not one of rows, store"),
         ({"distribution_factor_lower": "0"}, "distribution_factor_lower", "not above 0"),
         ({"distribution_factor_lower": "x"}, "distribution_factor_lower", "not a number"),
         ({"distribution_factor_upper": "nan"}, "distribution_factor_upper", "not a number"),

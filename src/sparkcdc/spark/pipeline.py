@@ -117,6 +117,7 @@ def run_pipeline(
 
     SIGTERM/SIGINT are taken over first: a stop asked for while Spark is still starting ends the
     run as soon as the session is up, before any batch, instead of killing it half-way."""
+    level = spark_log_level()  # a wrong value is named before anything runs
     stop = _StopRequest()
     try:
         if reader_factory is None:
@@ -125,7 +126,7 @@ def run_pipeline(
         checkpoint = Path(config.pipeline.checkpoint)
         own = checkpoint / "sparkcdc"
         own.mkdir(parents=True, exist_ok=True)
-        spark = _session(config, own)
+        spark = _session(config, own, level)
         try:
             if stop.requested:
                 return 0
@@ -138,7 +139,22 @@ def run_pipeline(
         stop.restore()
 
 
-def _session(config: Config, own: Path) -> Any:
+SPARK_LOG_LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", "ALL")
+
+
+def spark_log_level() -> str | None:
+    """The level of Spark's own log asked for in ``SPARKCDC_SPARK_LOG_LEVEL`` (None: off)."""
+    asked = os.environ.get(SPARK_LOG_LEVEL, "").strip().upper()
+    if asked and asked not in SPARK_LOG_LEVELS:
+        raise errors.ConfigError(
+            f"{SPARK_LOG_LEVEL}={os.environ[SPARK_LOG_LEVEL]!r} is not a log level; use one of "
+            f"{', '.join(SPARK_LOG_LEVELS)}, or leave it unset.",
+            key=SPARK_LOG_LEVEL,
+        )
+    return asked or None
+
+
+def _session(config: Config, own: Path, log_level: str | None) -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -162,9 +178,8 @@ def _session(config: Config, own: Path) -> Any:
     # a failure is reported once, as a sentence (_as_sparkcdc_error); Spark's own reports of it
     # (stack traces from the executor, the scheduler, the query and, for an error raised in
     # the sink, py4j's callback server) only when asked for
-    asked = os.environ.get(SPARK_LOG_LEVEL)
-    spark.sparkContext.setLogLevel(asked or "OFF")
-    if not asked:
+    spark.sparkContext.setLogLevel(log_level or "OFF")
+    if log_level is None:
         logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
     return spark
 
@@ -181,6 +196,20 @@ def _warm_workers(spark: Any, tasks: int) -> None:
             log.debug("warming the Python workers failed: %s", exc)
 
     threading.Thread(target=run, name="sparkcdc-warm-workers", daemon=True).start()
+
+
+def snapshot_ahead(spark_checkpoint: Path) -> bool:
+    """Whether the query starts in its snapshot phase: no offset yet, or the newest is a
+    snapshot offset (a restart in the log phase has no snapshot task to warm up for)."""
+    found = [p for p in (spark_checkpoint / "offsets").glob("*") if p.name.isdigit()]
+    if not found:
+        return True
+    newest = max(found, key=lambda p: int(p.name))
+    try:
+        offset = json.loads(newest.read_text().splitlines()[-1])
+    except (OSError, ValueError, IndexError):
+        return True  # unreadable here: Spark will say so; warming up costs nothing then
+    return isinstance(offset, dict) and "snapshot" in offset
 
 
 def _import_reader(batches: Iterator[Any]) -> Iterator[Any]:
@@ -239,7 +268,7 @@ def _stream(
         writer = writer.trigger(
             processingTime=f"{int(config.pipeline.trigger_seconds * 1000)} milliseconds"
         )
-    if config.source.takes_snapshot:
+    if config.source.takes_snapshot and snapshot_ahead(spark_checkpoint):
         _warm_workers(spark, config.source.snapshot.parallelism)
     query = writer.start()
     meter = _Meter(sink, status_path)
