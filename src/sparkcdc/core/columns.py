@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import accumulate, repeat
 
 import pyarrow as pa
@@ -64,22 +64,19 @@ def bools(value: bool, n: int) -> pa.Array:
 
 def strings_cached(value: str | None, n: int) -> pa.Array:
     """:func:`strings` for values that repeat from item to item (names, ids, the file)."""
-    key = (value, n, False)
-    found = _cached.get(key)
-    if found is None:
-        if len(_cached) >= _CACHE_LIMIT:
-            _cached.clear()
-        found = _cached[key] = strings(value, n)
-    return found
+    return _remembered((value, n, False), lambda: strings(value, n))
 
 
 def int64s_cached(value: int, n: int) -> pa.Array:
-    key = (value, n, True)
+    return _remembered((value, n, True), lambda: int64s(value, n))
+
+
+def _remembered(key: tuple[object, int, bool], make: Callable[[], pa.Array]) -> pa.Array:
     found = _cached.get(key)
     if found is None:
         if len(_cached) >= _CACHE_LIMIT:
             _cached.clear()
-        found = _cached[key] = int64s(value, n)
+        found = _cached[key] = make()
     return found
 
 
