@@ -146,7 +146,7 @@ class DeltaSink:
                 f" (already written before: {', '.join(report.skipped)})" if report.skipped else ""
             )
             log.info(
-                "batch %d: %d changes to %s; replica merged, change log appended%s%s",
+                "batch %d: %d changes to %s; replica and change log written%s%s",
                 report.batch_id,
                 report.changes,
                 done,
