@@ -18,11 +18,11 @@ from sparkcdc.config.model import Config, PipelineConfig, SinkConfig, SourceConf
 from sparkcdc.core.errors import BinlogPurged, ConfigError
 from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.embedded.mariadb import free_port
+from sparkcdc.spark.checkpoint import clear_torn_first_offset, snapshot_ahead
 from sparkcdc.spark.pipeline import (
     SPARK_LOG_LEVEL,
     Progress,
     run_pipeline,
-    snapshot_ahead,
     spark_log_level,
 )
 from tests.spark.fake_log import FakeLog
@@ -162,3 +162,26 @@ def test_workers_are_warmed_only_for_a_snapshot_still_ahead(tmp_path: Path) -> N
     (offsets / "12").write_text('v1\n{"batchWatermarkMs":0}\n{"file": "b.000001", "pos": 4}\n')
     (offsets / "9").write_text('v1\n{"batchWatermarkMs":0}\n{"snapshot": {"batch": 9}}\n')
     assert not snapshot_ahead(tmp_path)  # the newest offset is in the log phase
+
+
+def test_a_first_offset_torn_by_kill_9_does_not_block_the_restart(tmp_path: Path) -> None:
+    # kill -9 while Spark writes its first offset leaves the temporary file behind; Spark then
+    # refuses to start a new query in an offsets folder that is not empty
+    log = FakeLog(tmp_path / "log.jsonl", [ITEMS])
+    log.commit(inserts(0, 10))
+    offsets = tmp_path / "checkpoint" / "spark" / "offsets"
+    offsets.mkdir(parents=True)
+    (offsets / ".0.3f1c9a2e-51b4-4c3e-9d7a-1f0e8b2c4d6a.tmp").write_text("v1\n")
+    (offsets / "..0.3f1c9a2e-51b4-4c3e-9d7a-1f0e8b2c4d6a.tmp.crc").write_bytes(b"crc")
+    run_pipeline(config(tmp_path), available_now=True, reader_factory=FAKE)
+    assert DeltaTable(str(tmp_path / "lake" / "shop" / "items")).count() == 10
+    assert (offsets / "0").exists()
+
+
+def test_a_committed_offset_is_never_cleared(tmp_path: Path) -> None:
+    offsets = tmp_path / "offsets"
+    offsets.mkdir()
+    (offsets / "0").write_text('v1\n{"batchWatermarkMs":0}\n{"file": "b.000001", "pos": 4}\n')
+    (offsets / ".1.tmp").write_text("v1\n")
+    assert clear_torn_first_offset(tmp_path) == []
+    assert sorted(p.name for p in offsets.iterdir()) == [".1.tmp", "0"]

@@ -19,7 +19,6 @@ Errors of the log reader (in the source process) and of the sink come back as th
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -37,6 +36,7 @@ from typing import Any
 from sparkcdc.config.model import Config
 from sparkcdc.core import errors
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.spark.checkpoint import clear_torn_first_offset, pipeline_id, snapshot_ahead
 from sparkcdc.spark.status import STATUS_FILE, read_status
 
 log = logging.getLogger("sparkcdc.pipeline")
@@ -198,20 +198,6 @@ def _warm_workers(spark: Any, tasks: int) -> None:
     threading.Thread(target=run, name="sparkcdc-warm-workers", daemon=True).start()
 
 
-def snapshot_ahead(spark_checkpoint: Path) -> bool:
-    """Whether the query starts in its snapshot phase: no offset yet, or the newest is a
-    snapshot offset (a restart in the log phase has no snapshot task to warm up for)."""
-    found = [p for p in (spark_checkpoint / "offsets").glob("*") if p.name.isdigit()]
-    if not found:
-        return True
-    newest = max(found, key=lambda p: int(p.name))
-    try:
-        offset = json.loads(newest.read_text().splitlines()[-1])
-    except (OSError, ValueError, IndexError):
-        return True  # unreadable here: Spark will say so; warming up costs nothing then
-    return isinstance(offset, dict) and "snapshot" in offset
-
-
 def _import_reader(batches: Iterator[Any]) -> Iterator[Any]:
     """A ``mapInArrow`` function: Spark runs it in the same kind of Python worker as a data
     source's reads (an RDD job would start workers of another kind)."""
@@ -268,6 +254,7 @@ def _stream(
         writer = writer.trigger(
             processingTime=f"{int(config.pipeline.trigger_seconds * 1000)} milliseconds"
         )
+    clear_torn_first_offset(spark_checkpoint)
     if config.source.takes_snapshot and snapshot_ahead(spark_checkpoint):
         _warm_workers(spark, config.source.snapshot.parallelism)
     query = writer.start()
@@ -289,21 +276,6 @@ def _stream(
     if progress is not None:
         progress(meter.sample(force=True) or meter.last)
     return int(sink.batches)
-
-
-def pipeline_id(spark_checkpoint: Path) -> str:
-    """The Delta transaction app id: ``sparkcdc-<Spark query id>`` (stable per checkpoint)."""
-    metadata = spark_checkpoint / "metadata"
-    for _ in range(100):
-        try:
-            first = metadata.read_text().splitlines()[0]
-            return f"sparkcdc-{json.loads(first)['id']}"
-        except (OSError, IndexError, ValueError, KeyError):
-            time.sleep(0.1)
-    raise errors.SinkError(
-        f"Spark's checkpoint {spark_checkpoint} has no query id; remove the checkpoint folder "
-        "only together with the sink's tables."
-    )
 
 
 class _StopRequest:

@@ -1,0 +1,82 @@
+"""What the pipeline reads from, and repairs in, Spark's checkpoint before a query starts.
+
+Spark keeps a streaming query's progress in ``<checkpoint>/spark``: ``metadata`` (the query id),
+``offsets/<batch>`` (the offset planned for each micro-batch, written before the batch runs) and
+``commits/<batch>`` (written after the sink returned). Each file is written to a hidden
+temporary file first and then renamed, so a ``kill -9`` can leave a temporary file, never a
+half-written batch file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+from sparkcdc.core import errors
+
+log = logging.getLogger("sparkcdc.pipeline")
+
+
+def batch_files(folder: Path) -> list[Path]:
+    """The finished batch files of ``offsets`` or ``commits``: the names made only of digits."""
+    return [p for p in folder.glob("*") if p.name.isdigit()] if folder.is_dir() else []
+
+
+def clear_torn_first_offset(spark_checkpoint: Path) -> list[Path]:
+    """Remove what a ``kill -9`` left while Spark wrote the very first offset; returns it.
+
+    With no finished offset file, Spark starts the query at batch 0 and refuses to when
+    ``offsets`` or ``commits`` holds anything at all, a temporary file included
+    (``STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY``). No batch was planned, so nothing was
+    delivered and nothing is lost: the leftovers are removed and the query plans batch 0 again.
+    Once any offset file exists this does nothing."""
+    offsets = spark_checkpoint / "offsets"
+    if batch_files(offsets):
+        return []
+    torn = [
+        p
+        for folder in (offsets, spark_checkpoint / "commits")
+        if folder.is_dir()
+        for p in folder.iterdir()
+        if p.is_file()
+    ]
+    for path in torn:
+        path.unlink()
+    if torn:
+        log.info(
+            "the first micro-batch was never planned (the last run stopped while Spark wrote "
+            "its offset); removed %d unfinished checkpoint file(s) and starting it again",
+            len(torn),
+        )
+    return torn
+
+
+def snapshot_ahead(spark_checkpoint: Path) -> bool:
+    """Whether the query starts in its snapshot phase: no offset yet, or the newest is a
+    snapshot offset (a restart in the log phase has no snapshot task to warm up for)."""
+    found = batch_files(spark_checkpoint / "offsets")
+    if not found:
+        return True
+    newest = max(found, key=lambda p: int(p.name))
+    try:
+        offset = json.loads(newest.read_text().splitlines()[-1])
+    except (OSError, ValueError, IndexError):
+        return True  # unreadable here: Spark will say so; warming up costs nothing then
+    return isinstance(offset, dict) and "snapshot" in offset
+
+
+def pipeline_id(spark_checkpoint: Path) -> str:
+    """The Delta transaction app id: ``sparkcdc-<Spark query id>`` (stable per checkpoint)."""
+    metadata = spark_checkpoint / "metadata"
+    for _ in range(100):
+        try:
+            first = metadata.read_text().splitlines()[0]
+            return f"sparkcdc-{json.loads(first)['id']}"
+        except (OSError, IndexError, ValueError, KeyError):
+            time.sleep(0.1)
+    raise errors.SinkError(
+        f"Spark's checkpoint {spark_checkpoint} has no query id; remove the checkpoint folder "
+        "only together with the sink's tables."
+    )
