@@ -12,7 +12,11 @@ op          ``c`` insert, ``u`` update, ``d`` delete, ``r`` snapshot read,
             ``k`` a snapshot chunk whose ``r`` rows stay in the split store (only when the
             source is asked for ``snapshot_delivery = store``): ``after`` is
             ``{"path": <Arrow file of typed rows>, "rows": n}``, ``source`` the chunk's
-            high watermark; the sink reads the rows from the file
+            high watermark; the sink reads the rows from the file (with
+            ``"incremental": true`` in ``after``: a chunk of an incremental snapshot,
+            always merged into the replica),
+            ``n`` a notification of the incremental snapshots (``after`` the notification
+            as JSON: ``{"type": ..., ...}``; ``db``/``table`` the table it is about, or empty)
 db, table   the source table
 key         JSON array of the key values (from ``after``, or ``before`` for deletes)
 before      JSON object of the row before the change (``u``, ``d``), else null;
@@ -51,6 +55,7 @@ OP_DELETE = "d"
 OP_READ = "r"
 OP_SCHEMA = "s"
 OP_CHUNK = "k"
+OP_NOTICE = "n"
 
 SOURCE_TYPE = pa.struct(
     [
