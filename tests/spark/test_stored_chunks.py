@@ -189,3 +189,91 @@ def test_a_split_stored_for_the_other_delivery_is_refused_by_name(
     task = SplitTask(0, [split.to_json()], meta, 7001)
     with pytest.raises(ConfigError, match=f"read for snapshot_delivery={stored_as}; keep"):
         list(read_split_task(options, task))
+
+
+def incremental(event: pa.RecordBatch) -> pa.Table:
+    """A ``k`` event made a chunk of an incremental snapshot."""
+    ref = {**json.loads(event.column("after")[0].as_py()), "incremental": True}
+    events = pa.Table.from_batches([event])
+    where = events.schema.get_field_index("after")
+    return events.set_column(where, "after", pa.array([json.dumps(ref)], pa.string()))
+
+
+def acct(i: int, owner: str) -> dict[str, Any]:
+    return {"id": i, "owner": owner, "balance": f"{i}.00"}
+
+
+def test_an_incremental_chunk_updates_the_rows_the_log_wrote(tmp_path: Path) -> None:
+    a = ACCOUNTS
+    store = SplitStore(tmp_path / "store")
+    sink = DeltaSink(str(tmp_path / "lake"), "p")
+    logged = Changes().schema(a).change("c", a, after=acct(1, "a"))
+    sink.write(logged.change("c", a, after=acct(2, "b")).table(), 0)
+    sink.write(batch(incremental(stored_chunk(store, a, 0, [acct(1, "A"), acct(2, "B")]))), 1)
+    replica = tmp_path / "lake" / "shop" / "accounts"
+    assert [(r["id"], r["owner"]) for r in table(replica)] == [(1, "A"), (2, "B")]
+    assert operations(replica)[-1] == "MERGE"
+    log = DeltaTable(str(tmp_path / "lake" / "shop" / "accounts__changelog")).to_pyarrow_table()
+    assert sorted(log.column("op").to_pylist()) == ["c", "c", "r", "r"]
+
+
+def test_an_incremental_chunk_after_log_events_in_one_batch(tmp_path: Path) -> None:
+    a = ACCOUNTS
+    store = SplitStore(tmp_path / "store")
+    sink = DeltaSink(str(tmp_path / "lake"), "p")
+    sink.write(Changes().schema(a).change("c", a, after=acct(1, "a")).table(), 0)
+    log_events = Changes(pos=2000).change("u", a, acct(1, "a"), acct(1, "a2")).table()
+    chunk = incremental(stored_chunk(store, a, 0, [acct(2, "b"), acct(3, "c")]))
+    sink.write(batch(log_events, chunk), 1)
+    replica = tmp_path / "lake" / "shop" / "accounts"
+    assert [(r["id"], r["owner"]) for r in table(replica)] == [(1, "a2"), (2, "b"), (3, "c")]
+    log = table(tmp_path / "lake" / "shop" / "accounts__changelog")
+    in_order = sorted(log, key=lambda r: (r["source"]["pos"], r["source"]["row"]))
+    ops = [(r["op"], r["after"]["id"]) for r in in_order]
+    assert ops == [("c", 1), ("u", 1), ("r", 2), ("r", 3)]
+
+
+def test_incremental_chunks_are_never_appended(tmp_path: Path) -> None:
+    """Two incremental snapshots of a table that starts empty: the second one's chunk holds the
+    first one's keys, so an append would duplicate them."""
+    a = ACCOUNTS
+    store = SplitStore(tmp_path / "store")
+    sink = DeltaSink(str(tmp_path / "lake"), "p")
+    sink.write(Changes().schema(a).table(), 0)
+    sink.write(batch(incremental(stored_chunk(store, a, 0, [acct(1, "a"), acct(2, "b")]))), 1)
+    sink.write(batch(incremental(stored_chunk(store, a, 1, [acct(1, "x"), acct(2, "y")]))), 2)
+    replica = tmp_path / "lake" / "shop" / "accounts"
+    assert [(r["id"], r["owner"]) for r in table(replica)] == [(1, "x"), (2, "y")]
+    assert "WRITE" not in operations(replica) and operations(replica).count("MERGE") == 2
+    # a later chunk of the initial kind is merged too
+    sink.write(batch(stored_chunk(store, a, 2, [acct(2, "z"), acct(3, "c")])), 3)
+    assert [(r["id"], r["owner"]) for r in table(replica)] == [(1, "x"), (2, "z"), (3, "c")]
+    assert "WRITE" not in operations(replica)
+
+
+def test_a_replayed_incremental_chunk_writes_nothing_twice(tmp_path: Path) -> None:
+    a = ACCOUNTS
+    store = SplitStore(tmp_path / "store")
+    lake = tmp_path / "lake"
+    sink = DeltaSink(str(lake), "p")
+    sink.write(Changes().schema(a).change("c", a, after=acct(1, "a")).table(), 0)
+    mixed = batch(
+        Changes(pos=2000).change("u", a, acct(1, "a"), acct(1, "a2")).table(),
+        incremental(stored_chunk(store, a, 0, [acct(2, "b"), acct(3, "c")])),
+    )
+    only_chunk = batch(incremental(stored_chunk(store, a, 1, [acct(3, "c3"), acct(4, "d")])))
+    sink.write(mixed, 1)
+    sink.write(only_chunk, 2)
+    names = ("accounts", "accounts__changelog")
+    versions = {name: DeltaTable(str(lake / "shop" / name)).version() for name in names}
+    for batch_id, events in ((1, mixed), (2, only_chunk)):
+        again = DeltaSink(str(lake), "p")
+        again.write(events, batch_id)
+        assert again.last_report is not None and again.last_report.skipped == ["shop.accounts"]
+    for name, version in versions.items():
+        assert DeltaTable(str(lake / "shop" / name)).version() == version
+    replica = lake / "shop" / "accounts"
+    assert [(r["id"], r["owner"]) for r in table(replica)] == [
+        (1, "a2"), (2, "b"), (3, "c3"), (4, "d"),
+    ]  # fmt: skip
+    assert len(table(lake / "shop" / "accounts__changelog")) == 6

@@ -253,6 +253,7 @@ pipeline: {checkpoint: /cp}
         "chunk_key_columns": {"shop.log": ["a", "b"], "shop.x": ["id"]},
         "distribution_factor": {"lower": 0.5, "upper": 20.0},
         "batch_rows": 5000,
+        "incremental_chunks": 2,
     }
     # one bound alone keeps the other's default; batch_rows may be below chunk_size
     s = load_config_text(
@@ -387,3 +388,65 @@ def test_snapshot_errors_name_the_key(extra: str, startup: str, key: str, says: 
     message = str(err)
     assert message.startswith(f"{key}: ") and message.endswith(".") and says in message
     assert ". " not in message.replace("e.g. ", "")  # one sentence
+
+
+def test_incremental_chunks() -> None:
+    s = load_config_text(with_source("snapshot: {incremental_chunks: 8}"), "/b").source
+    assert s.snapshot.incremental_chunks == 8
+    assert s.redacted()["snapshot"]["incremental_chunks"] == 8
+    assert load_config_text(BASE, "/b").source.snapshot.incremental_chunks == 2
+
+
+@pytest.mark.parametrize(
+    ("written", "says"),
+    [("0", "1..64"), ("65", "1..64"), ("two", "not a whole number"), ("[2]", "not a list")],
+)
+def test_incremental_chunks_errors(written: str, says: str) -> None:
+    err = error(with_source(f"snapshot: {{incremental_chunks: {written}}}"))
+    key = "source.snapshot.incremental_chunks"
+    assert err.fields["key"] == key and str(err).startswith(f"{key}: ") and says in str(err)
+
+
+@pytest.mark.parametrize(
+    ("patterns", "signal_table", "tables"),
+    [
+        # not captured yet: the table is added, escaped
+        ([r"shop\..*"], "ops.signals", (r"shop\..*", r"ops\.signals")),
+        # captured by a pattern already: left as written
+        ([r"shop\..*"], "shop.signals", (r"shop\..*",)),
+        ([".*"], "ops.sig$", (".*",)),
+        # a pattern matching only part of the name does not capture it
+        ([r"ops\.sig"], "ops.signals", (r"ops\.sig", r"ops\.signals")),
+    ],
+)
+def test_signal_table_is_captured(
+    patterns: list[str], signal_table: str, tables: tuple[str, ...]
+) -> None:
+    listed = ", ".join(f"'{p}'" for p in patterns)
+    text = (
+        f"source: {{host: h, user: u, tables: [{listed}], signal_table: '{signal_table}'}}\n"
+        "sink: {path: /l}\npipeline: {checkpoint: /c}\n"
+    )
+    s = load_config_text(text, "/b").source
+    assert s.signal_table == signal_table and s.tables == tables
+    assert s.redacted()["signal_table"] == signal_table
+    plain = load_config_text(BASE, "/b").source
+    assert plain.signal_table is None and plain.redacted()["signal_table"] is None
+
+
+@pytest.mark.parametrize(
+    ("written", "says"),
+    [
+        ("signals", "not a db.table name"),
+        ("a.b.c", "not a db.table name"),
+        ("'.signals'", "not a db.table name"),
+        ("'ops.'", "not a db.table name"),
+        ("'`ops`.signals'", "holds a backtick"),
+        ("[ops.signals]", "not a list"),
+    ],
+)
+def test_signal_table_errors(written: str, says: str) -> None:
+    err = error(with_source(f"signal_table: {written}"))
+    key = "source.signal_table"
+    assert err.fields["key"] == key and str(err).startswith(f"{key}: ") and says in str(err)
+    assert ". " not in str(err).replace("e.g. ", "")

@@ -28,6 +28,15 @@ def test_defaults() -> None:
     assert (s.startup, s.server_id, s.server_id_last) == ("initial", 5701, None)
     assert s.snapshot == SnapshotConfig() and s.snapshot_server_ids == (5702, 5703)
     assert (o.snapshot_dir, o.table) == (None, None)
+    assert (s.signal_table, o.signal_dir, s.snapshot.incremental_chunks) == (None, None, 2)
+
+
+def test_signal_options() -> None:
+    o = parse(signal_table="ops.signals", signal_dir="/cp/sparkcdc/signals", incremental_chunks="6")
+    assert o.source.signal_table == "ops.signals" and o.signal_dir == "/cp/sparkcdc/signals"
+    assert o.source.tables == (r"shop\..*", r"ops\.signals")  # captured, so its rows stream
+    assert o.source.snapshot.incremental_chunks == 6
+    assert parse(signal_table="shop.signals").source.tables == (r"shop\..*",)
 
 
 def test_snapshot_options() -> None:
@@ -83,9 +92,10 @@ def test_table_for_a_batch_read() -> None:
 def test_round_trip_from_the_pipeline_file() -> None:
     cfg = load_config_text(
         "source: {host: h, user: u, password: pw, tables: ['shop\\.a', 'crm\\..*'],\n"
-        "         server_id: 5701-5706, key_columns: {shop.a: id},\n"
+        "         server_id: 5701-5706, key_columns: {shop.a: id}, signal_table: ops.sig,\n"
         "         snapshot: {chunk_size: 50, parallelism: 5, chunk_key_columns: {shop.a: [k]},\n"
-        "                    distribution_factor: {lower: 0.25, upper: 7.5}, batch_rows: 9}}\n"
+        "                    distribution_factor: {lower: 0.25, upper: 7.5}, batch_rows: 9,\n"
+        "                    incremental_chunks: 3}}\n"
         "sink: {path: /lake}\npipeline: {checkpoint: /cp}\n",
         "/",
     )
@@ -97,12 +107,16 @@ def test_round_trip_from_the_pipeline_file() -> None:
         batch_mode="MEMSIZE",
         item_rows=16,
         snapshot_dir="/cp/sparkcdc/snapshot",
+        signal_dir="/cp/sparkcdc/signals",
     )
     assert opts["server_id"] == "5701-5706" and opts["snapshot_batch_rows"] == "9"
+    assert opts["incremental_chunks"] == "3" and opts["signal_table"] == "ops.sig"
+    assert opts["signal_dir"] == "/cp/sparkcdc/signals"
     assert opts["snapshot_dir"] == "/cp/sparkcdc/snapshot"
     assert opts["chunk_key_columns"] == '{"shop.a": ["k"]}'
     parsed = SourceOptions.parse(opts)
     assert parsed.source == cfg.source and parsed.snapshot_dir == "/cp/sparkcdc/snapshot"
+    assert parsed.signal_dir == "/cp/sparkcdc/signals"
     plain = source_options(
         load_config_text(
             "source: {host: h, user: u, tables: [x]}\nsink: {path: /l}\npipeline: {checkpoint: /c}",
@@ -116,6 +130,8 @@ def test_round_trip_from_the_pipeline_file() -> None:
     )
     assert plain["server_id"] == "5701" and plain["startup"] == "initial"
     assert "chunk_key_columns" not in plain and "snapshot_dir" not in plain
+    assert "signal_table" not in plain and "signal_dir" not in plain
+    assert plain["incremental_chunks"] == "2"
 
 
 @pytest.mark.parametrize(
@@ -133,6 +149,12 @@ def test_round_trip_from_the_pipeline_file() -> None:
         ({"parallelism": "0"}, "parallelism", "1..64"),
         ({"parallelism": "65"}, "parallelism", "1..64"),
         ({"snapshot_batch_rows": "0"}, "snapshot_batch_rows", "out of range"),
+        ({"incremental_chunks": "0"}, "incremental_chunks", "1..64"),
+        ({"incremental_chunks": "65"}, "incremental_chunks", "1..64"),
+        ({"incremental_chunks": "two"}, "incremental_chunks", "not a whole number"),
+        ({"signal_table": "signals"}, "signal_table", "not a db.table name"),
+        ({"signal_table": "a.b.c"}, "signal_table", "not a db.table name"),
+        ({"signal_table": "`a`.b"}, "signal_table", "holds a backtick"),
         ({"snapshot_delivery": "fast"}, "snapshot_delivery", "not one of rows, store"),
         ({"distribution_factor_lower": "0"}, "distribution_factor_lower", "not above 0"),
         ({"distribution_factor_lower": "x"}, "distribution_factor_lower", "not a number"),

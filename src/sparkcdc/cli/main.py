@@ -2,10 +2,13 @@
 
     sparkcdc run PIPELINE.yaml [--available-now] [--quiet]
     sparkcdc check PIPELINE.yaml
+    sparkcdc signal ACTION --config PIPELINE.yaml [--tables db.t ...] [--where COND]
+                    [--message TEXT] [--channel table|file]
 
 ``run`` streams until Ctrl-C / SIGTERM (the batch in flight commits first); with
 ``--available-now`` it writes everything up to the log end seen at start and exits 0. ``check``
-validates the file and the server and changes nothing. Any
+validates the file and the server and changes nothing. ``signal`` sends a running pipeline a
+signal, e.g. to snapshot some tables again (see :mod:`sparkcdc.cli.signal`). Any
 :class:`~sparkcdc.core.errors.SparkCDCError` ends the command with its sentence on stderr and
 exit status 2.
 """
@@ -18,6 +21,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from sparkcdc.cli.signal import add_signal_command, send_signal
 from sparkcdc.core.errors import SparkCDCError
 
 EXIT_ERROR = 2
@@ -39,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check", help="validate the pipeline file and the server")
     check.add_argument("pipeline", help="the pipeline YAML file")
     check.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    add_signal_command(commands)
     return parser
 
 
@@ -57,6 +62,14 @@ def run(argv: Sequence[str] | None = None) -> int:
     from sparkcdc.config.load import load_config
 
     try:
+        if args.command == "signal":
+            config = load_config(args.config)
+            print(
+                send_signal(
+                    config, args.action, args.tables, args.where, args.message, args.channel
+                )
+            )
+            return 0
         config = load_config(args.pipeline)
         if args.command == "check":
             from sparkcdc.spark.pipeline import check_source

@@ -16,6 +16,7 @@ import os
 import re
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +36,12 @@ from sparkcdc.config.values import (
     as_key_columns,
     as_patterns,
     as_server_ids,
+    as_signal_table,
     as_size,
     as_snapshot,
     as_startup,
     as_text,
+    capturing_signal_table,
     check_snapshot_ids,
     fail,
     ranged,
@@ -60,6 +63,7 @@ SOURCE_KEYS = (
     "key_columns",
     "connect_timeout",
     "snapshot",
+    "signal_table",
 )
 SNAPSHOT_KEYS = (
     "chunk_size",
@@ -67,6 +71,7 @@ SNAPSHOT_KEYS = (
     "chunk_key_columns",
     "distribution_factor",
     "batch_rows",
+    "incremental_chunks",
 )
 DISTRIBUTION_KEYS = ("lower", "upper")
 SINK_KEYS = ("type", "path")
@@ -228,7 +233,10 @@ def _source(s: dict[str, Any]) -> SourceConfig:
         key_columns=_get(s, "key_columns", p, as_key_columns, {}),
         connect_timeout=_get(s, "connect_timeout", p, as_duration, 10.0),
         snapshot=_snapshot(_section(s.get("snapshot"), f"{p}.snapshot", SNAPSHOT_KEYS)),
+        signal_table=_get(s, "signal_table", p, as_signal_table, None),
     )
+    # the signal rows reach the pipeline through the change stream: capture the table
+    source = replace(source, tables=capturing_signal_table(source.tables, source.signal_table))
     check_snapshot_ids(source, f"{p}.server_id", f"{p}.snapshot.parallelism")
     return source
 

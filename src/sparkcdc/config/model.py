@@ -26,6 +26,7 @@ class SnapshotConfig:
     distribution_factor_lower: float = 0.05
     distribution_factor_upper: float = 1000.0
     batch_rows: int = 1048576  # rows one Spark task reads in one micro-batch
+    incremental_chunks: int = 2  # chunks one incremental-snapshot window reads in parallel
 
     def redacted(self) -> dict[str, Any]:
         return {
@@ -37,6 +38,7 @@ class SnapshotConfig:
                 "upper": self.distribution_factor_upper,
             },
             "batch_rows": self.batch_rows,
+            "incremental_chunks": self.incremental_chunks,
         }
 
 
@@ -45,7 +47,9 @@ class SourceConfig:
     """Where changes come from. ``tables`` are regular expressions over ``db.table``.
 
     ``server_id`` is the log reader's replica server id; ``server_id_last`` ends a range
-    ``server_id..server_id_last`` whose other ids belong to the snapshot readers."""
+    ``server_id..server_id_last`` whose other ids belong to the snapshot readers.
+    ``signal_table`` is the table signals are inserted into (see
+    :mod:`sparkcdc.snapshot.signals`); ``tables`` always captures it."""
 
     host: str
     port: int
@@ -59,6 +63,7 @@ class SourceConfig:
     connect_timeout: float = 10.0
     server_id_last: int | None = None
     snapshot: SnapshotConfig = field(default_factory=SnapshotConfig)
+    signal_table: str | None = None  # "db.table" the signals are inserted into (captured too)
 
     @property
     def takes_snapshot(self) -> bool:
@@ -92,6 +97,7 @@ class SourceConfig:
             "server_id": self.server_id,
             "server_id_last": self.server_id_last,
             "snapshot": self.snapshot.redacted(),
+            "signal_table": self.signal_table,
         }
 
 

@@ -139,6 +139,22 @@ def as_table_name(value: Any, key: str) -> str:
     return text
 
 
+def as_signal_table(value: Any, key: str) -> str:
+    """The signal table, written as ``db.table`` without quotes."""
+    text = as_table_name(value, key)
+    if "`" in text:
+        fail(key, f"{text!r} holds a backtick; write the names unquoted, as db.table")
+    return text
+
+
+def capturing_signal_table(tables: tuple[str, ...], signal_table: str | None) -> tuple[str, ...]:
+    """``tables`` with the signal table added when none of the patterns captures it (its rows
+    reach the pipeline through the change stream)."""
+    if signal_table is None or any(re.fullmatch(t, signal_table) for t in tables):
+        return tables
+    return (*tables, re.escape(signal_table))
+
+
 def as_key_columns(value: Any, key: str) -> dict[str, tuple[str, ...]]:
     """``{"db.table": [col, ...]}``; a single column may be given without the list."""
     if not isinstance(value, dict):
@@ -245,4 +261,5 @@ def as_snapshot(raw: Mapping[str, Any], keys: Mapping[str, str]) -> SnapshotConf
         distribution_factor_lower=lower,
         distribution_factor_upper=upper,
         batch_rows=get("batch_rows", ranged(1, MAX_ROWS)),
+        incremental_chunks=get("incremental_chunks", ranged(1, MAX_PARALLELISM)),
     )

@@ -31,9 +31,16 @@ class SnapshotDialect(Protocol):
         """The smallest and largest key, or None for an empty table."""
 
     def key_after(
-        self, db: str, table: str, keys: Sequence[KeyColumn], lo: KeyValue | None, offset: int
+        self,
+        db: str,
+        table: str,
+        keys: Sequence[KeyColumn],
+        lo: KeyValue | None,
+        offset: int,
+        upto: KeyValue | None = None,
     ) -> KeyValue | None:
-        """The key ``offset`` rows past the first key ``>= lo`` in key order (None: fewer rows)."""
+        """The key ``offset`` rows past the first key ``>= lo`` in key order, counting only keys
+        ``<= upto`` when given (None: fewer rows)."""
 
     def count_between(
         self,
@@ -53,12 +60,18 @@ class SnapshotDialect(Protocol):
         lo: KeyValue | None,
         hi: KeyValue | None,
         typed: bool = False,
+        upto: KeyValue | None = None,
+        where: str | None = None,
     ) -> pa.Table:
-        """The rows with ``lo <= chunk key < hi``: ``key`` (the JSON array of ``schema.key``,
+        """The rows with ``lo <= chunk key < hi`` (and ``<= upto``, and matching the SQL
+        condition ``where``, when given): ``key`` (the JSON array of ``schema.key``,
         or of the chunk key when the table has none, as the log reader encodes it), then
         ``after`` (the JSON object of the row, byte for byte the log reader's), or with
         ``typed`` one column per table column in its Delta type (``arrow_type``), equal to
         what :func:`~sparkcdc.core.convert.decode_images` makes of ``after``."""
+
+    def check_condition(self, db: str, table: str, where: str) -> str | None:
+        """Why the SQL condition ``where`` cannot filter ``db.table``, or None if it can."""
 
     def locate(
         self,

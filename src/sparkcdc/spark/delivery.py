@@ -101,6 +101,20 @@ class DeliveryQueue:
                 end, end_key = entry.item.after, entry.key
         return end
 
+    def planned(self, end: BinlogOffset) -> list[pa.RecordBatch]:
+        """The record batches of the ready items up to ``end`` (they stay queued)."""
+        key = end.key
+        return [
+            e.item.batch
+            for e in self._ready
+            if e.key <= key and e.item.batch is not None and e.item.batch.num_rows
+        ]
+
+    def caught_up(self, end: BinlogOffset) -> bool:
+        """Whether ``end`` holds everything the log reader has put so far."""
+        key = end.key
+        return all(e.key <= key for e in self._ready) and self.store.pending_items == 0
+
     @property
     def ready_bytes(self) -> int:
         return self._ready_bytes

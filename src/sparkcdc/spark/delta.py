@@ -102,7 +102,13 @@ def _commit(app_id: str, batch_id: int) -> CommitProperties:
 
 
 def append_changelog(path: str, rows: pa.Table, app_id: str, batch_id: int) -> bool:
-    """Append ``rows`` as batch ``batch_id``; False if this batch was appended before."""
+    """Append a change log's ``rows`` of batch ``batch_id`` (:func:`append_once`)."""
+    return append_once(path, rows, app_id, batch_id)
+
+
+def append_once(path: str, rows: pa.Table, app_id: str, batch_id: int) -> bool:
+    """Append ``rows`` as batch ``batch_id`` (creating the table if there is none); False if
+    this batch was appended before."""
     if already_applied(path, app_id, batch_id):
         return False
     write_deltalake(

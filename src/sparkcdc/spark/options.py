@@ -26,6 +26,12 @@ distribution_factor_lower  a single integer chunk key is cut evenly while
 distribution_factor_upper  (max - min + 1) / rows lies within these bounds (defaults 0.05
                            and 1000; lower > 0, upper >= 1 and >= lower)
 snapshot_batch_rows        rows one Spark task reads in one micro-batch (default 1048576)
+incremental_chunks         chunks one incremental-snapshot window reads in parallel, 1..64
+                           (default 2)
+signal_table               ``db.table`` signals are inserted into (optional; ``tables``
+                           captures it, added when no pattern does)
+signal_dir                 path of the folder signals are written to as files (optional; the
+                           pipeline keeps it beside the checkpoint)
 snapshot_dir               path of the snapshot state folder (optional; the pipeline keeps it
                            beside the checkpoint)
 snapshot_delivery          how snapshot rows reach the stream: ``rows`` (default: every row
@@ -59,9 +65,11 @@ from typing import Any, TypeVar
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.config.values import (
     as_server_ids,
+    as_signal_table,
     as_snapshot,
     as_startup,
     as_table_name,
+    capturing_signal_table,
     check_snapshot_ids,
 )
 from sparkcdc.core.errors import ConfigError
@@ -77,6 +85,7 @@ SNAPSHOT_OPTIONS = {
     "distribution_factor_lower": "distribution_factor_lower",
     "distribution_factor_upper": "distribution_factor_upper",
     "snapshot_batch_rows": "batch_rows",
+    "incremental_chunks": "incremental_chunks",
 }
 
 
@@ -93,6 +102,7 @@ class SourceOptions:
     snapshot_dir: str | None = None
     snapshot_delivery: str = "rows"
     table: str | None = None  # the one db.table of a batch read
+    signal_dir: str | None = None  # the folder of the file signal channel
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -144,6 +154,9 @@ class SourceOptions:
                     '{"db.table": ["col"]}.',
                     key="key_columns",
                 ) from None
+        signal_table = given("signal_table")
+        if signal_table is not None:
+            signal_table = _checked(lambda: as_signal_table(signal_table, "signal_table"))
         startup = _checked(lambda: as_startup(given("startup") or "initial", "startup"))
         server_id, server_id_last = _checked(
             lambda: as_server_ids(given("server_id") or "5701", "server_id")
@@ -158,13 +171,14 @@ class SourceOptions:
             port=integer("port", 3306),
             user=required("user"),
             password=str(opts.get("password") or ""),
-            tables=tables,
+            tables=capturing_signal_table(tables, signal_table),
             startup=startup,
             server_id=server_id,
             server_id_last=server_id_last,
             key_columns=key_columns,
             connect_timeout=float(opts.get("connect_timeout") or 10.0),
             snapshot=snapshot,
+            signal_table=signal_table,
         )
         _checked(lambda: check_snapshot_ids(source, "server_id", "parallelism"))
         delivery = (given("snapshot_delivery") or "rows").lower()
@@ -189,6 +203,7 @@ class SourceOptions:
             snapshot_dir=given("snapshot_dir"),
             snapshot_delivery=delivery,
             table=table,
+            signal_dir=given("signal_dir"),
         )
 
 
@@ -239,6 +254,7 @@ def source_options(
     status_file: str | None = None,
     snapshot_dir: str | None = None,
     snapshot_delivery: str = "rows",
+    signal_dir: str | None = None,
 ) -> dict[str, str]:
     """The ``.option(...)`` values that describe ``source`` to the ``mysql-cdc`` source."""
     snapshot = source.snapshot
@@ -259,6 +275,7 @@ def source_options(
         "distribution_factor_lower": repr(snapshot.distribution_factor_lower),
         "distribution_factor_upper": repr(snapshot.distribution_factor_upper),
         "snapshot_batch_rows": str(snapshot.batch_rows),
+        "incremental_chunks": str(snapshot.incremental_chunks),
         "max_bytes": str(max_bytes),
         "max_items": str(max_items),
         "batch_mode": batch_mode,
@@ -276,4 +293,8 @@ def source_options(
         opts["status_file"] = status_file
     if snapshot_dir:
         opts["snapshot_dir"] = snapshot_dir
+    if source.signal_table:
+        opts["signal_table"] = source.signal_table
+    if signal_dir:
+        opts["signal_dir"] = signal_dir
     return opts

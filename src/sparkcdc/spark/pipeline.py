@@ -217,6 +217,7 @@ def _stream(
     stop: _StopRequest,
 ) -> int:
     import sparkcdc.spark
+    from sparkcdc.snapshot.signals import signal_folder
     from sparkcdc.spark.options import source_options
     from sparkcdc.spark.sink import DeltaSink
 
@@ -235,6 +236,7 @@ def _stream(
         status_file=str(status_path),
         snapshot_dir=str(own / "snapshot"),
         snapshot_delivery="store",  # the Delta sink reads the chunks from the split store
+        signal_dir=str(signal_folder(checkpoint)),
     )
     if reader_factory:
         options["reader_factory"] = reader_factory

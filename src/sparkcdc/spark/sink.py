@@ -25,10 +25,13 @@ once with ``df.toArrow()``):
 3. Change log ``<db>/<t>__changelog``: one append of op, before, after, source, transaction.
 4. Replica ``<db>/<t>``: one MERGE on the key with the latest change per key in the batch by log
    order; deletes delete, inserts and updates upsert (an update that changes the key deletes
-   the old key). A batch of nothing but snapshot chunks is appended instead, while the table
-   has had nothing else (:class:`~.stored.AppendBook`).
+   the old key). A batch of nothing but chunks of the initial snapshot is appended instead,
+   while the table has had nothing else (:class:`~.stored.AppendBook`); chunks of an
+   incremental snapshot are always merged.
+5. Notifications of the incremental snapshots (``op = 'n'``) are no changes: they are logged and
+   appended to ``<sink>/_sparkcdc/notifications`` (:mod:`.notices`).
 
-Both commits carry the Delta transaction identifier (pipeline id, batch id), so a replay of batch
+All commits carry the Delta transaction identifier (pipeline id, batch id), so a replay of batch
 N after a crash writes nothing twice (:mod:`.delta`).
 """
 
@@ -40,7 +43,6 @@ import os
 import re
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,9 +52,9 @@ import pyarrow.compute as pc
 
 from sparkcdc.core.convert import arrow_schema, cast_struct, decode_images
 from sparkcdc.core.errors import SinkError
-from sparkcdc.core.event import OP_SCHEMA
+from sparkcdc.core.event import OP_NOTICE, OP_SCHEMA
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.spark import delta, stored
+from sparkcdc.spark import delta, notices, stored
 from sparkcdc.spark.replica import latest_changes
 
 log = logging.getLogger("sparkcdc.sink")
@@ -69,6 +71,7 @@ class BatchReport:
     tables: list[str]
     skipped: list[str]  # tables whose commits this batch had already made (a replay)
     last_event_ts_ms: int | None
+    notifications: int = 0  # op 'n' rows: kept and logged, not changes
 
 
 class DeltaSink:
@@ -109,7 +112,8 @@ class DeltaSink:
         resets: dict[TableName, int] = {}
         for i in (i for i, op in enumerate(ops) if op == OP_SCHEMA):
             self._schema_row(envelope.slice(i, 1).to_pylist()[0], i, resets)
-        changes = pc.not_equal(envelope.column("op"), OP_SCHEMA) if envelope.num_rows else None
+        kept = pa.array([OP_SCHEMA, OP_NOTICE])
+        changes = pc.invert(pc.is_in(envelope.column("op"), kept)) if envelope.num_rows else None
         tables: list[str] = []
         skipped: list[str] = []
         count = 0
@@ -129,7 +133,8 @@ class DeltaSink:
         for name in resets:
             if name not in {tuple(t.split(".", 1)) for t in tables + skipped}:
                 self._reset_only(name, batch_id)
-        report = BatchReport(batch_id, count, tables, skipped, last_ts)
+        noticed = notices.record(self.path, envelope, self.app_id, batch_id)
+        report = BatchReport(batch_id, count, tables, skipped, last_ts, noticed)
         took = f"read {read_s:.1f}s, " if read_s is not None else ""
         self._account(report, f" ({took}written in {time.perf_counter() - started:.1f}s)")
         return report
@@ -230,7 +235,7 @@ class DeltaSink:
         latest = self._schema(name, schema_ids[-1])
         columns = self._table_columns(name, latest)
         label = f"{name[0]}.{name[1]}"
-        chunks_only = stored.only_chunks(rows)
+        chunks_only = stored.only_initial_chunks(rows)
         if not chunks_only:
             self._appends.streamed(*name, self.app_id)
         if stored.has_chunks(rows):
@@ -259,15 +264,10 @@ class DeltaSink:
             )
             log_path, replica_path = self._changelog(name), self._replica(name)
             if chunks_only and self._appends.may_append(*name, self.app_id, replica_path):
-                # two appends to two tables at once: delta-rs encodes Parquet outside the GIL
-                with ThreadPoolExecutor(1) as pool:
-                    logged = pool.submit(
-                        delta.append_changelog, log_path, changelog, self.app_id, batch_id
-                    )
-                    plain = pa.Table.from_struct_array(after)
-                    wrote_replica = delta.append_replica(replica_path, plain, self.app_id, batch_id)
-                    wrote_log = logged.result()
-                return wrote_log or wrote_replica, rows.num_rows
+                wrote = stored.append_chunks(
+                    log_path, changelog, replica_path, after, self.app_id, batch_id
+                )
+                return wrote, rows.num_rows
             wrote_log = delta.append_changelog(log_path, changelog, self.app_id, batch_id)
             if isinstance(after, pa.ChunkedArray):
                 after = after.combine_chunks()
@@ -340,7 +340,3 @@ def _empties_table(row: dict[str, Any]) -> bool:
 
 _EMPTYING = re.compile(r"\s*(TRUNCATE|DROP\s+(TABLE|DATABASE|SCHEMA))\b", re.IGNORECASE)
 _RENAME = re.compile(r"\s*(RENAME\s+TABLE|ALTER\s+TABLE\s+.*\bRENAME\b)", re.IGNORECASE | re.DOTALL)
-
-
-def _is_rename(ddl: str | None) -> bool:
-    return bool(_RENAME.match(ddl or ""))

@@ -55,9 +55,10 @@ from sparkcdc.core.errors import ConfigError
 from sparkcdc.core.event import ENVELOPE_DDL
 from sparkcdc.core.offset import BinlogOffset
 from sparkcdc.spark.delivery import DeliveryQueue
+from sparkcdc.spark.incremental import IncrementalSnapshots
 from sparkcdc.spark.options import SourceOptions
 from sparkcdc.spark.readers import ReaderFactory, load_reader_factory
-from sparkcdc.spark.snapshot import SplitTask, is_snapshot, read_split_task
+from sparkcdc.spark.snapshot import SnapshotPlanner, SplitTask, is_snapshot, read_split_task
 from sparkcdc.spark.snapshot_phase import SnapshotPhase
 from sparkcdc.spark.status import StatusWriter, peak_rss_bytes
 from sparkcdc.store.ring import EventStore
@@ -151,6 +152,7 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._status: StatusWriter | None = None
         self._snapshot: SnapshotPhase | None = None
         self._handoff_checked = False
+        self._incremental: IncrementalSnapshots | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Spark pickles the reader to ship ``read`` to executors: only the options travel
@@ -170,6 +172,16 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._snapshot is None:
             self._snapshot = SnapshotPhase(self.options)
         return self._snapshot
+
+    @property
+    def incremental(self) -> IncrementalSnapshots:
+        if self._incremental is None:
+            self._incremental = IncrementalSnapshots(
+                self.options,
+                SnapshotPlanner(self.options).root,
+                lambda: self.factory.captured_tables(self.options.source),
+            )
+        return self._incremental
 
     @property
     def snapshots(self) -> bool:
@@ -212,6 +224,9 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 return start
             end = queue.plan(begin, cap, wait=0.05 if self._target is None else 0.5)
             self._raise_reader_error()
+            planned = self.incremental.plan(start, begin, end, queue, self._reader)
+            if planned is not None:
+                return planned
             if end > begin:
                 return end.to_json()
             if self._target is None:
@@ -225,11 +240,16 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return []  # the hand-off: from the snapshot to the log, no events of its own
         begin, finish = BinlogOffset.from_json(start), BinlogOffset.from_json(end)
         queue = self._ensure_started(begin)
-        if finish <= begin:
+        batches: list[pa.RecordBatch] = []
+        if finish >= begin:  # at begin: the schema announcement, if it is still queued
+            taken = queue.take(finish, self._raise_reader_error)
+            self._inflight[finish] = (taken.rows, taken.last_event_ts_ms)
+            batches = taken.batches
+        # an incremental snapshot's chunk and notifications follow the batch's log events
+        batches = batches + self.incremental.events(end, batches)
+        if finish <= begin and not batches:
             return []
-        taken = queue.take(finish, self._raise_reader_error)
-        self._inflight[finish] = (taken.rows, taken.last_event_ts_ms)
-        parts = to_partitions(taken.batches)
+        parts = to_partitions(batches)
         # The partitions carry the events from here on, and a failed micro-batch is replayed by
         # a new reader from the checkpointed offset, never from this store: free it now, so the
         # log reader fills it while Spark runs the batch.
@@ -250,6 +270,8 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         finish = BinlogOffset.from_json(end)
         if self._queue is not None:
             self._queue.commit(finish)
+        if self._incremental is not None:
+            self._incremental.committed(end)
         for offset in [o for o in self._inflight if o <= finish]:
             rows, ts = self._inflight.pop(offset)
             self._committed_rows += rows
@@ -259,6 +281,8 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def stop(self) -> None:
         self._stop_reader()
+        if self._incremental is not None:
+            self._incremental.close()
         if self._status is not None:
             self._status.stop()
 
@@ -334,6 +358,10 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         }
         if self._snapshot is not None and self._snapshot.progress:
             out["snapshot"] = self._snapshot.figures()
+        if self._incremental is not None:
+            figures = self._incremental.figures()
+            if figures is not None:
+                out["incremental"] = figures
         reader, store, queue = self._reader, self._store, self._queue
         if reader is not None:
             try:

@@ -14,7 +14,8 @@ chunks of this pipeline has reached it (:class:`AppendBook`): the replica held n
 first chunk came, chunks are disjoint key ranges each written once, and every micro-batch with a
 log event of the table ends the rule for good. So an append gives what the MERGE would, at a
 fraction of its cost; this is the case of ``startup: initial``, whose log events start after the
-last chunk.
+last chunk. Chunks of an *incremental* snapshot (``"incremental": true`` in the event) are
+always merged, since the replica may hold their keys already, and end the rule like a log event.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +41,42 @@ def has_chunks(rows: pa.Table) -> bool:
 
 def only_chunks(rows: pa.Table) -> bool:
     return bool(pc.all(pc.equal(rows.column("op"), OP_CHUNK)).as_py())
+
+
+def is_incremental(after: str | None) -> bool:
+    """Whether a ``k`` event (its ``after``) stands for a chunk of an incremental snapshot."""
+    try:
+        ref = json.loads(after or "null")
+    except ValueError:
+        return False
+    return isinstance(ref, dict) and ref.get("incremental") is True
+
+
+def only_initial_chunks(rows: pa.Table) -> bool:
+    """Whether ``rows`` (one table's) are nothing but chunks of an initial snapshot: the
+    micro-batches :class:`AppendBook` may let append."""
+    if not only_chunks(rows):
+        return False
+    return not any(is_incremental(after) for after in rows.column("after").to_pylist())
+
+
+def append_chunks(
+    changelog_path: str,
+    changelog: pa.Table,
+    replica_path: str,
+    after: pa.StructArray | pa.ChunkedArray,
+    app_id: str,
+    batch_id: int,
+) -> bool:
+    """Append a micro-batch of chunks to the change log and the replica (rows ``after``); False
+    if both were written before."""
+    # two appends to two tables at once: delta-rs encodes Parquet outside the GIL
+    with ThreadPoolExecutor(1) as pool:
+        logged = pool.submit(delta.append_changelog, changelog_path, changelog, app_id, batch_id)
+        plain = pa.Table.from_struct_array(after)
+        wrote_replica = delta.append_replica(replica_path, plain, app_id, batch_id)
+        wrote_log = logged.result()
+    return wrote_log or wrote_replica
 
 
 def chunk_rows(ref: dict) -> pa.Table:

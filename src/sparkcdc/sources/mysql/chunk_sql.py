@@ -232,11 +232,22 @@ def bound_condition(keys: Sequence[KeyColumn], bound: Sequence[Any], lower: bool
 
 
 def range_condition(
-    keys: Sequence[KeyColumn], lo: Sequence[Any] | None, hi: Sequence[Any] | None
+    keys: Sequence[KeyColumn],
+    lo: Sequence[Any] | None,
+    hi: Sequence[Any] | None,
+    upto: Sequence[Any] | None = None,
+    where: str | None = None,
 ) -> str:
-    """``lo <= key < hi`` as a WHERE condition (None bounds are open; "1" when both are)."""
+    """``lo <= key < hi`` as a WHERE condition (None bounds are open; "1" when both are),
+    and ``key <= upto`` (an incremental snapshot's maximum key), and ``(where)``."""
     bounds = ((lo, True), (hi, False))
     parts = [bound_condition(keys, b, lower) for b, lower in bounds if b is not None]
+    if upto is not None:
+        cols = [ident(k.name) for k in keys]
+        equal = [compare(c, "=", literal(k, v)) for c, k, v in zip(cols, keys, upto, strict=True)]
+        parts.append(f"({bound_condition(keys, upto, False)} OR ({' AND '.join(equal)}))")
+    if where:
+        parts.append(f"({where})")
     return " AND ".join(parts) or "1"
 
 

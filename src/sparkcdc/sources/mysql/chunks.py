@@ -169,13 +169,19 @@ class MySQLChunks:
         return tuple(json.loads(first[0][0])), tuple(json.loads(last[0][0]))
 
     def key_after(
-        self, db: str, table: str, keys: Sequence[KeyColumn], lo: KeyValue | None, offset: int
+        self,
+        db: str,
+        table: str,
+        keys: Sequence[KeyColumn],
+        lo: KeyValue | None,
+        offset: int,
+        upto: KeyValue | None = None,
     ) -> KeyValue | None:
-        """``WHERE key >= lo ORDER BY key LIMIT 1 OFFSET offset``, the key JSON built by the
-        same SQL as :meth:`read_chunk`'s, parsed."""
+        """``WHERE key >= lo [AND key <= upto] ORDER BY key LIMIT 1 OFFSET offset``, the key
+        JSON built by the same SQL as :meth:`read_chunk`'s, parsed."""
         rows = self._rows(
             f"SELECT {self._key_json(keys)} FROM {self._table(db, table)} "
-            f"WHERE {q.range_condition(keys, lo, None)} ORDER BY {self._order(keys)} "
+            f"WHERE {q.range_condition(keys, lo, None, upto)} ORDER BY {self._order(keys)} "
             f"LIMIT 1 OFFSET {int(offset)}"
         )
         return tuple(json.loads(rows[0][0])) if rows else None
@@ -203,6 +209,8 @@ class MySQLChunks:
         lo: KeyValue | None,
         hi: KeyValue | None,
         typed: bool = False,
+        upto: KeyValue | None = None,
+        where: str | None = None,
     ) -> str:
         """The SELECT of :meth:`read_chunk`: columns ``key`` and ``after``, or with ``typed``
         ``key`` and one expression per table column (:func:`.chunk_sql.value_typed`)."""
@@ -218,7 +226,7 @@ class MySQLChunks:
             values = f"{q.object_json([_col(c) for c in schema.columns])} AS `after`"
         return self._statement(
             f"SELECT {key} AS `key`, {values} FROM {self._table(schema.db, schema.table)}"
-            f" WHERE {q.range_condition(keys, lo, hi)}"
+            f" WHERE {q.range_condition(keys, lo, hi, upto, where)}"
         )
 
     def read_chunk(
@@ -228,13 +236,16 @@ class MySQLChunks:
         lo: KeyValue | None,
         hi: KeyValue | None,
         typed: bool = False,
+        upto: KeyValue | None = None,
+        where: str | None = None,
     ) -> pa.Table:
-        """One connectorx query into Arrow. Without ``typed``: :data:`CHUNK_SCHEMA`, the JSON
+        """One connectorx query into Arrow (``upto``, ``where``: see
+        :func:`.chunk_sql.range_condition`). Without ``typed``: :data:`CHUNK_SCHEMA`, the JSON
         text made by the server. With ``typed``: :func:`typed_chunk_schema`, each column as
         read (natively or as text) fixed up to its Delta type by
         :func:`~sparkcdc.core.convert.fix_column`, so equal to what
         :func:`~sparkcdc.core.convert.decode_images` makes of the ``after`` text."""
-        sql = self.chunk_query(schema, keys, lo, hi, typed)
+        sql = self.chunk_query(schema, keys, lo, hi, typed, upto, where)
         try:
             table = cx.read_sql(self._url(schema.db), sql, return_type="arrow")
         except Exception as exc:  # connectorx raises RuntimeError/OSError/...; all alike here
@@ -255,6 +266,14 @@ class MySQLChunks:
         if table.column("key").null_count:
             raise SourceError(f"a chunk of {schema.name} has rows the JSON encoding missed")
         return table
+
+    def check_condition(self, db: str, table: str, where: str) -> str | None:
+        """Why ``where`` cannot filter ``db.table`` (the server's message), or None if it can."""
+        try:
+            self._rows(f"SELECT 1 FROM {self._table(db, table)} WHERE ({where}) LIMIT 0")
+        except Exception as exc:  # the server's error says what is wrong with the condition
+            return str(exc)
+        return None
 
     def locate(
         self,

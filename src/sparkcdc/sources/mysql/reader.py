@@ -48,7 +48,7 @@ from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.errors import ConnectionFailed, SourceError, StoreClosed
 from sparkcdc.core.event import Change
 from sparkcdc.core.logitem import LogItem
-from sparkcdc.core.offset import BinlogOffset
+from sparkcdc.core.offset import BinlogOffset, file_sequence
 from sparkcdc.sources.mysql import events as ev
 from sparkcdc.sources.mysql.protocol import ReplicationConnection
 from sparkcdc.sources.mysql.schema_history import SchemaHistory
@@ -138,6 +138,7 @@ class LogReader:
         self._gtids: dict[int, tuple[int, int]] = {}
         self._gtid_text: str | None = None  # format_gtid_pos(self._gtids), once per change
         self._resume: BinlogOffset | None = None
+        self._read_pos = 0  # the end of the last event read, in ``self._file``
         # per format description: table id width per rows event type, checksum bytes, and the
         # table maps parsed already (MariaDB repeats the same TABLE_MAP in every transaction)
         self._id_lens: dict[int, int] = {}
@@ -185,6 +186,16 @@ class LogReader:
             self._connected,
             self._reconnects,
         )
+
+    def passed(self, offset: BinlogOffset) -> bool:
+        """Whether every transaction ending at or before ``offset`` (a log end read from the
+        server, e.g. a high watermark) was read and put into the store."""
+        if not self._file or self._fd is None:
+            return False
+        here = (file_sequence(self._file), self._read_pos)
+        if here < (file_sequence(offset.file), offset.pos):
+            return False
+        return self.cutter.pending is None and not self.cutter.open
 
     # ------------------------------------------------------------------ thread
     def _run(self) -> None:
@@ -302,6 +313,8 @@ class LogReader:
             self._events_since_connect += 1
             self._events += 1
             ts, etype, server_id, size, next_pos, flags = unpack_header(data, 0)
+            if next_pos and not flags & _ARTIFICIAL and etype != ev.HEARTBEAT:
+                self._read_pos = next_pos
             if ts:
                 self._last_ts_ms = ts * 1000
             fd: ev.FormatDescription | None = self._fd
@@ -322,7 +335,8 @@ class LogReader:
                 assert fd is not None
                 self._query(ev.parse_query(data, fd), next_pos - size, next_pos)
             elif etype == ev.ROTATE:
-                self._file = ev.parse_rotate(data, None if flags & _ARTIFICIAL else fd)[0]
+                rotate_fd = None if flags & _ARTIFICIAL else fd
+                self._file, self._read_pos = ev.parse_rotate(data, rotate_fd)
             elif etype == ev.FORMAT_DESCRIPTION:
                 self._set_format(ev.parse_format_description(data))
             elif etype == ev.HEARTBEAT:

@@ -184,9 +184,10 @@ class TransactionCutter:
         bounds = self._bounds
         if bounds and bounds[-1][1] is after:
             bounds.pop()
-        self.pending = self.pending_after = None
         self._bounds = []
         self._put(pending, after, tuple(bounds))
+        # cleared only once the item is in the store: the log reader's ``passed`` relies on it
+        self.pending = self.pending_after = None
 
     def _put(
         self,

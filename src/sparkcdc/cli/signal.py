@@ -1,0 +1,151 @@
+"""``sparkcdc signal``: send a signal to a pipeline (see :mod:`sparkcdc.snapshot.signals`).
+
+    sparkcdc signal ACTION --config PIPELINE.yaml [--tables db.t [db.u ...]] [--where COND]
+                           [--message TEXT] [--channel table|file]
+
+The ``table`` channel inserts the signal into ``source.signal_table`` on the source server (the
+default when it is set); the ``file`` channel writes it into ``<checkpoint>/sparkcdc/signals``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sparkcdc.config.model import Config, SourceConfig
+from sparkcdc.core.errors import ConfigError, MissingPrivilege
+from sparkcdc.snapshot.signals import (
+    SIGNAL_TYPES,
+    Signal,
+    new_signal_id,
+    parse_signal,
+    signal_data,
+    signal_folder,
+    signal_table_ddl,
+    write_file_signal,
+)
+
+CHANNELS = ("table", "file")
+
+
+def add_signal_command(commands: Any) -> None:
+    """Add the ``signal`` subcommand to ``commands`` (argparse's subparsers)."""
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "signal", help="send a signal (an incremental snapshot request) to a pipeline"
+    )
+    parser.add_argument(
+        "action", metavar="ACTION", help=f"the signal: one of {', '.join(SIGNAL_TYPES)}"
+    )
+    parser.add_argument(
+        "--config", required=True, metavar="PIPELINE.yaml", help="the pipeline YAML file"
+    )
+    parser.add_argument(
+        "--tables",
+        nargs="+",
+        default=[],
+        metavar="DB.TABLE",
+        help="the tables to snapshot (execute-snapshot) or to stop (stop-snapshot)",
+    )
+    parser.add_argument("--where", metavar="COND", help="an SQL condition for execute-snapshot")
+    parser.add_argument("--message", metavar="TEXT", help="the text of a log signal")
+    parser.add_argument(
+        "--channel",
+        metavar="table|file",
+        help="table (default when source.signal_table is set) or file",
+    )
+
+
+def send_signal(
+    config: Config,
+    action: str,
+    tables: Sequence[str] = (),
+    where: str | None = None,
+    message: str | None = None,
+    channel: str | None = None,
+) -> str:
+    """Send one signal to the pipeline of ``config``; returns the line saying where it went."""
+    data = signal_data(action, tables, where, message)
+    source = config.source
+    if channel is None:
+        channel = "table" if source.signal_table else "file"
+    if channel not in CHANNELS:
+        raise ConfigError(
+            f"--channel {channel!r} is not a signal channel; use table or file.", key="--channel"
+        )
+    signal = parse_signal(new_signal_id(), action, json.dumps(data))
+    if channel == "file":
+        target = str(_send_to_folder(config, signal))
+    else:
+        target = _send_to_table(source, signal)
+    return f"signal {signal.id} ({signal.type}) sent to {target}"
+
+
+def _send_to_folder(config: Config, signal: Signal) -> Path:
+    checkpoint = config.pipeline.checkpoint
+    if checkpoint.startswith("file://"):
+        checkpoint = checkpoint[len("file://") :]
+    elif re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", checkpoint):
+        raise ConfigError(
+            f"pipeline.checkpoint {checkpoint} is not a local folder, so the file channel "
+            "cannot write there; set source.signal_table and use --channel table.",
+            key="pipeline.checkpoint",
+        )
+    folder = signal_folder(checkpoint)
+    try:
+        write_file_signal(folder, signal)
+    except OSError as exc:
+        raise ConfigError(
+            f"Cannot write the signal into {folder} ({exc.strerror}); check that the folder "
+            "is writable by you.",
+            key="pipeline.checkpoint",
+        ) from exc
+    return folder
+
+
+def _send_to_table(source: SourceConfig, signal: Signal) -> str:
+    """Insert the signal into the signal table (the catalog connection commits each statement)."""
+    name = source.signal_table
+    if not name:
+        raise ConfigError(
+            "--channel table needs source.signal_table in the pipeline file; set it to a "
+            "db.table or send the signal with --channel file.",
+            key="source.signal_table",
+        )
+    from sparkcdc.sources.mysql.catalog import MySQLCatalog
+
+    db, _, table = name.partition(".")
+    quoted = f"`{db}`.`{table}`"
+    with MySQLCatalog(
+        source.host, source.port, source.user, source.password, source.connect_timeout
+    ) as catalog:
+        found = catalog._rows(
+            "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            (db, table),
+        )
+        if not found:
+            raise ConfigError(
+                f"The signal table {name} does not exist on {catalog.address} (or "
+                f"'{source.user}' may not see it); create it with {signal_table_ddl(name)} "
+                "and grant that user INSERT on it.",
+                key="source.signal_table",
+            )
+        try:
+            catalog._rows(
+                f"INSERT INTO {quoted} (id, type, data) VALUES (%s, %s, %s)",
+                (signal.id, signal.type, json.dumps(signal.data)),
+            )
+        except MissingPrivilege as exc:
+            current = str(catalog._rows("SELECT CURRENT_USER()")[0][0])
+            account = "'{}'@'{}'".format(*current.rsplit("@", 1)) if "@" in current else current
+            raise MissingPrivilege(
+                f"User {account} may not insert into {name} on {catalog.address}; as an "
+                f"administrator run GRANT INSERT ON {quoted} TO {account}, or send the signal "
+                "with --channel file.",
+                user=source.user,
+                missing=["INSERT"],
+            ) from exc
+    return name

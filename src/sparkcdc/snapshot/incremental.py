@@ -1,0 +1,223 @@
+"""Incremental snapshots: what is being snapshotted, how far it got, and how signals change it.
+
+The algorithm is DBLog's (seed 002) as Debezium runs it for incremental snapshots (seed 000):
+while the log keeps flowing, a table is read chunk by chunk in key order up to the maximum key
+it had when its snapshot started; each chunk is read inside a *window* of the log, every chunk
+row whose key the log changed inside the window is dropped (the log event is newer), and the
+rest is emitted at the window's end, in log order with everything else. Nothing is locked and
+the stream never pauses. The window's mechanics live in :mod:`sparkcdc.spark.incremental`;
+this module is the state they advance, a small JSON document that rides in every stream offset
+(so a crash resumes after the last chunk that was delivered) and the rules of the signals:
+
+execute-snapshot  queue each named table (with its additional condition, if any); a table
+                  already running or queued with the same condition is not queued again, with
+                  another condition it is queued to run after the current one
+stop-snapshot     drop the named tables (all, when none is named) from the run and the queue
+pause-snapshot    no chunk is read until resume-snapshot
+resume-snapshot   chunks are read again, from where the run stopped
+log               a notification with the signal's message
+
+Tables added to ``source.tables`` between two runs are queued like an execute-snapshot of them
+(``known`` holds the tables captured when the state was last saved).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from sparkcdc.snapshot.signals import Signal
+
+Notice = tuple[str, str, dict[str, Any]]
+"""(db, table, notification): what the sink keeps in its notifications table."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One table to snapshot: ``where`` is its additional condition, ``origin`` the signal id
+    (or ``added`` for a table new to ``source.tables``)."""
+
+    table: str
+    where: str | None = None
+    origin: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"table": self.table, "where": self.where, "origin": self.origin}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> Request:
+        return cls(str(value["table"]), value.get("where"), str(value.get("origin", "")))
+
+
+@dataclass(frozen=True)
+class Run:
+    """The table being snapshotted: its request, chunk key columns, the maximum key when it
+    started (None: the table was empty), the splitter's state and what was delivered."""
+
+    request: Request
+    keys: tuple[dict[str, Any], ...]
+    max_key: tuple[Any, ...] | None
+    splitter: dict[str, Any]
+    rows: int = 0
+    chunks: int = 0
+
+    @property
+    def table(self) -> str:
+        return self.request.table
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.request.to_json(),
+            "keys": list(self.keys),
+            "max": None if self.max_key is None else list(self.max_key),
+            "splitter": self.splitter,
+            "rows": self.rows,
+            "chunks": self.chunks,
+        }
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> Run:
+        found = value.get("max")
+        return cls(
+            Request.from_json(value),
+            tuple(value.get("keys", ())),
+            None if found is None else tuple(found),
+            dict(value.get("splitter") or {}),
+            int(value.get("rows", 0)),
+            int(value.get("chunks", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class IncrementalState:
+    """Everything the incremental snapshots need after a restart (see the module docstring).
+
+    ``version`` counts the windows delivered: window ``v`` names its chunk files. ``window``
+    and ``notices`` belong to one offset only, the end of the micro-batch that delivers them.
+    ``signals`` are the file-channel signals applied and not yet removed from the folder."""
+
+    version: int = 0
+    paused: bool = False
+    known: tuple[str, ...] | None = None
+    queue: tuple[Request, ...] = ()
+    run: Run | None = None
+    signals: tuple[str, ...] = ()
+    window: dict[str, Any] | None = None
+    notices: tuple[Notice, ...] = field(default=())
+
+    @property
+    def active(self) -> bool:
+        """Whether a chunk is waiting to be read."""
+        return not self.paused and (self.run is not None or bool(self.queue))
+
+    def settled(self) -> IncrementalState:
+        """The state as the next micro-batch starts from it: no window, no notices."""
+        return replace(self, window=None, notices=())
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"v": self.version, "paused": self.paused}
+        if self.known is not None:
+            out["known"] = list(self.known)
+        if self.queue:
+            out["queue"] = [r.to_json() for r in self.queue]
+        if self.run is not None:
+            out["run"] = self.run.to_json()
+        if self.signals:
+            out["signals"] = list(self.signals)
+        if self.window is not None:
+            out["window"] = self.window
+        if self.notices:
+            out["notices"] = [[db, t, n] for db, t, n in self.notices]
+        return out
+
+    @classmethod
+    def from_offset(cls, offset: dict[str, Any]) -> IncrementalState:
+        value = offset.get("incremental")
+        if not isinstance(value, dict):
+            return cls()
+        known = value.get("known")
+        run = value.get("run")
+        return cls(
+            version=int(value.get("v", 0)),
+            paused=bool(value.get("paused", False)),
+            known=None if known is None else tuple(known),
+            queue=tuple(Request.from_json(r) for r in value.get("queue", ())),
+            run=None if run is None else Run.from_json(run),
+            signals=tuple(value.get("signals", ())),
+            window=value.get("window"),
+            notices=tuple((str(d), str(t), dict(n)) for d, t, n in value.get("notices", ())),
+        )
+
+
+def notice(table: str, kind: str, **details: Any) -> Notice:
+    db, _, name = table.partition(".")
+    return (db, name, {"type": kind, **details})
+
+
+def apply_signal(
+    state: IncrementalState, signal: Signal, captured: frozenset[str]
+) -> IncrementalState:
+    """``state`` after ``signal`` (see the module docstring), with its notifications."""
+    kind = signal.type
+    if kind == "execute-snapshot":
+        return _execute(state, signal, captured)
+    if kind == "stop-snapshot":
+        return _stop(state, frozenset(signal.tables))
+    if kind in ("pause-snapshot", "resume-snapshot"):
+        paused = kind == "pause-snapshot"
+        note: Notice = ("", "", {"type": "paused" if paused else "resumed"})
+        return replace(state, paused=paused, notices=(*state.notices, note))
+    note = ("", "", {"type": "log", "message": str(signal.data.get("message", ""))})
+    return replace(state, notices=(*state.notices, note))
+
+
+def _execute(state: IncrementalState, signal: Signal, captured: frozenset[str]) -> IncrementalState:
+    queue, notes = list(state.queue), list(state.notices)
+    for table in signal.tables:
+        where = signal.condition(table)
+        running = state.run is not None and state.run.request.table == table
+        same = running and state.run is not None and state.run.request.where == where
+        if table not in captured:
+            notes.append(notice(table, "skipped", reason="the table is not captured"))
+        elif same or any(r.table == table and r.where == where for r in queue):
+            notes.append(notice(table, "skipped", reason="already in progress"))
+        else:
+            queue.append(Request(table, where, signal.id))
+            notes.append(notice(table, "queued", where=where, signal=signal.id))
+    return replace(state, queue=tuple(queue), notices=tuple(notes))
+
+
+def _stop(state: IncrementalState, named: frozenset[str]) -> IncrementalState:
+    """Drop the named tables (every table when none is named) from the run and the queue."""
+
+    def dropped(table: str) -> bool:
+        return not named or table in named
+
+    notes = list(state.notices)
+    run = state.run
+    if run is not None and dropped(run.table):
+        notes.append(notice(run.table, "stopped", rows=run.rows))
+        run = None
+    for request in state.queue:
+        if dropped(request.table):
+            notes.append(notice(request.table, "stopped", rows=0))
+    queue = tuple(r for r in state.queue if not dropped(r.table))
+    return replace(state, run=run, queue=queue, notices=tuple(notes))
+
+
+def add_new_tables(state: IncrementalState, captured: list[str]) -> IncrementalState:
+    """Queue the tables captured now that were not when the state was saved (a widened
+    ``source.tables``); the first state of a stream knows every table it captures."""
+    if state.known is None:
+        return replace(state, known=tuple(captured))
+    new = [t for t in captured if t not in set(state.known)]
+    if not new and len(captured) == len(state.known):
+        return state
+    queued = tuple(Request(t, None, "added") for t in new)
+    notes = [notice(t, "queued", where=None, signal="added") for t in new]
+    return replace(
+        state,
+        known=tuple(captured),
+        queue=state.queue + queued,
+        notices=state.notices + tuple(notes),
+    )
