@@ -213,7 +213,7 @@ def test_where_snapshots_only_the_matching_rows(
 def test_pause_resume_and_stop(
     mariadb: EmbeddedMariaDB, db: str, tmp_path: Path, stream: Stream
 ) -> None:
-    stream.reader.incremental.window_seconds = 0  # one round of chunks per window
+    stream.reader.incremental.window_seconds = 0.0  # one round of chunks per window
     stream.signal("execute-snapshot", [f"{db}.t"])
     stream.until(lambda: bool(stream.notices("chunk")))
     stream.signal("pause-snapshot")
@@ -237,7 +237,7 @@ def test_pause_resume_and_stop(
 def test_a_second_execute_of_a_running_table_is_skipped(
     mariadb: EmbeddedMariaDB, db: str, tmp_path: Path, stream: Stream
 ) -> None:
-    stream.reader.incremental.window_seconds = 0
+    stream.reader.incremental.window_seconds = 0.0
     stream.signal("execute-snapshot", [f"{db}.t"])
     stream.until(lambda: bool(stream.notices("chunk")))
     stream.signal("execute-snapshot", [f"{db}.t"])

@@ -254,6 +254,7 @@ pipeline: {checkpoint: /cp}
         "distribution_factor": {"lower": 0.5, "upper": 20.0},
         "batch_rows": 5000,
         "incremental_chunks": 2,
+        "incremental_window": 0.3,
     }
     # one bound alone keeps the other's default; batch_rows may be below chunk_size
     s = load_config_text(
@@ -405,6 +406,22 @@ def test_incremental_chunks_errors(written: str, says: str) -> None:
     err = error(with_source(f"snapshot: {{incremental_chunks: {written}}}"))
     key = "source.snapshot.incremental_chunks"
     assert err.fields["key"] == key and str(err).startswith(f"{key}: ") and says in str(err)
+
+
+def test_incremental_window() -> None:
+    s = load_config_text(with_source("snapshot: {incremental_window: 50ms}"), "/b").source
+    assert s.snapshot.incremental_window == pytest.approx(0.05)
+    assert load_config_text(BASE, "/b").source.snapshot.incremental_window == 0.3
+    assert load_config_text(with_source("snapshot: {incremental_window: 0}"), "/b").source
+
+
+@pytest.mark.parametrize(
+    ("written", "says"), [("2m", "longer than 60s"), ("soon", "not a duration")]
+)
+def test_incremental_window_errors(written: str, says: str) -> None:
+    err = error(with_source(f"snapshot: {{incremental_window: {written}}}"))
+    key = "source.snapshot.incremental_window"
+    assert err.fields["key"] == key and says in str(err)
 
 
 @pytest.mark.parametrize(

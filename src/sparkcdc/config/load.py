@@ -72,6 +72,7 @@ SNAPSHOT_KEYS = (
     "distribution_factor",
     "batch_rows",
     "incremental_chunks",
+    "incremental_window",
 )
 DISTRIBUTION_KEYS = ("lower", "upper")
 SINK_KEYS = ("type", "path")

@@ -27,6 +27,9 @@ class SnapshotConfig:
     distribution_factor_upper: float = 1000.0
     batch_rows: int = 1048576  # rows one Spark task reads in one micro-batch
     incremental_chunks: int = 2  # chunks one incremental-snapshot window reads in parallel
+    # how long one incremental-snapshot window goes on reading chunks (the log events of its
+    # micro-batch wait for it)
+    incremental_window: float = 0.3
 
     def redacted(self) -> dict[str, Any]:
         return {
@@ -39,6 +42,7 @@ class SnapshotConfig:
             },
             "batch_rows": self.batch_rows,
             "incremental_chunks": self.incremental_chunks,
+            "incremental_window": self.incremental_window,
         }
 
 

@@ -262,4 +262,14 @@ def as_snapshot(raw: Mapping[str, Any], keys: Mapping[str, str]) -> SnapshotConf
         distribution_factor_upper=upper,
         batch_rows=get("batch_rows", ranged(1, MAX_ROWS)),
         incremental_chunks=get("incremental_chunks", ranged(1, MAX_PARALLELISM)),
+        incremental_window=get("incremental_window", as_window),
     )
+
+
+def as_window(value: Any, key: str) -> float:
+    """An incremental snapshot's window length: a duration from 0 (one round of chunks per
+    window) to 60 seconds."""
+    seconds = as_duration(value, key)
+    if seconds > 60:
+        fail(key, f"{seconds:g}s is longer than 60s; use e.g. 300ms")
+    return seconds

@@ -8,7 +8,8 @@ time. Here the watermarks are log positions, so a user who may only read works t
 1. ``latestOffset(start)``: the micro-batch's start offset is the **low watermark**. Everything
    before it was read from the log, so it was committed before the chunks are read.
 2. The chunks of the window are read, ``incremental_chunks`` at a time in parallel threads,
-   while ``window_seconds`` last (each SELECT sees a state at or after the low watermark).
+   while ``snapshot.incremental_window`` lasts (each SELECT sees a state at or after the low
+   watermark).
 3. ``SHOW MASTER STATUS`` after the last read is the **high watermark**: every transaction a read
    saw is in the log before it.
 4. The log reader is let run past the high watermark, and the micro-batch ends at the first
@@ -63,7 +64,6 @@ from sparkcdc.spark.options import SourceOptions
 from sparkcdc.spark.snapshot import load_table, open_dialect
 
 log = logging.getLogger("sparkcdc.incremental")
-WINDOW_SECONDS = 0.3  # chunk reads of one window (the batch's log events wait for them)
 PASS_TIMEOUT = 60.0  # the log reader must pass the high watermark within this
 ALL = 1 << 62
 
@@ -110,7 +110,7 @@ class IncrementalSnapshots:
         self.parallel = options.source.snapshot.incremental_chunks
         self.settings = SplitterSettings.of(options.source.snapshot)
         self.latest: IncrementalState | None = None
-        self.window_seconds = WINDOW_SECONDS
+        self.window_seconds = options.source.snapshot.incremental_window
         self.window_hook: Callable[[], None] | None = None  # tests: runs between reads and HW
         self._dialect: Any = None
         self._pool: ThreadPoolExecutor | None = None
@@ -150,7 +150,7 @@ class IncrementalSnapshots:
         state = self._signals(_created(state, planned), planned)
         self.latest = state
         for db, table, note in state.notices:
-            log.info("incremental snapshot%s: %s", f" of {db}.{table}" if db else "s", note)
+            log.debug("incremental snapshot%s: %s", f" of {db}.{table}" if db else "s", note)
         if state == before and end == begin:
             return None
         return {**end.to_json(), "incremental": state.to_json()}

@@ -86,6 +86,7 @@ SNAPSHOT_OPTIONS = {
     "distribution_factor_upper": "distribution_factor_upper",
     "snapshot_batch_rows": "batch_rows",
     "incremental_chunks": "incremental_chunks",
+    "incremental_window": "incremental_window",
 }
 
 
@@ -276,6 +277,7 @@ def source_options(
         "distribution_factor_upper": repr(snapshot.distribution_factor_upper),
         "snapshot_batch_rows": str(snapshot.batch_rows),
         "incremental_chunks": str(snapshot.incremental_chunks),
+        "incremental_window": repr(snapshot.incremental_window),
         "max_bytes": str(max_bytes),
         "max_items": str(max_items),
         "batch_mode": batch_mode,
