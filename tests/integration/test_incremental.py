@@ -103,11 +103,11 @@ class Stream:
 
     @property
     def hook(self) -> Callable[[], None] | None:
-        return self.reader.incremental.window_hook
+        return self.reader.incremental.windows.hook
 
     @hook.setter
     def hook(self, fn: Callable[[], None] | None) -> None:
-        self.reader.incremental.window_hook = fn
+        self.reader.incremental.windows.hook = fn
 
     def close(self) -> None:
         self.reader.stop()
@@ -213,7 +213,7 @@ def test_where_snapshots_only_the_matching_rows(
 def test_pause_resume_and_stop(
     mariadb: EmbeddedMariaDB, db: str, tmp_path: Path, stream: Stream
 ) -> None:
-    stream.reader.incremental.window_seconds = 0.0  # one round of chunks per window
+    stream.reader.incremental.windows.seconds = 0.0  # one round of chunks per window
     stream.signal("execute-snapshot", [f"{db}.t"])
     stream.until(lambda: bool(stream.notices("chunk")))
     stream.signal("pause-snapshot")
@@ -237,7 +237,7 @@ def test_pause_resume_and_stop(
 def test_a_second_execute_of_a_running_table_is_skipped(
     mariadb: EmbeddedMariaDB, db: str, tmp_path: Path, stream: Stream
 ) -> None:
-    stream.reader.incremental.window_seconds = 0.0
+    stream.reader.incremental.windows.seconds = 0.0
     stream.signal("execute-snapshot", [f"{db}.t"])
     stream.until(lambda: bool(stream.notices("chunk")))
     stream.signal("execute-snapshot", [f"{db}.t"])
@@ -245,3 +245,24 @@ def test_a_second_execute_of_a_running_table_is_skipped(
     skipped = [json.loads(n["details"]) for n in stream.notices("skipped")]
     assert [s["reason"] for s in skipped] == ["already in progress"]
     assert len(stream.notices("table-done")) == 1
+
+
+def test_a_table_dropped_mid_snapshot_stops_its_run_not_the_stream(
+    mariadb: EmbeddedMariaDB, db: str, tmp_path: Path, stream: Stream
+) -> None:
+    stream.reader.incremental.windows.seconds = 0.0
+    stream.signal("execute-snapshot", [f"{db}.t"])
+    stream.until(lambda: bool(stream.notices("chunk")))
+    mariadb.execute(
+        "DROP TABLE t", "CREATE TABLE z (id INT PRIMARY KEY, v VARCHAR(20))", database=db
+    )
+    stream.until(lambda: bool(stream.notices("stopped")))
+    stopped = json.loads(stream.notices("stopped")[0]["details"])
+    assert "t" in stopped["reason"]
+    mariadb.execute("INSERT INTO z VALUES (1, 'still streaming')", database=db)
+    stream.until(
+        lambda: (
+            (tmp_path / "lake" / db / "z").exists()
+            and replica(tmp_path, db, "z") == [(1, "still streaming")]
+        )
+    )

@@ -175,6 +175,11 @@ class FakeReaders:
         lines = Path(source.host).read_text().splitlines()
         return BinlogOffset(FILE, FIRST_POS + TXN_BYTES * (len(lines) - 1))
 
+    def captured_tables(self, source: SourceConfig) -> list[str]:
+        """The tables of the fake log's first line (its schemas)."""
+        first = Path(source.host).read_text().splitlines()[0]
+        return [f"{s['db']}.{s['table']}" for s in json.loads(first)]
+
     def open(
         self,
         source: SourceConfig,

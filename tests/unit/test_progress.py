@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from sparkcdc.cli.progress import ProgressPrinter, describe_snapshot
+from sparkcdc.cli.progress import ProgressPrinter, describe_incremental, describe_snapshot
 from sparkcdc.spark.pipeline import Progress
 
 TABLES = {
@@ -60,3 +60,33 @@ def test_finished_bars_are_logged_once_even_if_finished_between_log_lines() -> N
     lines = out.getvalue().splitlines()
     assert len(lines) == 3 + 3 + 1
     assert "done" in lines[3] and "done" in lines[4] and "batches 4" in lines[6]
+
+
+def test_the_incremental_snapshot_line() -> None:
+    figures = {
+        "table": "shop.orders",
+        "rows": 425104,
+        "estimate": 2000000,
+        "queued": ["shop.users"],
+        "paused": False,
+    }
+    assert describe_incremental(figures) == [
+        "incremental snapshot shop.orders  [####................]  ~21% · 425,104 of "
+        "~2,000,000 rows · 1 table queued"
+    ]
+    paused = {**figures, "table": None, "queued": ["a.b", "a.c"], "paused": True}
+    assert describe_incremental(paused) == [
+        "incremental snapshot waiting · 2 tables queued · paused"
+    ]
+    assert describe_incremental(None) == []
+    out = io.StringIO()
+    ProgressPrinter(out, every=0.0)(Progress(1, 5, 1.0, None, None, False, None, figures))
+    assert (
+        out.getvalue()
+        .splitlines()[0]
+        .endswith(
+            "incremental snapshot shop.orders  [####......"
+            "..........]  ~21% · 425,104 of ~2,000,000 rows"
+            " · 1 table queued"
+        )
+    )

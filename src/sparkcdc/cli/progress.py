@@ -4,6 +4,11 @@ While a snapshot runs, one bar per table above the pipeline's line (shortened he
 
     snapshot shop.orders  [##########..........]  12/24 splits · 96,000 rows · ETA 3s
     batches 42 · 12,345 changes · 2,048 events/s · lag 0.8s · mysql-bin.000003:1234
+
+While an incremental snapshot runs (or waits), one line for it::
+
+    incremental snapshot shop.orders  [####................]  ~21% · 425,104 of ~2,000,000 rows
+      · 1 table queued
 """
 
 from __future__ import annotations
@@ -52,6 +57,27 @@ def describe_snapshot(tables: dict[str, dict[str, Any]] | None) -> list[str]:
     return lines
 
 
+def describe_incremental(figures: dict[str, Any] | None) -> list[str]:
+    """The incremental snapshot's line: the table read, rows so far of the estimate, what
+    waits, and whether it is paused."""
+    if not figures:
+        return []
+    queued = figures.get("queued") or []
+    waiting = f" · {len(queued)} table{'s' if len(queued) != 1 else ''} queued" if queued else ""
+    paused = " · paused" if figures.get("paused") else ""
+    table = figures.get("table")
+    if table is None:
+        return [f"incremental snapshot waiting{waiting}{paused}"]
+    rows, estimate = int(figures.get("rows") or 0), int(figures.get("estimate") or 0)
+    share = min(1.0, rows / estimate) if estimate else 0.0
+    filled = int(BAR * share)
+    of = f" of ~{estimate:,}" if estimate else ""
+    return [
+        f"incremental snapshot {table}  [{'#' * filled}{'.' * (BAR - filled)}]  "
+        f"~{share:.0%} · {rows:,}{of} rows{waiting}{paused}"
+    ]
+
+
 class ProgressPrinter:
     """Callable for :func:`run_pipeline`: redraws one line on a TTY, else logs every ``every`` s."""
 
@@ -66,7 +92,7 @@ class ProgressPrinter:
 
     def __call__(self, p: Progress) -> None:
         text = describe(p)
-        bars = describe_snapshot(p.snapshot)
+        bars = describe_snapshot(p.snapshot) + describe_incremental(p.incremental)
         finished = bool(p.snapshot) and all(t.get("done") for t in (p.snapshot or {}).values())
         if self.tty:
             # back to the first line drawn last time, then redraw every line

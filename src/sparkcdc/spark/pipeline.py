@@ -63,6 +63,7 @@ class Progress:
     position: str | None
     caught_up: bool
     snapshot: dict[str, dict[str, Any]] | None = None  # per table, while a snapshot runs
+    incremental: dict[str, Any] | None = None  # the incremental snapshot running or waiting
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -342,6 +343,7 @@ class _Meter:
             status.get("position"),
             caught_up,
             status.get("snapshot"),
+            status.get("incremental"),
         )
         return self.last
 
