@@ -6,7 +6,8 @@ watermark; Debezium (seed 000) does the same for its incremental snapshots, one 
 time. Here the watermarks are log positions, so a user who may only read works too:
 
 1. ``latestOffset(start)``: the micro-batch's start offset is the **low watermark**. Everything
-   before it was read from the log, so it was committed before the chunks are read.
+   before it was read from the log; the chunks are read once all of it is visible to reads
+   (MariaDB's consistent-snapshot binlog position has passed it).
 2. The chunks of the window are read, ``incremental_chunks`` at a time in parallel threads,
    while ``snapshot.incremental_window`` lasts (each SELECT sees a state at or after the low
    watermark).

@@ -1,11 +1,13 @@
 """One window of an incremental snapshot: chunks read between two log positions (DBLog, seed 002).
 
 :class:`WindowReader` does steps 2 to 4 of :mod:`sparkcdc.spark.incremental` for the stream
-reader's ``latestOffset``: it starts a table's run (chunk key, maximum key, splitter), reads the
-window's chunks ``incremental_chunks`` at a time in parallel threads for as long as
-``incremental_window`` lasts, takes the high watermark, lets the log reader pass it and writes
-the raw chunk file. :func:`chunk_event` is step 5, for ``partitions``: the chunk without the keys
-the micro-batch's log events touched, as the one ``k`` event that follows them.
+reader's ``latestOffset``: it starts a table's run (chunk key, maximum key, splitter), waits
+until the low watermark is visible to reads (MariaDB's consistent-snapshot binlog position; the
+binary log is written before the storage engine commits), reads the window's chunks
+``incremental_chunks`` at a time in parallel threads for as long as ``incremental_window``
+lasts, takes the high watermark, lets the log reader pass it and writes the raw chunk file.
+:func:`chunk_event` is step 5, for ``partitions``: the chunk without the keys the micro-batch's
+log events touched, as the one ``k`` event that follows them.
 
 The splitter is Flink CDC's (:mod:`sparkcdc.snapshot.splitter`, seed 003) bounded by the
 maximum key the table had when its run started, as Debezium bounds its incremental snapshots
@@ -41,6 +43,7 @@ from sparkcdc.spark.snapshot import load_table, open_dialect
 
 log = logging.getLogger("sparkcdc.incremental")
 PASS_TIMEOUT = 60.0  # the log reader must pass the high watermark within this
+VISIBLE_TIMEOUT = 5.0  # the low watermark must become visible to reads within this
 ALL = 1 << 62
 
 
@@ -126,6 +129,8 @@ class WindowReader:
         keys = [KeyColumn.from_json(k) for k in run.keys]
         bounded: Any = _Bounded(self.dialect, run.max_key)
         splitter = ChunkSplitter(bounded, run.table, keys, self.settings, run.splitter)
+        if not self._visible(begin):
+            return state, end  # the window is tried again in a later micro-batch
         chunks: list[pa.Table] = []
         started = time.monotonic()
         while True:  # one round at least, more while the window's time lasts
@@ -199,6 +204,18 @@ class WindowReader:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.parallel, thread_name_prefix="sparkcdc-chunk")
         return list(self._pool.map(one, splits))
+
+    def _visible(self, begin: BinlogOffset) -> bool:
+        """Wait until every transaction before ``begin`` is visible to reads started now: the
+        log reader may have read a transaction the storage engine has not committed yet (the
+        binary log is written first). False if that did not happen within VISIBLE_TIMEOUT."""
+        deadline = time.monotonic() + VISIBLE_TIMEOUT
+        while self.dialect.low_watermark() < begin:
+            if time.monotonic() > deadline:
+                log.warning("the server did not make %s visible in time; window skipped", begin)
+                return False
+            time.sleep(0.005)
+        return True
 
     def _pass(
         self, begin: BinlogOffset, high: BinlogOffset, queue: DeliveryQueue, reader: Any
