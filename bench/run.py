@@ -11,6 +11,9 @@ Every figure is measured in this run, next to its baseline on the same binlog, a
    store limited to ``max_bytes``.
 4. The snapshot (``startup: snapshot``) of a 2M-row table into Delta at parallelism 1 and 2, next
    to Spark's JDBC source and connectorx reading the same table (:mod:`bench.snapshot`).
+5. An incremental snapshot of that 2M-row table while the pipeline streams 2k rows/s into other
+   tables: its rows/s with one and two chunks read per window, and the stream's latency
+   meanwhile next to an idle run's (:mod:`bench.incremental`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import baselines, latency, snapshot, workload
+from bench import baselines, incremental, latency, snapshot, workload
 from sparkcdc.embedded.mariadb import EmbeddedMariaDB
 
 HERE = Path(__file__).resolve().parent
@@ -218,6 +221,24 @@ def snapshot_section(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         server.stop()
 
 
+def incremental_section(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    server = EmbeddedMariaDB.start(base_dir=str(work))
+    try:
+        return incremental.run(
+            server,
+            work,
+            args.incremental_rows,
+            args.incremental_chunks,
+            rate=args.rate,
+            trigger=args.latency_trigger,
+            chunk_size=args.snapshot_chunk_size,
+            idle_seconds=args.incremental_idle_seconds,
+            lead_seconds=args.incremental_lead_seconds,
+        )
+    finally:
+        server.stop()
+
+
 def write_report(results: dict[str, Any]) -> None:
     (HERE / "results.json").write_text(json.dumps(results, indent=2))
     from bench.report import render
@@ -230,6 +251,7 @@ SECTIONS = {
     "latency": commit_latency,
     "big": big_transaction,
     "snapshot": snapshot_section,
+    "incremental": incremental_section,
 }
 
 
@@ -246,6 +268,10 @@ def main() -> int:
     parser.add_argument("--snapshot-rows", type=int, default=2_000_000)
     parser.add_argument("--snapshot-chunk-size", type=int, default=8096)
     parser.add_argument("--snapshot-parallelism", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--incremental-rows", type=int, default=2_000_000)
+    parser.add_argument("--incremental-chunks", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--incremental-idle-seconds", type=float, default=30.0)
+    parser.add_argument("--incremental-lead-seconds", type=float, default=10.0)
     parser.add_argument("--only", choices=list(SECTIONS), action="append")
     args = parser.parse_args()
     sections = args.only or list(SECTIONS)
