@@ -165,32 +165,38 @@ def test_a_signal_snapshots_a_table_while_the_log_flows(
     assert_no_stale_reads(tmp_path, db, "t")
 
 
+CHANGES = {
+    "update": "UPDATE t SET v = 'new' WHERE id = {k}",  # a key in the chunk being read
+    "delete": "DELETE FROM t WHERE id = {k}",
+    "beyond_max": "INSERT INTO t VALUES (1000000, 'beyond the max key')",
+    "key_update": "UPDATE t SET id = 2000000 WHERE id = {k}",  # a primary key update
+    "delete_insert": "DELETE FROM t WHERE id = {k}; INSERT INTO t VALUES ({k}, 'again')",
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
 @pytest.mark.parametrize(
-    "change",
-    [
-        "UPDATE t SET v = 'new' WHERE id = 50",  # a key in the chunk being read
-        "DELETE FROM t WHERE id = 60",
-        "INSERT INTO t VALUES (1000000, 'beyond the max key')",
-        "UPDATE t SET id = 2000000 WHERE id = 70",  # a primary key update
-        "DELETE FROM t WHERE id = 80; INSERT INTO t VALUES (80, 'again')",
-    ],
-    ids=["update", "delete", "beyond_max", "key_update", "delete_insert"],
+    "window",
+    [1, 3],  # the first window reads in the foreground, later ones were read ahead
 )
 def test_window_changes_win(
-    mariadb: EmbeddedMariaDB, db: str, tmp_path: Path, stream: Stream, change: str
+    mariadb: EmbeddedMariaDB, db: str, tmp_path: Path, stream: Stream, change: str, window: int
 ) -> None:
-    fired = []
+    # two chunks of 100 keys per window: window w reads keys 200 * (w - 1) + 1 ..
+    stream.reader.incremental.windows.seconds = 0.0
+    key = 200 * (window - 1) + 50
+    calls = []
 
     def hook() -> None:
-        if not fired:
-            fired.append(True)
-            mariadb.execute(*change.split("; "), database=db)
+        calls.append(True)
+        if len(calls) == window:
+            mariadb.execute(*CHANGES[change].format(k=key).split("; "), database=db)
 
     stream.hook = hook
     stream.signal("execute-snapshot", [f"{db}.t"])
     stream.until(stream.completed)
     stream.settle()
-    assert fired
+    assert len(calls) >= window
     assert replica(tmp_path, db, "t") == source_rows(mariadb, db, "t")
     assert_no_stale_reads(tmp_path, db, "t")
 

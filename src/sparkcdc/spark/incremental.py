@@ -99,6 +99,8 @@ class IncrementalSnapshots:
             log.debug("incremental snapshot%s: %s", f" of {db}.{table}" if db else "s", note)
         if state == before and end == begin:
             return None
+        if state.active and hasattr(reader, "passed"):
+            self.windows.prefetch(state, end)  # read the next window while Spark writes this one
         return {**end.to_json(), "incremental": state.to_json()}
 
     def _signals(self, state: IncrementalState, batches: list[pa.RecordBatch]) -> IncrementalState:

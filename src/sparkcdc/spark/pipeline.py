@@ -131,9 +131,7 @@ def run_pipeline(
         try:
             if stop.requested:
                 return 0
-            return _stream(
-                spark, config, checkpoint, available_now, progress, reader_factory, stop
-            )
+            return _stream(spark, config, checkpoint, available_now, progress, reader_factory, stop)
         finally:
             spark.stop()
     finally:

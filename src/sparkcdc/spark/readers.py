@@ -76,9 +76,7 @@ class MySQLReaders:
         from sparkcdc.sources.mysql.schema_history import SchemaHistory
 
         history = SchemaHistory(schema_history)
-        return LogReader(
-            source, start, store, history, item_rows, change_filter=change_filter
-        )
+        return LogReader(source, start, store, history, item_rows, change_filter=change_filter)
 
 
 def load_reader_factory(spec: str | None) -> ReaderFactory:

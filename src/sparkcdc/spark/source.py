@@ -401,7 +401,6 @@ def _reader_position(reader: Any) -> BinlogOffset | None:
     return position if isinstance(position, BinlogOffset) else None
 
 
-
 def _source_logging() -> None:
     """Spark runs the stream reader in a Python worker process of its own, where nothing set up
     logging: what the log reader and the snapshot planner say goes to that process's stderr

@@ -20,8 +20,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkcdc.core.chunk import KeyColumn, KeyValue
+from sparkcdc.core.chunk import KeyColumn
 from sparkcdc.core.errors import SparkCDCError
 from sparkcdc.core.event import OP_CHUNK, OP_CREATE, OP_DELETE, OP_SCHEMA, OP_UPDATE, snapshot_batch
 from sparkcdc.core.offset import BinlogOffset
@@ -37,39 +36,14 @@ from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.correct import key_text
 from sparkcdc.snapshot.incremental import IncrementalState, Notice, Request, Run, notice
 from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
+from sparkcdc.spark.chunk_reads import Bounded, ChunkReads, Reads
 from sparkcdc.spark.delivery import DeliveryQueue
 from sparkcdc.spark.options import SourceOptions
 from sparkcdc.spark.snapshot import load_table, open_dialect
 
 log = logging.getLogger("sparkcdc.incremental")
 PASS_TIMEOUT = 60.0  # the log reader must pass the high watermark within this
-VISIBLE_TIMEOUT = 5.0  # the low watermark must become visible to reads within this
 ALL = 1 << 62
-
-
-class _Bounded:
-    """A dialect whose ``key_after`` counts keys up to the run's maximum only, so the splitter
-    ends at the maximum key the table had when its snapshot started."""
-
-    def __init__(self, dialect: Any, upto: KeyValue) -> None:
-        self._dialect, self._upto = dialect, upto
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._dialect, name)
-
-    def key_after(
-        self,
-        db: str,
-        table: str,
-        keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        offset: int,
-        upto: KeyValue | None = None,
-    ) -> KeyValue | None:
-        found: KeyValue | None = self._dialect.key_after(
-            db, table, keys, lo, offset, upto=upto or self._upto
-        )
-        return found
 
 
 class WindowReader:
@@ -83,7 +57,7 @@ class WindowReader:
         self.seconds = options.source.snapshot.incremental_window
         self.hook: Callable[[], None] | None = None  # tests: runs between the reads and HW
         self._dialect: Any = None
-        self._pool: ThreadPoolExecutor | None = None
+        self._ahead: ChunkReads | None = None  # the next window's reads, started early
 
     @property
     def dialect(self) -> Any:
@@ -92,11 +66,11 @@ class WindowReader:
         return self._dialect
 
     def close(self) -> None:
+        if self._ahead is not None:
+            self._ahead.cancel()
         if self._dialect is not None:
             self._dialect.close()
-        if self._pool is not None:
-            self._pool.shutdown(wait=False)
-        self._dialect = self._pool = None
+        self._dialect = self._ahead = None
 
     def read(
         self,
@@ -127,16 +101,13 @@ class WindowReader:
             stop = notice(run.table, "stopped", rows=run.rows, reason=str(exc))
             return replace(state, run=None, notices=(*state.notices, stop)), end
         keys = [KeyColumn.from_json(k) for k in run.keys]
-        bounded: Any = _Bounded(self.dialect, run.max_key)
-        splitter = ChunkSplitter(bounded, run.table, keys, self.settings, run.splitter)
-        if not self._visible(begin):
+        reads = self._take_prefetched(begin, run)
+        if reads is None:
+            reads = self._reads(run, schema, begin).run()
+        if not reads.visible:
+            log.warning("the server did not make %s visible in time; window skipped", begin)
             return state, end  # the window is tried again in a later micro-batch
-        chunks: list[pa.Table] = []
-        started = time.monotonic()
-        while True:  # one round at least, more while the window's time lasts
-            chunks.extend(self._read(schema, keys, splitter.take(self.parallel), run))
-            if splitter.done or time.monotonic() - started >= self.seconds:
-                break
+        chunks = reads.chunks
         if self.hook is not None:
             self.hook()
         high = self.dialect.watermark()
@@ -155,7 +126,7 @@ class WindowReader:
             "row_key": list(schema.key or [k.name for k in keys]),
         }
         run = replace(
-            run, splitter=splitter.state, rows=run.rows + n, chunks=run.chunks + len(chunks)
+            run, splitter=reads.splitter, rows=run.rows + n, chunks=run.chunks + len(chunks)
         )
         note = notice(
             run.table, "chunk", rows=run.rows, chunks=run.chunks, max_key=list(run.max_key or [])
@@ -163,7 +134,47 @@ class WindowReader:
         state = replace(
             state, run=run, version=version + 1, window=window, notices=(*state.notices, note)
         )
-        return (finish_run(state) if splitter.done else state), finish
+        return (finish_run(state) if reads.done else state), finish
+
+    def prefetch(self, state: IncrementalState, begin: BinlogOffset) -> None:
+        """Start reading the next window (the one starting at ``begin``, the micro-batch end
+        just handed to Spark) while Spark runs the batch; see :mod:`.chunk_reads`."""
+        if self._ahead is not None:
+            self._ahead.cancel()
+            self._ahead = None
+        run = state.run
+        if state.paused or run is None or run.max_key is None:
+            return
+        if self.options.snapshot_delivery != "store":
+            return
+        try:
+            schema = load_table(self.options, run.table)
+        except SparkCDCError:
+            return  # the foreground read says what is wrong
+        self._ahead = self._reads(run, schema, begin).start()
+
+    def _take_prefetched(self, begin: BinlogOffset, run: Run) -> Reads | None:
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return None
+        if not ahead.matches(begin, run):
+            ahead.cancel()
+            log.debug("the chunks read ahead were for another window; reading again")
+            return None
+        reads = ahead.collect()
+        log.debug("window at %s: %s", begin, "read ahead" if reads else "read ahead failed")
+        return reads
+
+    def _reads(self, run: Run, schema: TableSchema, begin: BinlogOffset) -> ChunkReads:
+        return ChunkReads(
+            lambda: open_dialect(self.options),
+            run,
+            schema,
+            begin,
+            self.settings,
+            self.parallel,
+            self.seconds,
+        )
 
     def _start(self, request: Request) -> tuple[Run | None, list[Notice]]:
         """A new run of ``request``'s table (None with a ``skipped`` notice if it cannot)."""
@@ -181,7 +192,7 @@ class WindowReader:
         except SparkCDCError as exc:
             return None, [notice(table, "skipped", reason=str(exc))]
         top = None if found is None else tuple(found[1])
-        bounded: Any = self.dialect if top is None else _Bounded(self.dialect, top)
+        bounded: Any = self.dialect if top is None else Bounded(self.dialect, top)
         splitter = ChunkSplitter(bounded, table, keys, self.settings)
         run = Run(request, tuple(k.to_json() for k in keys), top, splitter.state)
         start = notice(
@@ -192,30 +203,6 @@ class WindowReader:
             estimate=splitter.state.get("rows"),
         )
         return run, [start]
-
-    def _read(self, schema: TableSchema, keys: list[KeyColumn], splits: list, run: Run) -> list:
-        def one(split: Any) -> pa.Table:
-            return self.dialect.read_chunk(
-                schema, keys, split.lo, split.hi, True, run.max_key, run.request.where
-            )
-
-        if len(splits) == 1:
-            return [one(splits[0])]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.parallel, thread_name_prefix="sparkcdc-chunk")
-        return list(self._pool.map(one, splits))
-
-    def _visible(self, begin: BinlogOffset) -> bool:
-        """Wait until every transaction before ``begin`` is visible to reads started now: the
-        log reader may have read a transaction the storage engine has not committed yet (the
-        binary log is written first). False if that did not happen within VISIBLE_TIMEOUT."""
-        deadline = time.monotonic() + VISIBLE_TIMEOUT
-        while self.dialect.low_watermark() < begin:
-            if time.monotonic() > deadline:
-                log.warning("the server did not make %s visible in time; window skipped", begin)
-                return False
-            time.sleep(0.005)
-        return True
 
     def _pass(
         self, begin: BinlogOffset, high: BinlogOffset, queue: DeliveryQueue, reader: Any

@@ -1,0 +1,174 @@
+"""The chunk reads of one incremental-snapshot window, ahead of the micro-batch that uses them.
+
+A window's reads only have to start after its low watermark is visible and end before its high
+watermark is taken (DBLog, seed 002; see :mod:`sparkcdc.spark.incremental`). The low watermark
+of the next window is known the moment ``latestOffset`` returns: it is the end of the micro-batch
+Spark is about to run. So :class:`ChunkReads` starts the next window's reads in a thread right
+then, while Spark writes the current batch, and the next ``latestOffset`` only stops them and
+takes the high watermark: reading and writing overlap, and the log events of a batch no longer
+wait for its chunk reads.
+
+The reads go on for ``incremental_window`` (one round of ``incremental_chunks`` chunks at least)
+or until they are collected, each thread with a connection of its own. Reads made for another
+start offset or another state of the run (the stream was moved, a signal changed the run) are
+dropped, and the window reads in the foreground instead.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from sparkcdc.core.chunk import KeyColumn, KeyValue
+from sparkcdc.core.offset import BinlogOffset
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.snapshot.incremental import Run
+from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
+
+VISIBLE_TIMEOUT = 5.0  # the low watermark must become visible to reads within this
+
+
+class Bounded:
+    """A dialect whose ``key_after`` counts keys up to the run's maximum only, so the splitter
+    ends at the maximum key the table had when its snapshot started."""
+
+    def __init__(self, dialect: Any, upto: KeyValue) -> None:
+        self._dialect, self._upto = dialect, upto
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._dialect, name)
+
+    def key_after(
+        self,
+        db: str,
+        table: str,
+        keys: Sequence[KeyColumn],
+        lo: KeyValue | None,
+        offset: int,
+        upto: KeyValue | None = None,
+    ) -> KeyValue | None:
+        found: KeyValue | None = self._dialect.key_after(
+            db, table, keys, lo, offset, upto=upto or self._upto
+        )
+        return found
+
+
+@dataclass
+class Reads:
+    """What a window read: the chunks, the splitter's state after them, whether it is done."""
+
+    chunks: list[pa.Table]
+    splitter: dict[str, Any]
+    done: bool
+    visible: bool = True  # False: the low watermark did not become visible; nothing was read
+
+
+class ChunkReads:
+    """One window's reads of ``run`` after ``begin``: :meth:`run` in the foreground, or
+    :meth:`start` in a thread and :meth:`collect` later."""
+
+    def __init__(
+        self,
+        dialect_of: Callable[[], Any],
+        run: Run,
+        schema: TableSchema,
+        begin: BinlogOffset,
+        settings: SplitterSettings,
+        parallel: int,
+        seconds: float,
+    ) -> None:
+        self.dialect_of = dialect_of
+        self.run_state = run
+        self.schema = schema
+        self.begin = begin
+        self.settings = settings
+        self.parallel = parallel
+        self.seconds = seconds
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._result: Reads | None = None
+        self._error: BaseException | None = None
+
+    def matches(self, begin: BinlogOffset, run: Run) -> bool:
+        """Whether these reads are the window of ``run`` starting at ``begin``."""
+        same_run = json.dumps(run.to_json(), sort_keys=True) == json.dumps(
+            self.run_state.to_json(), sort_keys=True
+        )
+        return same_run and begin == self.begin and begin.gtid == self.begin.gtid
+
+    def start(self) -> ChunkReads:
+        self._thread = threading.Thread(
+            target=self._background, name="sparkcdc-chunk-reads", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def collect(self) -> Reads | None:
+        """Stop after the round being read and hand the reads over (None: they failed; the
+        window then reads in the foreground, where the failure is raised)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        return None if self._error is not None else self._result
+
+    def cancel(self) -> None:
+        self._stop.set()
+
+    def _background(self) -> None:
+        try:
+            self._result = self.run()
+        except BaseException as exc:  # noqa: BLE001 - the foreground read raises it again
+            self._error = exc
+
+    def run(self) -> Reads:
+        """Wait until ``begin`` is visible to reads, then read rounds of chunks while the
+        window's time lasts (one round at least) or until stopped."""
+        run = self.run_state
+        dialect = self.dialect_of()
+        try:
+            if not _visible(dialect, self.begin, self._stop):
+                return Reads([], run.splitter, False, visible=False)
+            keys = [KeyColumn.from_json(k) for k in run.keys]
+            assert run.max_key is not None
+            splitter = ChunkSplitter(
+                Bounded(dialect, run.max_key), run.table, keys, self.settings, run.splitter
+            )
+            chunks: list[pa.Table] = []
+            started = time.monotonic()
+            with ThreadPoolExecutor(self.parallel) as pool:
+                while True:
+                    splits = splitter.take(self.parallel)
+                    chunks.extend(pool.map(lambda s: self._chunk(dialect, keys, s), splits))
+                    if splitter.done or self._stop.is_set():
+                        break
+                    if time.monotonic() - started >= self.seconds:
+                        break
+            return Reads(chunks, splitter.state, splitter.done)
+        finally:
+            dialect.close()
+
+    def _chunk(self, dialect: Any, keys: list[KeyColumn], split: Any) -> pa.Table:
+        run = self.run_state
+        table: pa.Table = dialect.read_chunk(
+            self.schema, keys, split.lo, split.hi, True, run.max_key, run.request.where
+        )
+        return table
+
+
+def _visible(dialect: Any, begin: BinlogOffset, stop: threading.Event) -> bool:
+    """Wait until every transaction before ``begin`` is visible to reads started now: the log
+    reader may have read a transaction the storage engine has not committed yet (the binary
+    log is written first). False if that did not happen within VISIBLE_TIMEOUT."""
+    deadline = time.monotonic() + VISIBLE_TIMEOUT
+    while dialect.low_watermark() < begin:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
