@@ -43,6 +43,7 @@ import os
 import re
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -268,18 +269,19 @@ class DeltaSink:
                     log_path, changelog, replica_path, after, self.app_id, batch_id
                 )
                 return wrote, rows.num_rows
-            wrote_log = delta.append_changelog(log_path, changelog, self.app_id, batch_id)
-            if isinstance(after, pa.ChunkedArray):
-                after = after.combine_chunks()
-            replica = latest_changes(rows, before, after, columns, latest.key, reset_at)
-            wrote_replica = delta.merge_replica(
-                self._replica(name),
-                replica,
-                latest.key,
-                self.app_id,
-                batch_id,
-                reset_at is not None,
-            )
+            # the change log's append runs beside the MERGE (delta-rs works outside the GIL);
+            # each is idempotent per batch id on its own
+            with ThreadPoolExecutor(1) as pool:
+                logged = pool.submit(
+                    delta.append_changelog, log_path, changelog, self.app_id, batch_id
+                )
+                if isinstance(after, pa.ChunkedArray):
+                    after = after.combine_chunks()
+                replica = latest_changes(rows, before, after, columns, latest.key, reset_at)
+                wrote_replica = delta.merge_replica(
+                    replica_path, replica, latest.key, self.app_id, batch_id, reset_at is not None
+                )
+                wrote_log = logged.result()
         except Exception as exc:
             raise SinkError(
                 f"writing batch {batch_id} of {label} to Delta failed: {exc}", table=label
