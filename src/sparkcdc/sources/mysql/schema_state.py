@@ -88,6 +88,7 @@ class SchemaState:
                 self.history.record(start, schemas)
             else:
                 cat.check_ready()
+                schemas = self._add_new_tables(cat, start, schemas)
         self.tracker = self._tracker(schemas)
         self._snapshots = [(start, self.tracker.to_json())]
         self._table_maps.clear()
@@ -97,6 +98,24 @@ class SchemaState:
             (s.db, s.table, _json(s), None, _change("announce"), s.schema_id())
             for _, s in sorted(self.tracker.captured().items())
         ]
+
+    def _add_new_tables(self, cat: Any, start: BinlogOffset, schemas: Schemas) -> Schemas:
+        """``schemas`` plus the tables ``source.tables`` matches now that the history does not
+        hold (the filter was widened between two runs): their current schemas, recorded at
+        ``start``, so they are announced and their changes decoded from here on."""
+        new = [t for t in cat.match_tables(self.source.tables) if t not in schemas]
+        if not new:
+            return schemas
+        cat.check_ready(sorted({db for db, _ in new}))
+        keys = self.source.row_keys
+        added = {(db, t): cat.load_schema(db, t, keys.get(f"{db}.{t}", ())) for db, t in new}
+        log.info(
+            "tables new to source.tables since the last run: %s",
+            ", ".join(f"{db}.{t}" for db, t in sorted(added)),
+        )
+        schemas = {**schemas, **added}
+        self.history.record(start, schemas)
+        return schemas
 
     def apply(self, default_db: str, sql: str, after: BinlogOffset) -> list[SchemaRow]:
         """Apply one statement found before ``after``; rows for the captured tables it changed
