@@ -409,8 +409,10 @@ def test_tables_added_to_a_running_pipeline_are_snapshotted(
         )
         wait_for(
             proc,
-            lambda: (1000000000, 7, "marker", 1) in replica(lake / db / "items")
-            and (1000000000, 7, "added", 1) in replica(lake / db / "extra"),
+            lambda: (
+                (1000000000, 7, "marker", 1) in replica(lake / db / "items")
+                and (1000000000, 7, "added", 1) in replica(lake / db / "extra")
+            ),
             "the stream of both tables after the restart",
         )
     finally:

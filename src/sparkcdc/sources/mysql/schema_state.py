@@ -70,9 +70,7 @@ class SchemaState:
             return cat.load_schema(db, table, self.source.row_keys.get(f"{db}.{table}", ()))
 
     def _tracker(self, schemas: Schemas) -> SchemaTracker:
-        return SchemaTracker(
-            dict(schemas), self.captured, self._load_one, self.source.row_keys
-        )
+        return SchemaTracker(dict(schemas), self.captured, self._load_one, self.source.row_keys)
 
     def load(self, start: BinlogOffset) -> list[SchemaRow]:
         """Schemas in force at ``start``; the rows announcing each captured table."""
