@@ -159,7 +159,8 @@ def test_a_signal_snapshots_a_table_while_the_log_flows(
     stream.settle()
     assert replica(tmp_path, db, "t") == source_rows(mariadb, db, "t")
     chunks = stream.notices("chunk")
-    assert chunks and chunks[-1]["details"]
+    last = json.loads(chunks[-1]["details"])
+    assert (last["last_key"], last["max_key"]) == ([5000], [5000])
     done = stream.notices("table-done")
     assert json.loads(done[0]["details"])["rows"] == 1001  # 5000 was there when it started
     assert_no_stale_reads(tmp_path, db, "t")

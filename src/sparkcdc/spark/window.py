@@ -129,7 +129,12 @@ class WindowReader:
             run, splitter=reads.splitter, rows=run.rows + n, chunks=run.chunks + len(chunks)
         )
         note = notice(
-            run.table, "chunk", rows=run.rows, chunks=run.chunks, max_key=list(run.max_key or [])
+            run.table,
+            "chunk",
+            rows=run.rows,
+            chunks=run.chunks,
+            last_key=_last_key(chunks),
+            max_key=list(run.max_key or []),
         )
         state = replace(
             state, run=run, version=version + 1, window=window, notices=(*state.notices, note)
@@ -274,6 +279,14 @@ def chunk_event(
         ts_ms=ts,
         op=OP_CHUNK,
     )
+
+
+def _last_key(chunks: list[pa.Table]) -> list[Any] | None:
+    """The largest key read (chunks come in key order), as a list of values."""
+    for chunk in reversed(chunks):
+        if chunk.num_rows:
+            return list(json.loads(chunk.column("key")[-1].as_py()))
+    return None
 
 
 def _touched(batches: list[pa.RecordBatch], name: str, row_key: list[str]) -> list[str]:
