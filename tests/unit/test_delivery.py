@@ -75,9 +75,7 @@ def test_a_replay_cuts_a_coalesced_item_at_the_boundaries_planned_before() -> No
     ends = [BinlogOffset(F, p) for p in (200, 300, 400, 500)]
     # the replay's reader coalesced the same transactions into one item (rows 0-1, 2, 3-5),
     # its offset moved on to 500 by a transaction on another table
-    coalesced = LogItem(
-        ends[3], rows(0, 6), boundaries=((2, ends[0]), (3, ends[1]), (6, ends[2]))
-    )
+    coalesced = LogItem(ends[3], rows(0, 6), boundaries=((2, ends[0]), (3, ends[1]), (6, ends[2])))
     store = EventStore(max_bytes=1 << 20, max_items=16)
     store.put(coalesced)
     store.put(LogItem(BinlogOffset(F, 600), rows(6, 1)))
@@ -109,3 +107,24 @@ def test_a_replay_cuts_a_coalesced_item_inside_a_split_transaction_then_at_a_bou
     assert ids(queue.take(BinlogOffset(F, 300), never).batches) == [6, 7]
     queue.commit(BinlogOffset(F, 300))
     assert queue.idle
+
+
+def test_a_replay_larger_than_the_store_frees_it_while_taking() -> None:
+    import threading
+
+    store = EventStore(max_bytes=1 << 20, max_items=2)  # room for two items at a time
+    start = BinlogOffset(F, 100)
+    items = [LogItem(BinlogOffset(F, 200 + 100 * i), rows(i, 1, 200 + 100 * i)) for i in range(6)]
+
+    def reader() -> None:  # a log reader reopened for the replay: it blocks while the store is full
+        for item in items:
+            while not store.put(item, timeout=0.1):
+                pass
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    queue = DeliveryQueue(store, start)
+    taken = queue.take(items[-1].after, lambda: None, deadline_s=10.0)
+    assert ids(taken.batches) == [0, 1, 2, 3, 4, 5]
+    thread.join(5.0)
+    assert not thread.is_alive()

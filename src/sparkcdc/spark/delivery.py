@@ -18,7 +18,9 @@ module holds the bookkeeping behind them (no Spark here, so it is tested on its 
 
 ``commit(end)`` (once the items are in Spark's partitions)
     Ack every store batch whose end is at or before ``end`` and whose items were all handed out
-    (Canal's ``ack``), which frees its memory and lets the log reader put more.
+    (Canal's ``ack``), which frees its memory and lets the log reader put more. ``take`` acks
+    what it handed out while it waits for more, so a replayed micro-batch may be larger than
+    the store.
 
 Items whose ``after`` equals the start (the schema announcement a log reader sends first) ride
 along with the next micro-batch. Row counting for slices follows the resume counter of
@@ -166,6 +168,9 @@ class DeliveryQueue:
                     f"(it is at {self.cursor})"
                 )
             wait_more()
+            # the items handed out so far are in ``out`` now: free their store batches, or a
+            # replayed micro-batch larger than the store would wait for room forever
+            self.commit(self.cursor)
             self.fetch(None, timeout=0.5)
 
     def _slice_front(self, end: BinlogOffset) -> LogItem:
