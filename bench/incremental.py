@@ -88,16 +88,23 @@ class Pipeline:
 
 
 def pipeline_config(
-    d: Path, server: EmbeddedMariaDB, trigger: str, chunk_size: int, chunks: int
+    d: Path,
+    server: EmbeddedMariaDB,
+    trigger: str,
+    chunk_size: int,
+    chunks: int,
+    window: float | None = None,
 ) -> Path:
-    """Both tables captured from the end of the log as it is now."""
+    """Both tables captured from the end of the log as it is now (``window``: the
+    ``incremental_window`` in seconds, None for the default)."""
+    extra = "" if window is None else f", incremental_window: {window}"
     file, pos = server.query("SHOW MASTER STATUS")[0][:2]
     cfg = d / "pipeline.yaml"
     cfg.write_text(
         f"source: {{type: mysql, host: 127.0.0.1, port: {server.port}, user: root, "
         f"password: '', tables: ['bench\\.ticks', 'bench\\.snap'], "
         f"startup: 'position:{file}:{pos}', "
-        f"snapshot: {{chunk_size: {chunk_size}, incremental_chunks: {chunks}}}}}\n"
+        f"snapshot: {{chunk_size: {chunk_size}, incremental_chunks: {chunks}{extra}}}}}\n"
         f"sink: {{type: delta, path: {d / 'lake'}}}\n"
         f"pipeline: {{checkpoint: {d / 'checkpoint'}, trigger: {trigger}, "
         "spark: {master: 'local[2]'}}\n"
@@ -148,6 +155,7 @@ def one_run(
     lead_seconds: float,
     first_id: int,
     rows: int,
+    window: float | None = None,
 ) -> tuple[dict[str, Any], int]:
     """One pipeline from start to SIGTERM; its figures and the next free ``ticks`` key."""
     from deltalake import DeltaTable
@@ -156,7 +164,7 @@ def one_run(
 
     d = work / name
     d.mkdir()
-    cfg = pipeline_config(d, server, trigger, chunk_size, chunks)
+    cfg = pipeline_config(d, server, trigger, chunk_size, chunks, window)
     lake = d / "lake"
     ticks = lake / "bench" / "ticks"
     pipe = Pipeline(cfg)
@@ -178,6 +186,9 @@ def one_run(
             stop_load(load)
         else:
             out["incremental_chunks"] = chunks
+            out["incremental_window"] = (
+                SnapshotConfig.incremental_window if window is None else window
+            )
             time.sleep(lead_seconds)
             pipe.check(f"sparkcdc run ({name})")
             sent = time.time()
@@ -248,6 +259,11 @@ def one_run(
     return out, load.next_id
 
 
+def mode_label(chunks: int, window: float | None) -> str:
+    """How a snapshot run reads: ``one chunk per window`` or ``chunks N``."""
+    return "one chunk per window" if window == 0 and chunks == 1 else f"chunks {chunks}"
+
+
 def run(
     server: EmbeddedMariaDB,
     work: Path,
@@ -259,9 +275,12 @@ def run(
     chunk_size: int,
     idle_seconds: float,
     lead_seconds: float,
+    window: float | None = None,
+    baseline: bool = True,
 ) -> dict[str, Any]:
-    """The whole section on a running server: load once, then the idle run and one snapshot
-    run per ``incremental_chunks`` value."""
+    """The whole section on a running server: load once, then the idle run, the one chunk per
+    window run (``baseline``) and one snapshot run per ``incremental_chunks`` value, with
+    ``incremental_window`` = ``window`` seconds (None: the default)."""
     other = snapshot.OtherCpu()
     other.start()
     load_s = snapshot.load(server, rows)
@@ -285,21 +304,27 @@ def run(
     s = idle["streaming"]
     print(f"  idle: latency p50 {s['p50_s']:.2f}s p99 {s['p99_s']:.2f}s", flush=True)
     runs = []
-    for chunks in chunk_modes:
+    # Debezium's way first: one chunk per window (per micro-batch here), then the windows of
+    # incremental_window, each reading incremental_chunks chunks at a time
+    modes = [(1, 0.0)] if baseline else []
+    for chunks, seconds in [*modes, *((c, window) for c in chunk_modes)]:
+        label = mode_label(chunks, seconds)
         r, next_id = one_run(
-            server, work, f"chunks-{chunks}", chunks, True, first_id=next_id, **common
-        )
-        busy[f"chunks {chunks}"] = other.take()
+            server, work, label.replace(" ", "-"), chunks, True, first_id=next_id,
+            window=seconds, **common,
+        )  # fmt: skip
+        r["mode"] = label
+        busy[label] = other.take()
         d = r["during"]
         print(
-            f"  incremental_chunks {chunks}: {r['rows_per_s']:,.0f} rows/s ({r['seconds']:.1f}s, "
+            f"  {label}: {r['rows_per_s']:,.0f} rows/s ({r['seconds']:.1f}s, "
             f"{r['windows']} windows), latency during p50 {d['p50_s']:.2f}s "
             f"p99 {d['p99_s']:.2f}s, replica {r['replica_rows']:,} rows",
             flush=True,
         )
         if r["replica_rows"] != rows:
             raise RuntimeError(
-                f"incremental_chunks {chunks}: the replica of {TABLE} has "
+                f"{label}: the replica of {TABLE} has "
                 f"{r['replica_rows']:,} rows, the table {rows:,}"
             )
         runs.append(r)
@@ -312,7 +337,7 @@ def run(
         "rate_rows_per_s": rate,
         "trigger": trigger,
         "chunk_size": chunk_size,
-        "window_s": SnapshotConfig.incremental_window,
+        "window_s": SnapshotConfig.incremental_window if window is None else window,
         "idle_seconds": idle_seconds,
         "lead_seconds": lead_seconds,
         "spark_master": "local[2]",

@@ -234,6 +234,8 @@ def incremental_section(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             chunk_size=args.snapshot_chunk_size,
             idle_seconds=args.incremental_idle_seconds,
             lead_seconds=args.incremental_lead_seconds,
+            window=args.incremental_window,
+            baseline=not args.no_incremental_baseline,
         )
     finally:
         server.stop()
@@ -272,6 +274,14 @@ def main() -> int:
     parser.add_argument("--incremental-chunks", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--incremental-idle-seconds", type=float, default=30.0)
     parser.add_argument("--incremental-lead-seconds", type=float, default=10.0)
+    parser.add_argument(
+        "--incremental-window", type=float, default=None, help="seconds; default: the config's"
+    )
+    parser.add_argument(
+        "--no-incremental-baseline",
+        action="store_true",
+        help="skip the one-chunk-per-window run (about 5 minutes)",
+    )
     parser.add_argument("--only", choices=list(SECTIONS), action="append")
     args = parser.parse_args()
     sections = args.only or list(SECTIONS)
