@@ -17,12 +17,14 @@ from sparkcdc.core.chunk import KeyColumn, Split
 from sparkcdc.core.errors import ConfigError, SinkError
 from sparkcdc.core.event import snapshot_batch
 from sparkcdc.core.offset import BinlogOffset
-from sparkcdc.core.schema import TableSchema
+from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.snapshot.correct import typed_rows
 from sparkcdc.snapshot.state import SplitResult, SplitStore
+from sparkcdc.spark.mark import BatchMark
 from sparkcdc.spark.options import SourceOptions
 from sparkcdc.spark.sink import DeltaSink
 from sparkcdc.spark.snapshot import SplitTask, chunk_event, read_split_task
+from sparkcdc.spark.stored import disjoint
 from tests.spark.envelopes import Changes
 from tests.spark.test_sink import ACCOUNTS, ALL_TYPES, ROW_JSON
 
@@ -233,22 +235,49 @@ def test_an_incremental_chunk_after_log_events_in_one_batch(tmp_path: Path) -> N
     assert ops == [("c", 1), ("u", 1), ("r", 2), ("r", 3)]
 
 
-def test_incremental_chunks_are_never_appended(tmp_path: Path) -> None:
-    """Two incremental snapshots of a table that starts empty: the second one's chunk holds the
-    first one's keys, so an append would duplicate them."""
+def test_incremental_chunks_are_appended_only_where_the_replica_holds_none_of_their_keys(
+    tmp_path: Path,
+) -> None:
+    """Incremental snapshots of a table that starts empty: a chunk is appended when no data
+    file's key range reaches its own, else merged (an append could duplicate keys)."""
     a = ACCOUNTS
     store = SplitStore(tmp_path / "store")
     sink = DeltaSink(str(tmp_path / "lake"), "p")
     sink.write(Changes().schema(a).table(), 0)
-    sink.write(batch(incremental(stored_chunk(store, a, 0, [acct(1, "a"), acct(2, "b")]))), 1)
-    sink.write(batch(incremental(stored_chunk(store, a, 1, [acct(1, "x"), acct(2, "y")]))), 2)
+    sink.write(batch(incremental(stored_chunk(store, a, 0, [acct(1, "a"), acct(6, "f")]))), 1)
+    sink.write(batch(incremental(stored_chunk(store, a, 1, [acct(7, "g"), acct(8, "h")]))), 2)
     replica = tmp_path / "lake" / "shop" / "accounts"
-    assert [(r["id"], r["owner"]) for r in table(replica)] == [(1, "x"), (2, "y")]
-    assert "WRITE" not in operations(replica) and operations(replica).count("MERGE") == 2
+    assert operations(replica)[-2:] == ["WRITE", "WRITE"]
+    # 3 and 4 hold no row, but a data file spans 1..6: merged
+    sink.write(batch(incremental(stored_chunk(store, a, 2, [acct(3, "c"), acct(4, "d")]))), 3)
+    assert operations(replica)[-1] == "MERGE"
+    # a second snapshot's chunk holds the first one's keys: merged
+    sink.write(batch(incremental(stored_chunk(store, a, 3, [acct(1, "x"), acct(8, "y")]))), 4)
+    assert operations(replica)[-1] == "MERGE"
+    assert [(r["id"], r["owner"]) for r in table(replica)] == [
+        (1, "x"), (3, "c"), (4, "d"), (6, "f"), (7, "g"), (8, "y"),
+    ]  # fmt: skip
+    assert len(table(tmp_path / "lake" / "shop" / "accounts__changelog")) == 8
     # a later chunk of the initial kind is merged too
-    sink.write(batch(stored_chunk(store, a, 2, [acct(2, "z"), acct(3, "c")])), 3)
-    assert [(r["id"], r["owner"]) for r in table(replica)] == [(1, "x"), (2, "z"), (3, "c")]
-    assert "WRITE" not in operations(replica)
+    sink.write(batch(stored_chunk(store, a, 4, [acct(1, "z"), acct(9, "i")])), 5)
+    assert [(r["id"], r["owner"]) for r in table(replica)][:1] == [(1, "z")]
+    assert operations(replica)[-1] == "MERGE"
+    assert len(table(replica)) == 7
+
+
+def test_an_incremental_chunk_beside_log_events_of_its_table_is_merged(tmp_path: Path) -> None:
+    a = ACCOUNTS
+    store = SplitStore(tmp_path / "store")
+    sink = DeltaSink(str(tmp_path / "lake"), "p")
+    sink.write(Changes().schema(a).table(), 0)
+    mixed = batch(
+        Changes(pos=2000).change("c", a, after=acct(9, "i")).table(),
+        incremental(stored_chunk(store, a, 0, [acct(1, "a"), acct(2, "b")])),
+    )
+    sink.write(mixed, 1)
+    replica = tmp_path / "lake" / "shop" / "accounts"
+    assert operations(replica)[-1] == "MERGE"
+    assert [r["id"] for r in table(replica)] == [1, 2, 9]
 
 
 def test_a_replayed_incremental_chunk_writes_nothing_twice(tmp_path: Path) -> None:
@@ -277,3 +306,56 @@ def test_a_replayed_incremental_chunk_writes_nothing_twice(tmp_path: Path) -> No
         (1, "a2"), (2, "b"), (3, "c3"), (4, "d"),
     ]  # fmt: skip
     assert len(table(lake / "shop" / "accounts__changelog")) == 6
+
+
+def test_disjoint_needs_one_integer_key_and_statistics(tmp_path: Path) -> None:
+    ids = pa.StructArray.from_arrays([pa.array([5, 6], pa.int64())], names=["id"])
+    assert disjoint(str(tmp_path / "none"), ("id",), ids)  # no replica yet
+    names = pa.StructArray.from_arrays([pa.array(["a", "b"])], names=["name"])
+    assert not disjoint(str(tmp_path / "none"), ("name",), names)  # strings: collations
+    both = pa.StructArray.from_arrays(
+        [pa.array([5, 6], pa.int64()), pa.array([1, 1], pa.int64())], names=["id", "n"]
+    )
+    assert not disjoint(str(tmp_path / "none"), ("id", "n"), both)  # a composite key
+
+
+ORDERS = TableSchema(
+    "shop", "orders", (Column("id", "bigint"), Column("n", "int")), primary_key=("id",)
+)
+ORDER_ROW = {"id": 1, "n": 3}
+
+
+class RecordingMark(BatchMark):
+    """The batch mark, noting which replicas held the batch when the sink touched it."""
+
+    def __init__(self, path: Path, lake: Path) -> None:
+        super().__init__(path)
+        self.lake = lake
+        self.seen: list[dict[str, int]] = []
+
+    def touch(self) -> None:
+        super().touch()
+        self.seen.append(
+            {
+                name: len(table(self.lake / "shop" / name))
+                for name in ("accounts", "orders")
+                if (self.lake / "shop" / name / "_delta_log").exists()
+            }
+        )
+
+
+def test_the_batch_mark_falls_between_the_stream_and_the_chunks(tmp_path: Path) -> None:
+    """The sink writes a batch's log changes, touches the mark, then writes the chunks of an
+    incremental snapshot, whatever their order in the batch."""
+    a, o = ACCOUNTS, ORDERS
+    lake = tmp_path / "lake"
+    store = SplitStore(tmp_path / "store")
+    mark = RecordingMark(tmp_path / "batch.mark", lake)
+    sink = DeltaSink(str(lake), "p", mark=mark)
+    sink.write(Changes().schema(a).schema(o).table(), 0)
+    assert len(mark.seen) == 1  # every batch touches it once
+    chunk = incremental(stored_chunk(store, a, 0, [acct(1, "a"), acct(2, "b")]))
+    streamed = Changes(pos=3000).change("c", o, after=ORDER_ROW).table()
+    sink.write(batch(chunk, streamed), 1)
+    assert mark.seen[-1] == {"accounts": 0, "orders": 1}
+    assert len(table(lake / "shop" / "accounts")) == 2 and len(mark.seen) == 2

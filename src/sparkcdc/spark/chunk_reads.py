@@ -3,10 +3,12 @@
 A window's reads only have to start after its low watermark is visible and end before its high
 watermark is taken (DBLog, seed 002; see :mod:`sparkcdc.spark.incremental`). The low watermark
 of the next window is known the moment ``latestOffset`` returns: it is the end of the micro-batch
-Spark is about to run. So :class:`ChunkReads` starts the next window's reads in a thread right
-then, while Spark writes the current batch, and the next ``latestOffset`` only stops them and
-takes the high watermark: reading and writing overlap, and the log events of a batch no longer
-wait for its chunk reads.
+Spark is about to run. So :class:`ChunkReads` starts the next window's reads in a thread then,
+while Spark writes the current batch, and the next ``latestOffset`` only stops them and takes
+the high watermark: reading and writing overlap, and the log events of a batch no longer wait
+for its chunk reads. The thread waits for the sink's batch mark first (:mod:`.mark`: the batch's
+log changes are committed) and runs at a lower CPU priority, so the reads take their time from
+the chunk's write, not from the stream's.
 
 The reads go on for ``incremental_window`` (one round of ``incremental_chunks`` chunks at least)
 or until they are collected, each thread with a connection of its own. Reads made for another
@@ -16,7 +18,9 @@ dropped, and the window reads in the foreground instead.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -31,8 +35,10 @@ from sparkcdc.core.offset import BinlogOffset
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.incremental import Run
 from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
+from sparkcdc.spark.mark import BatchMark
 
 VISIBLE_TIMEOUT = 5.0  # the low watermark must become visible to reads within this
+READ_AHEAD_NICE = 10
 
 
 class Bounded:
@@ -95,6 +101,8 @@ class ChunkReads:
         self._thread: threading.Thread | None = None
         self._result: Reads | None = None
         self._error: BaseException | None = None
+        self._mark: BatchMark | None = None
+        self._stamp = ""
 
     def matches(self, begin: BinlogOffset, run: Run) -> bool:
         """Whether these reads are the window of ``run`` starting at ``begin``."""
@@ -103,7 +111,9 @@ class ChunkReads:
         )
         return same_run and begin == self.begin and begin.gtid == self.begin.gtid
 
-    def start(self) -> ChunkReads:
+    def start(self, mark: BatchMark | None = None) -> ChunkReads:
+        """Read in a thread, from when ``mark`` moves past its state now (:mod:`.mark`)."""
+        self._mark, self._stamp = mark, "" if mark is None else mark.stamp()
         self._thread = threading.Thread(
             target=self._background, name="sparkcdc-chunk-reads", daemon=True
         )
@@ -122,7 +132,10 @@ class ChunkReads:
         self._stop.set()
 
     def _background(self) -> None:
+        _lower_priority()
         try:
+            if self._mark is not None:
+                self._mark.wait_past(self._stamp, self._stop)
             self._result = self.run()
         except BaseException as exc:  # noqa: BLE001 - the foreground read raises it again
             self._error = exc
@@ -133,7 +146,7 @@ class ChunkReads:
         run = self.run_state
         dialect = self.dialect_of()
         try:
-            if not _visible(dialect, self.begin, self._stop):
+            if not _visible(dialect, self.begin):
                 return Reads([], run.splitter, False, visible=False)
             keys = [KeyColumn.from_json(k) for k in run.keys]
             assert run.max_key is not None
@@ -162,7 +175,14 @@ class ChunkReads:
         return table
 
 
-def _visible(dialect: Any, begin: BinlogOffset, stop: threading.Event) -> bool:
+def _lower_priority() -> None:
+    """The reads ahead (this thread and the ones it starts) yield the CPU to the micro-batch
+    being written (Linux: a thread's nice value)."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), READ_AHEAD_NICE)
+
+
+def _visible(dialect: Any, begin: BinlogOffset) -> bool:
     """Wait until every transaction before ``begin`` is visible to reads started now: the log
     reader may have read a transaction the storage engine has not committed yet (the binary
     log is written first). False if that did not happen within VISIBLE_TIMEOUT."""

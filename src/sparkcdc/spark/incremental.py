@@ -17,10 +17,11 @@ time. Here the watermarks are log positions, so a user who may only read works t
    offset after it. The chunks' raw rows are written to ``incremental/<version>.arrow`` *before*
    the offset (with the new state) is handed to Spark.
 5. ``partitions(start, end)``: the keys the micro-batch's own log events touched (before and
-   after images of the window table) are dropped from the chunks; the rest is kept in
-   ``incremental/<version>.rows.arrow`` and sent as one ``k`` event after every log event of
-   the batch, so no snapshot row overtakes a newer change. A replayed micro-batch has the same
-   log events and the same raw file, so it sends the same rows.
+   after images of the window table) are dropped from the chunks (the rest kept in
+   ``incremental/<version>.rows.arrow``; with nothing dropped the raw file serves), which are
+   sent as one ``k`` event after every log event of the batch, so no snapshot row overtakes a
+   newer change. A replayed micro-batch has the same log events and the same raw file, so it
+   sends the same rows.
 
 Several chunks in one window keep DBLog's guarantee: each read happens between the same two
 watermarks, and a key the window did not touch has the same row at every moment in it. A DDL of
@@ -93,7 +94,9 @@ class IncrementalSnapshots:
         if state.active and queue.caught_up(end) and hasattr(reader, "passed"):
             state, end = self.windows.read(state, begin, end, queue, reader)
         planned = queue.planned(end)
-        state = self._signals(_created(state, planned), planned)
+        ddl = schema_changed(planned)
+        self.windows.forget(ddl)
+        state = self._signals(_created(state, ddl), planned)
         self.latest = state
         for db, table, note in state.notices:
             log.debug("incremental snapshot%s: %s", f" of {db}.{table}" if db else "s", note)
@@ -179,14 +182,20 @@ class IncrementalSnapshots:
         }
 
 
-def _created(state: IncrementalState, batches: list[pa.RecordBatch]) -> IncrementalState:
-    """``state`` knowing the tables the log created (they need no snapshot when added)."""
+def _created(state: IncrementalState, ddl: set[str]) -> IncrementalState:
+    """``state`` knowing the tables the log created (they need no snapshot when added); ``ddl``:
+    the tables with schema events in the micro-batch."""
     if state.known is None:
         return state
-    names: set[str] = set()
-    for batch in batches:
-        picked = batch.filter(pc.equal(batch.column("op"), OP_SCHEMA))
-        dbs, tables = picked.column("db").to_pylist(), picked.column("table").to_pylist()
-        names.update(f"{db}.{table}" for db, table in zip(dbs, tables, strict=True))
-    new = sorted(names - set(state.known))
+    new = sorted(ddl - set(state.known))
     return replace(state, known=state.known + tuple(new)) if new else state
+
+
+def schema_changed(batches: list[pa.RecordBatch]) -> set[str]:
+    """The ``db.table`` names of the schema events among ``batches`` (one pass over them)."""
+    if not batches:
+        return set()
+    rows = pa.Table.from_batches(batches).select(["op", "db", "table"])
+    picked = rows.filter(pc.equal(rows.column("op"), OP_SCHEMA))
+    dbs, tables = picked.column("db").to_pylist(), picked.column("table").to_pylist()
+    return {f"{db}.{table}" for db, table in zip(dbs, tables, strict=True)}

@@ -32,6 +32,9 @@ signal_table               ``db.table`` signals are inserted into (optional; ``t
                            captures it, added when no pattern does)
 signal_dir                 path of the folder signals are written to as files (optional; the
                            pipeline keeps it beside the checkpoint)
+batch_mark                 path of the file the sink rewrites once a micro-batch's log
+                           changes are committed; reads ahead of incremental-snapshot windows
+                           wait for it (optional; the pipeline sets it)
 snapshot_dir               path of the snapshot state folder (optional; the pipeline keeps it
                            beside the checkpoint)
 snapshot_delivery          how snapshot rows reach the stream: ``rows`` (default: every row
@@ -104,6 +107,7 @@ class SourceOptions:
     snapshot_delivery: str = "rows"
     table: str | None = None  # the one db.table of a batch read
     signal_dir: str | None = None  # the folder of the file signal channel
+    batch_mark: str | None = None  # the sink's batch mark (:mod:`.mark`)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -205,6 +209,7 @@ class SourceOptions:
             snapshot_delivery=delivery,
             table=table,
             signal_dir=given("signal_dir"),
+            batch_mark=given("batch_mark"),
         )
 
 
@@ -256,6 +261,7 @@ def source_options(
     snapshot_dir: str | None = None,
     snapshot_delivery: str = "rows",
     signal_dir: str | None = None,
+    batch_mark: str | None = None,
 ) -> dict[str, str]:
     """The ``.option(...)`` values that describe ``source`` to the ``mysql-cdc`` source."""
     snapshot = source.snapshot
@@ -299,4 +305,6 @@ def source_options(
         opts["signal_table"] = source.signal_table
     if signal_dir:
         opts["signal_dir"] = signal_dir
+    if batch_mark:
+        opts["batch_mark"] = batch_mark
     return opts

@@ -217,6 +217,7 @@ def _stream(
 ) -> int:
     import sparkcdc.spark
     from sparkcdc.snapshot.signals import signal_folder
+    from sparkcdc.spark.mark import BatchMark
     from sparkcdc.spark.options import source_options
     from sparkcdc.spark.sink import DeltaSink
 
@@ -236,11 +237,16 @@ def _stream(
         snapshot_dir=str(own / "snapshot"),
         snapshot_delivery="store",  # the Delta sink reads the chunks from the split store
         signal_dir=str(signal_folder(checkpoint)),
+        batch_mark=str(own / "batch.mark"),
     )
     if reader_factory:
         options["reader_factory"] = reader_factory
     spark_checkpoint = checkpoint / "spark"
-    sink = DeltaSink(config.sink.path, app_id=lambda: pipeline_id(spark_checkpoint))
+    sink = DeltaSink(
+        config.sink.path,
+        app_id=lambda: pipeline_id(spark_checkpoint),
+        mark=BatchMark(own / "batch.mark"),
+    )
     writer = (
         spark.readStream.format("mysql-cdc")
         .options(**options)

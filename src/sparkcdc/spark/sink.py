@@ -27,7 +27,12 @@ once with ``df.toArrow()``):
    order; deletes delete, inserts and updates upsert (an update that changes the key deletes
    the old key). A batch of nothing but chunks of the initial snapshot is appended instead,
    while the table has had nothing else (:class:`~.stored.AppendBook`); chunks of an
-   incremental snapshot are always merged.
+   incremental snapshot are appended only where the replica's file statistics prove it holds
+   none of their keys (:func:`~.stored.disjoint`).
+
+   Tables are written in the batch's order, except that tables holding nothing but chunks of
+   an incremental snapshot come last: before them the sink rewrites the batch mark
+   (:mod:`.mark`), which lets the next window's reads start.
 5. Notifications of the incremental snapshots (``op = 'n'``) are no changes: they are logged and
    appended to ``<sink>/_sparkcdc/notifications`` (:mod:`.notices`).
 
@@ -56,6 +61,7 @@ from sparkcdc.core.errors import SinkError
 from sparkcdc.core.event import OP_NOTICE, OP_SCHEMA
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.spark import delta, notices, stored
+from sparkcdc.spark.mark import BatchMark
 from sparkcdc.spark.replica import latest_changes
 
 log = logging.getLogger("sparkcdc.sink")
@@ -78,8 +84,12 @@ class BatchReport:
 class DeltaSink:
     """``writeStream.foreachBatch(DeltaSink(path, app_id))``; see the module docstring."""
 
-    def __init__(self, path: str, app_id: str | Callable[[], str]) -> None:
+    def __init__(
+        self, path: str, app_id: str | Callable[[], str], mark: BatchMark | None = None
+    ) -> None:
         self.path = str(path)
+        self.mark = mark  # rewritten once the stream's changes of a batch are committed
+        self._marked = False
         self._app_id = app_id
         self._schemas: dict[str, TableSchema] = {}  # schema_id -> schema
         self._columns: dict[TableName, list[pa.Field]] = {}
@@ -119,12 +129,17 @@ class DeltaSink:
         skipped: list[str] = []
         count = 0
         last_ts: int | None = None
+        self._marked = False
         if changes is not None and pc.any(changes).as_py():
             positions = pc.indices_nonzero(changes)
             rows = envelope.take(positions).append_column("_pos", positions.cast(pa.int64()))
             names = pc.binary_join_element_wise(rows.column("db"), rows.column("table"), "\x00")
-            for name in pc.unique(names).to_pylist():
-                part = rows.filter(pc.equal(names, name))
+            parts = [(n, rows.filter(pc.equal(names, n))) for n in pc.unique(names).to_pylist()]
+            # the stream's changes first, then the mark, then snapshot chunks (module docstring)
+            later = [stored.only_incremental_chunks(part) for _, part in parts]
+            for (name, part), chunk in sorted(zip(parts, later, strict=True), key=lambda p: p[1]):
+                if chunk:
+                    self._touch_mark()
                 db, table = name.split("\x00", 1)
                 wrote, n = self._table_changes((db, table), part, batch_id, resets.get((db, table)))
                 (tables if wrote else skipped).append(f"{db}.{table}")
@@ -134,11 +149,18 @@ class DeltaSink:
         for name in resets:
             if name not in {tuple(t.split(".", 1)) for t in tables + skipped}:
                 self._reset_only(name, batch_id)
+        self._touch_mark()
         noticed = notices.record(self.path, envelope, self.app_id, batch_id)
         report = BatchReport(batch_id, count, tables, skipped, last_ts, noticed)
         took = f"read {read_s:.1f}s, " if read_s is not None else ""
         self._account(report, f" ({took}written in {time.perf_counter() - started:.1f}s)")
         return report
+
+    def _touch_mark(self) -> None:
+        """Once per batch: the stream's changes of this batch are committed (:mod:`.mark`)."""
+        if self.mark is not None and not self._marked:
+            self._marked = True
+            self.mark.touch()
 
     def _account(self, report: BatchReport, timing: str) -> None:
         self.batches += 1
@@ -237,6 +259,7 @@ class DeltaSink:
         columns = self._table_columns(name, latest)
         label = f"{name[0]}.{name[1]}"
         chunks_only = stored.only_initial_chunks(rows)
+        incremental_only = not chunks_only and stored.only_incremental_chunks(rows)
         if not chunks_only:
             self._appends.streamed(*name, self.app_id)
         if stored.has_chunks(rows):
@@ -264,7 +287,9 @@ class DeltaSink:
                 schema=delta.changelog_schema(columns),
             )
             log_path, replica_path = self._changelog(name), self._replica(name)
-            if chunks_only and self._appends.may_append(*name, self.app_id, replica_path):
+            if (chunks_only and self._appends.may_append(*name, self.app_id, replica_path)) or (
+                incremental_only and stored.disjoint(replica_path, latest.key, after)
+            ):
                 wrote = stored.append_chunks(
                     log_path, changelog, replica_path, after, self.app_id, batch_id
                 )

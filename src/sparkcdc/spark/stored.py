@@ -14,15 +14,18 @@ chunks of this pipeline has reached it (:class:`AppendBook`): the replica held n
 first chunk came, chunks are disjoint key ranges each written once, and every micro-batch with a
 log event of the table ends the rule for good. So an append gives what the MERGE would, at a
 fraction of its cost; this is the case of ``startup: initial``, whose log events start after the
-last chunk. Chunks of an *incremental* snapshot (``"incremental": true`` in the event) are
-always merged, since the replica may hold their keys already, and end the rule like a log event.
+last chunk. Chunks of an *incremental* snapshot (``"incremental": true`` in the event) end the
+rule like a log event, since the replica may hold their keys already: they are merged, unless
+the micro-batch holds nothing else of the table and the replica's file statistics prove that no
+row of it has a key in the chunks' range (:func:`disjoint`, an integer key), which is the case
+of a table added to a running pipeline or first captured with its snapshot.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -58,6 +61,46 @@ def only_initial_chunks(rows: pa.Table) -> bool:
     if not only_chunks(rows):
         return False
     return not any(is_incremental(after) for after in rows.column("after").to_pylist())
+
+
+def only_incremental_chunks(rows: pa.Table) -> bool:
+    """Whether ``rows`` (one table's) are nothing but chunks of an incremental snapshot."""
+    if not only_chunks(rows):
+        return False
+    return all(is_incremental(after) for after in rows.column("after").to_pylist())
+
+
+def disjoint(replica: str, key: Sequence[str], after: pa.StructArray | pa.ChunkedArray) -> bool:
+    """Whether no row of the replica can share its key with a row of ``after``: the key is one
+    integer column and no data file's statistics (its min and max) reach into the rows' key
+    range. Chunks of an incremental snapshot that pass are appended, not merged."""
+    if len(key) != 1:
+        return False
+    name = key[0].lower()
+    fields = [after.type.field(i).name for i in range(after.type.num_fields)]
+    found = next((f for f in fields if f.lower() == name), None)
+    if found is None:
+        return False
+    values = (after.combine_chunks() if isinstance(after, pa.ChunkedArray) else after).field(found)
+    if not pa.types.is_integer(values.type) or values.null_count:
+        return False
+    table = delta.open_table(replica)
+    if table is None or len(values) == 0:
+        return True
+    bounds = pc.min_max(values)
+    lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+    files = pa.table(table.get_add_actions(flatten=False))
+    if files.num_rows == 0:
+        return True
+    try:
+        low = files.column("min").combine_chunks().field(found)
+        high = files.column("max").combine_chunks().field(found)
+    except KeyError:  # no statistics of the column are kept
+        return False
+    if low.null_count or high.null_count:
+        return False
+    overlap = pc.and_(pc.less_equal(low, hi), pc.greater_equal(high, lo))
+    return not pc.any(overlap).as_py()
 
 
 def append_chunks(

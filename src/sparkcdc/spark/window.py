@@ -38,6 +38,7 @@ from sparkcdc.snapshot.incremental import IncrementalState, Notice, Request, Run
 from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
 from sparkcdc.spark.chunk_reads import Bounded, ChunkReads, Reads
 from sparkcdc.spark.delivery import DeliveryQueue
+from sparkcdc.spark.mark import BatchMark
 from sparkcdc.spark.options import SourceOptions
 from sparkcdc.spark.snapshot import load_table, open_dialect
 
@@ -58,6 +59,8 @@ class WindowReader:
         self.hook: Callable[[], None] | None = None  # tests: runs between the reads and HW
         self._dialect: Any = None
         self._ahead: ChunkReads | None = None  # the next window's reads, started early
+        self._schemas: dict[str, TableSchema] = {}  # until the log shows a DDL of the table
+        self.mark = BatchMark(options.batch_mark) if options.batch_mark else None
 
     @property
     def dialect(self) -> Any:
@@ -96,7 +99,7 @@ class WindowReader:
         if run is None or run.max_key is None:
             return finish_run(state), end
         try:
-            schema = load_table(self.options, run.table)
+            schema = self._schema(run.table)
         except SparkCDCError as exc:  # dropped, or its key is gone: the run cannot go on
             stop = notice(run.table, "stopped", rows=run.rows, reason=str(exc))
             return replace(state, run=None, notices=(*state.notices, stop)), end
@@ -113,6 +116,7 @@ class WindowReader:
         high = self.dialect.watermark()
         finish = self._pass(begin, high, queue, reader)
         if finish is None or _altered(queue.planned(finish), schema):
+            self._schemas.pop(run.table, None)
             return state, end  # the window is read again in a later micro-batch
         rows = pa.concat_tables(chunks) if chunks else None
         n = 0 if rows is None else rows.num_rows
@@ -153,10 +157,22 @@ class WindowReader:
         if self.options.snapshot_delivery != "store":
             return
         try:
-            schema = load_table(self.options, run.table)
+            schema = self._schema(run.table)
         except SparkCDCError:
             return  # the foreground read says what is wrong
-        self._ahead = self._reads(run, schema, begin).start()
+        self._ahead = self._reads(run, schema, begin).start(self.mark)
+
+    def _schema(self, name: str) -> TableSchema:
+        """The schema of the table ``name``, loaded once and kept until :meth:`forget`."""
+        if name not in self._schemas:
+            self._schemas[name] = load_table(self.options, name)
+        return self._schemas[name]
+
+    def forget(self, tables: set[str]) -> None:
+        """Drop the kept schemas of ``tables`` (the log holds a DDL or announcement of them):
+        the next window loads them again, and finds a dropped table gone."""
+        for name in tables:
+            self._schemas.pop(name, None)
 
     def _take_prefetched(self, begin: BinlogOffset, run: Run) -> Reads | None:
         ahead, self._ahead = self._ahead, None
@@ -184,8 +200,9 @@ class WindowReader:
     def _start(self, request: Request) -> tuple[Run | None, list[Notice]]:
         """A new run of ``request``'s table (None with a ``skipped`` notice if it cannot)."""
         table = request.table
+        self._schemas.pop(table, None)  # a run starts from the table as it is now
         try:
-            schema = load_table(self.options, table)
+            schema = self._schema(table)
             names = self.options.source.snapshot.chunk_key_columns.get(table) or schema.key
             keys = self.dialect.key_columns(schema.db, schema.table, names)
             if request.where:
@@ -239,18 +256,25 @@ def finish_run(state: IncrementalState) -> IncrementalState:
 def _altered(batches: list[pa.RecordBatch], schema: TableSchema) -> bool:
     """Whether the window holds a schema change of the table read (an announcement of the
     schema at the reader's start is none)."""
-    for batch in batches:
-        mask = pc.and_(
-            pc.equal(batch.column("op"), OP_SCHEMA),
-            pc.and_(
-                pc.equal(batch.column("db"), schema.db),
-                pc.equal(batch.column("table"), schema.table),
-            ),
-        )
-        for after in batch.filter(mask).column("after").to_pylist():
-            if json.loads(after or "{}").get("kind") != "announce":
-                return True
-    return False
+    picked = _of_table(batches, schema.db, schema.table, [OP_SCHEMA], ["after"])
+    return any(
+        json.loads(after or "{}").get("kind") != "announce"
+        for after in picked.column("after").to_pylist()
+    )
+
+
+def _of_table(
+    batches: list[pa.RecordBatch], db: str, table: str, ops: list[str], columns: list[str]
+) -> pa.Table:
+    """The ``columns`` of the events of ``db.table`` with an op in ``ops``, in one pass."""
+    if not batches:
+        return pa.table({c: pa.array([], pa.string()) for c in columns})
+    rows = pa.Table.from_batches(batches).select(["op", "db", "table", *columns])
+    mask = pc.and_(
+        pc.and_(pc.equal(rows.column("db"), db), pc.equal(rows.column("table"), table)),
+        pc.is_in(rows.column("op"), pa.array(ops)),
+    )
+    return rows.filter(mask).select(columns)
 
 
 def chunk_event(
@@ -260,10 +284,11 @@ def chunk_event(
     with pa.memory_map(str(raw)) as source:
         rows = pa.ipc.open_file(source).read_all()
     touched = _touched(batches, window["table"], window["row_key"])
+    kept = raw  # the window's log events changed none of its keys: the raw file is the chunk
     if touched:
         rows = rows.filter(pc.invert(pc.is_in(rows.column("key"), pa.array(touched))))
-    kept = raw.with_name(raw.name.replace(".arrow", ".rows.arrow"))
-    _write(kept, rows)
+        kept = raw.with_name(raw.name.replace(".arrow", ".rows.arrow"))
+        _write(kept, rows)
     db, _, table = window["table"].partition(".")
     ref = json.dumps({"path": str(kept), "rows": rows.num_rows, "incremental": True})
     return snapshot_batch(
@@ -292,17 +317,13 @@ def _last_key(chunks: list[pa.Table]) -> list[Any] | None:
 def _touched(batches: list[pa.RecordBatch], name: str, row_key: list[str]) -> list[str]:
     """The key texts of ``name``'s rows the log events changed (old and new keys)."""
     db, _, table = name.partition(".")
+    picked = _of_table(batches, db, table, [OP_CREATE, OP_UPDATE, OP_DELETE], ["before", "after"])
     out: set[str] = set()
-    for batch in batches:
-        mask = pc.and_(pc.equal(batch.column("db"), db), pc.equal(batch.column("table"), table))
-        changes = pa.array([OP_CREATE, OP_UPDATE, OP_DELETE])
-        mask = pc.and_(mask, pc.is_in(batch.column("op"), changes))
-        picked = batch.filter(mask)
-        for image_col in ("before", "after"):
-            for image in picked.column(image_col).to_pylist():
-                if image is not None:
-                    row = json.loads(image)
-                    out.add(key_text([row.get(c) for c in row_key]))
+    for image_col in ("before", "after"):
+        for image in picked.column(image_col).to_pylist():
+            if image is not None:
+                row = json.loads(image)
+                out.add(key_text([row.get(c) for c in row_key]))
     return sorted(out)
 
 

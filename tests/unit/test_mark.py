@@ -1,0 +1,43 @@
+"""The sink's batch mark: the reads ahead of an incremental snapshot wait for it to move."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from sparkcdc.spark.mark import BatchMark
+
+
+def test_wait_past_returns_when_the_mark_moves(tmp_path: Path) -> None:
+    mark = BatchMark(tmp_path / "batch.mark")
+    stamp = mark.stamp()
+    assert stamp == ""  # no mark yet
+    timer = threading.Timer(0.1, mark.touch)
+    timer.start()
+    started = time.monotonic()
+    assert mark.wait_past(stamp, threading.Event(), limit=10.0)
+    assert time.monotonic() - started < 5.0
+    assert mark.stamp() != stamp
+
+
+def test_wait_past_gives_up_at_its_limit_or_when_stopped(tmp_path: Path) -> None:
+    mark = BatchMark(tmp_path / "batch.mark")
+    mark.touch()
+    stamp = mark.stamp()
+    assert not mark.wait_past(stamp, threading.Event(), limit=0.05)
+    stop = threading.Event()
+    stop.set()
+    assert not mark.wait_past(stamp, stop, limit=10.0)
+
+
+def test_every_touch_moves_the_mark(tmp_path: Path) -> None:
+    mark = BatchMark(tmp_path / "deep" / "batch.mark")
+    seen = set()
+    for _ in range(3):
+        mark.touch()
+        seen.add(mark.stamp())
+    assert len(seen) == 3
+    again = BatchMark(tmp_path / "deep" / "batch.mark")  # a restarted sink
+    again.touch()
+    assert again.stamp() not in seen
