@@ -13,7 +13,8 @@ the chunk's write, not from the stream's.
 The reads go on for ``incremental_window`` (one round of ``incremental_chunks`` chunks at least)
 or until they are collected, each thread with a connection of its own. Reads made for another
 start offset or another state of the run (the stream was moved, a signal changed the run) are
-dropped, and the window reads in the foreground instead.
+dropped, and the window reads in the foreground instead, one round of chunks only, since the
+micro-batch's log events wait for those reads.
 """
 
 from __future__ import annotations

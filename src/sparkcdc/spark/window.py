@@ -105,8 +105,8 @@ class WindowReader:
             return replace(state, run=None, notices=(*state.notices, stop)), end
         keys = [KeyColumn.from_json(k) for k in run.keys]
         reads = self._take_prefetched(begin, run)
-        if reads is None:
-            reads = self._reads(run, schema, begin).run()
+        if reads is None:  # read while the batch waits: one round (the run's first window)
+            reads = self._reads(run, schema, begin, one_round=True).run()
         if not reads.visible:
             log.warning("the server did not make %s visible in time; window skipped", begin)
             return state, end  # the window is tried again in a later micro-batch
@@ -186,7 +186,9 @@ class WindowReader:
         log.debug("window at %s: %s", begin, "read ahead" if reads else "read ahead failed")
         return reads
 
-    def _reads(self, run: Run, schema: TableSchema, begin: BinlogOffset) -> ChunkReads:
+    def _reads(
+        self, run: Run, schema: TableSchema, begin: BinlogOffset, one_round: bool = False
+    ) -> ChunkReads:
         return ChunkReads(
             lambda: open_dialect(self.options),
             run,
@@ -194,7 +196,7 @@ class WindowReader:
             begin,
             self.settings,
             self.parallel,
-            self.seconds,
+            0.0 if one_round else self.seconds,
         )
 
     def _start(self, request: Request) -> tuple[Run | None, list[Notice]]:
