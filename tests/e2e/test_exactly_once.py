@@ -1,7 +1,8 @@
 """Exactly once, tested by crashing: ``kill -9`` of ``sparkcdc run`` (its whole process group:
-driver, JVM and Python workers, as a machine crash would) in the middle of a randomized
-workload of 100k+ changes, then a restart from the same checkpoint. Afterwards the replica equals
-the source row by row and the change log holds every source change exactly once."""
+driver, JVM and Python workers, as a machine crash would) five times in the middle of a
+randomized workload of 100k+ changes, each time restarting from the same checkpoint. Afterwards
+the replica equals the source row by row and the change log holds every source change exactly
+once."""
 
 from __future__ import annotations
 
@@ -46,26 +47,41 @@ def replica_rows(path: Path) -> list[tuple[object, ...]]:
     ]
 
 
-@pytest.mark.parametrize("trial", range(TRIALS))
-def test_kill_9_mid_stream_then_restart(
-    mariadb: EmbeddedMariaDB, tmp_path: Path, trial: int
-) -> None:
-    rng = random.Random(1000 + trial)
-    db = f"crash{trial}"
+def version(path: Path) -> int:
+    """The Delta table's latest version (-1 while there is none)."""
+    return DeltaTable(str(path)).version() if DeltaTable.is_deltatable(str(path)) else -1
+
+
+def test_kill_9_mid_stream_then_restart(mariadb: EmbeddedMariaDB, tmp_path: Path) -> None:
+    """TRIALS crashes of one pipeline, each while a part of the workload runs and at a random
+    moment after the restarted pipeline wrote again (the later ones while it catches up with
+    what it missed); a last restart catches up with everything."""
+    rng = random.Random(1000)
+    db = "crash"
     begin = log_end(mariadb)
     mariadb.execute(f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}")
     mariadb.execute(*(s.format(db=db) for s in DDL))
     cfg = write_config(tmp_path, mariadb, rf"{db}\..*", startup=begin)
+    changelog = tmp_path / "lake" / db / "accounts__changelog"
 
-    workload = ChangeWorkload(mariadb, db, CHANGES, seed=trial)
-    proc = start(cfg)
-    workload.start()
-    # crash somewhere while the workload and the stream are both running
-    time.sleep(rng.uniform(8.0, 20.0))
-    assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
-    crash(proc)
-    workload.join()
-    assert workload.error is None, workload.error
+    expected: Counter[tuple[str, int, int]] = Counter()
+    for trial in range(TRIALS):
+        workload = ChangeWorkload(mariadb, db, -(-CHANGES // TRIALS), seed=trial)
+        workload.next_id = trial * 10_000_000 + 1  # each part inserts keys of its own
+        written = version(changelog)
+        proc = start(cfg)
+        workload.start()
+        deadline = time.monotonic() + 300
+        while version(changelog) <= written:  # crash only once this run has written
+            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+            assert time.monotonic() < deadline, "the restarted pipeline wrote nothing in 300 s"
+            time.sleep(0.1)
+        time.sleep(rng.uniform(0.5, 3.0))
+        assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+        crash(proc)
+        workload.join()
+        assert workload.error is None, workload.error
+        expected += workload.expected
 
     # restart from the same checkpoint and catch up with everything written
     available_now(cfg)
@@ -77,9 +93,9 @@ def test_kill_9_mid_stream_then_restart(
     ]
     seen = changelog_identities(lake / "accounts__changelog")
     duplicates = {k: n for k, n in seen.items() if n > 1}
-    missing = workload.expected - seen
-    unexpected = seen - workload.expected
+    missing = expected - seen
+    unexpected = seen - expected
     assert not duplicates, f"{len(duplicates)} changes delivered twice, e.g. {list(duplicates)[:5]}"
     assert not missing, f"{len(missing)} changes missing, e.g. {list(missing)[:5]}"
     assert not unexpected, f"{len(unexpected)} changes never made, e.g. {list(unexpected)[:5]}"
-    assert sum(seen.values()) == sum(workload.expected.values()) >= CHANGES
+    assert sum(seen.values()) == sum(expected.values()) >= CHANGES
