@@ -5,7 +5,7 @@ once with ``df.toArrow()``):
 
 1. Schema rows (``op = 's'``), in order: each announced schema is written to
    ``<sink>/_sparkcdc/schemas/<db>.<table>.<schema_id>.json`` and the table's Delta tables are
-   created or evolved. DDL as it reaches the sink:
+   created or evolved (:mod:`.lake`). DDL as it reaches the sink:
 
    ===================  ===============================================================
    CREATE TABLE         creates ``<db>/<t>`` and ``<db>/<t>__changelog``
@@ -42,31 +42,24 @@ N after a crash writes nothing twice (:mod:`.delta`).
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkcdc.core.convert import arrow_schema, cast_struct, decode_images
 from sparkcdc.core.errors import SinkError
 from sparkcdc.core.event import OP_NOTICE, OP_SCHEMA
-from sparkcdc.core.schema import TableSchema
 from sparkcdc.spark import delta, notices, stored
+from sparkcdc.spark.lake import Lake, TableName
 from sparkcdc.spark.mark import BatchMark
 from sparkcdc.spark.replica import latest_changes
 
 log = logging.getLogger("sparkcdc.sink")
-
-TableName = tuple[str, str]
 
 
 @dataclass
@@ -91,8 +84,7 @@ class DeltaSink:
         self.mark = mark  # rewritten once the stream's changes of a batch are committed
         self._marked = False
         self._app_id = app_id
-        self._schemas: dict[str, TableSchema] = {}  # schema_id -> schema
-        self._columns: dict[TableName, list[pa.Field]] = {}
+        self.lake = Lake(self.path)
         self.batches = 0
         self.changes = 0
         self.last_event_ts_ms: int | None = None
@@ -122,7 +114,7 @@ class DeltaSink:
         ops = envelope.column("op").to_pylist() if envelope.num_rows else []
         resets: dict[TableName, int] = {}
         for i in (i for i, op in enumerate(ops) if op == OP_SCHEMA):
-            self._schema_row(envelope.slice(i, 1).to_pylist()[0], i, resets)
+            self.lake.announce(envelope.slice(i, 1).to_pylist()[0], i, resets)
         kept = pa.array([OP_SCHEMA, OP_NOTICE])
         changes = pc.invert(pc.is_in(envelope.column("op"), kept)) if envelope.num_rows else None
         tables: list[str] = []
@@ -182,81 +174,14 @@ class DeltaSink:
                 timing,
             )
 
-    # -------------------------------------------------------------- schemas
-    def _schema_row(self, row: dict[str, Any], index: int, resets: dict[TableName, int]) -> None:
-        name = (row["db"], row["table"])
-        if _empties_table(row):
-            resets[name] = index
-        if not row.get("schema"):
-            return
-        schema = TableSchema.from_json(json.loads(row["schema"]))
-        schema_id = row.get("schema_id") or schema.schema_id()
-        self._schemas[schema_id] = schema
-        self._save_schema(schema, schema_id)
-        self._evolve((schema.db, schema.table), schema)
-
-    def _save_schema(self, schema: TableSchema, schema_id: str) -> None:
-        folder = Path(self.path) / "_sparkcdc" / "schemas"
-        target = folder / f"{schema.db}.{schema.table}.{schema_id}.json"
-        if target.exists():
-            return
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(schema.to_json(), indent=1, sort_keys=True))
-        os.replace(tmp, target)
-
-    def _schema(self, name: TableName, schema_id: str) -> TableSchema:
-        found = self._schemas.get(schema_id)
-        if found is None:
-            path = (
-                Path(self.path) / "_sparkcdc" / "schemas" / f"{name[0]}.{name[1]}.{schema_id}.json"
-            )
-            try:
-                found = TableSchema.from_json(json.loads(path.read_text()))
-            except (OSError, ValueError) as exc:
-                raise SinkError(
-                    f"changes to {name[0]}.{name[1]} name schema {schema_id}, which was never "
-                    f"announced in {path.parent}; restart the pipeline with a fresh checkpoint.",
-                    table=f"{name[0]}.{name[1]}",
-                ) from exc
-            self._schemas[schema_id] = found
-        return found
-
-    def _evolve(self, name: TableName, schema: TableSchema) -> list[pa.Field]:
-        wanted = list(arrow_schema(schema))
-        try:
-            columns = delta.ensure_replica(self._replica(name), wanted)
-            delta.ensure_changelog(self._changelog(name), columns)
-        except Exception as exc:
-            raise SinkError(
-                f"could not create or evolve the Delta tables of {name[0]}.{name[1]}: {exc}",
-                table=f"{name[0]}.{name[1]}",
-            ) from exc
-        self._columns[name] = columns
-        return columns
-
-    def _table_columns(self, name: TableName, schema: TableSchema) -> list[pa.Field]:
-        if name not in self._columns:
-            table = delta.open_table(self._replica(name))
-            if table is None:
-                return self._evolve(name, schema)
-            self._columns[name] = delta.arrow_fields(table)
-        return self._columns[name]
-
-    def _replica(self, name: TableName) -> str:
-        return str(Path(self.path) / name[0] / name[1])
-
-    def _changelog(self, name: TableName) -> str:
-        return str(Path(self.path) / name[0] / f"{name[1]}__changelog")
-
     # -------------------------------------------------------------- changes
     def _table_changes(
         self, name: TableName, rows: pa.Table, batch_id: int, reset_at: int | None
     ) -> tuple[bool, int]:
         """Write one table's changes; (whether anything was written, how many changes)."""
         schema_ids = rows.column("schema_id").to_pylist()
-        latest = self._schema(name, schema_ids[-1])
-        columns = self._table_columns(name, latest)
+        latest = self.lake.schema(name, schema_ids[-1])
+        columns = self.lake.columns(name, latest)
         label = f"{name[0]}.{name[1]}"
         chunks_only = stored.only_initial_chunks(rows)
         incremental_only = not chunks_only and stored.only_incremental_chunks(rows)
@@ -267,14 +192,14 @@ class DeltaSink:
                 rows, before, after = stored.with_chunk_rows(
                     rows,
                     columns,
-                    lambda inline: self._typed_images(
+                    lambda inline: self.lake.images(
                         name, inline, inline.column("schema_id").to_pylist(), columns
                     ),
                 )
             except (OSError, ValueError) as exc:
                 raise SinkError(f"batch {batch_id} of {label}: {exc}.", table=label) from exc
         else:
-            before, after = self._typed_images(name, rows, schema_ids, columns)
+            before, after = self.lake.images(name, rows, schema_ids, columns)
         try:
             changelog = pa.Table.from_arrays(
                 [
@@ -286,7 +211,7 @@ class DeltaSink:
                 ],
                 schema=delta.changelog_schema(columns),
             )
-            log_path, replica_path = self._changelog(name), self._replica(name)
+            log_path, replica_path = self.lake.changelog(name), self.lake.replica(name)
             if (chunks_only and self._appends.may_append(*name, self.app_id, replica_path)) or (
                 incremental_only and stored.disjoint(replica_path, latest.key, after)
             ):
@@ -313,57 +238,10 @@ class DeltaSink:
             ) from exc
         return wrote_log or wrote_replica, rows.num_rows
 
-    def _typed_images(
-        self, name: TableName, rows: pa.Table, schema_ids: list[str], columns: list[pa.Field]
-    ) -> tuple[pa.StructArray, pa.StructArray]:
-        images = []
-        for side in ("before", "after"):
-            values = rows.column(side).combine_chunks()
-            parts, order = [], []
-            for schema_id in dict.fromkeys(schema_ids):
-                mask = pc.equal(rows.column("schema_id"), schema_id)
-                decoded = decode_images(
-                    values.filter(mask.combine_chunks()), self._schema(name, schema_id)
-                )
-                try:
-                    parts.append(cast_struct(decoded, columns))
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                    raise SinkError(
-                        f"a change to {name[0]}.{name[1]} does not fit the Delta column types "
-                        f"({exc}); column type changes need a new table.",
-                        table=f"{name[0]}.{name[1]}",
-                    ) from exc
-                order.append(pc.indices_nonzero(mask))
-            if len(parts) == 1:
-                images.append(parts[0])
-                continue
-            merged = pa.concat_arrays(parts)
-            where = pa.concat_arrays([o.cast(pa.int64()) for o in order])
-            images.append(merged.take(pc.sort_indices(where)))
-        return images[0], images[1]
-
     def _reset_only(self, name: TableName, batch_id: int) -> None:
         """A TRUNCATE or DROP TABLE with no later change of the table in this batch."""
-        path = self._replica(name)
+        path = self.lake.replica(name)
         if delta.open_table(path) is None:
             return
         empty = pa.table({})
         delta.merge_replica(path, empty, (), self.app_id, batch_id, reset=True)
-
-
-def _empties_table(row: dict[str, Any]) -> bool:
-    """TRUNCATE TABLE, DROP TABLE or DROP DATABASE (by the change's kind, else the statement)."""
-    ddl = row.get("ddl") or ""
-    if _RENAME.match(ddl):
-        return False  # the old name's tables stay as they were
-    try:
-        change = json.loads(row.get("after") or "null")
-    except ValueError:
-        change = None
-    if isinstance(change, dict) and "kind" in change:
-        return change["kind"] in ("truncate", "drop")
-    return bool(_EMPTYING.match(ddl))
-
-
-_EMPTYING = re.compile(r"\s*(TRUNCATE|DROP\s+(TABLE|DATABASE|SCHEMA))\b", re.IGNORECASE)
-_RENAME = re.compile(r"\s*(RENAME\s+TABLE|ALTER\s+TABLE\s+.*\bRENAME\b)", re.IGNORECASE | re.DOTALL)
