@@ -41,3 +41,11 @@ def test_every_touch_moves_the_mark(tmp_path: Path) -> None:
     again = BatchMark(tmp_path / "deep" / "batch.mark")  # a restarted sink
     again.touch()
     assert again.stamp() not in seen
+
+
+def test_a_mark_that_cannot_be_written_fails_nothing(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    mark = BatchMark(blocker / "batch.mark")
+    mark.touch()  # no error: the reads ahead just wait out their limit
+    assert mark.stamp() == ""

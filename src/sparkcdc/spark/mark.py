@@ -14,10 +14,13 @@ start anyway after :data:`WAIT_LIMIT` (a sink that leaves no mark, a micro-batch
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
 from pathlib import Path
+
+log = logging.getLogger("sparkcdc.sink")
 
 WAIT_LIMIT = 1.0  # seconds the reads ahead wait for the mark at most
 POLL = 0.005
@@ -31,12 +34,16 @@ class BatchMark:
         self._count = 0
 
     def touch(self) -> None:
-        """The sink: the current micro-batch's log changes are committed."""
+        """The sink: the current micro-batch's log changes are committed. A mark that cannot be
+        written only leaves the reads ahead to start after their wait."""
         self._count += 1
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(f"{os.getpid()} {self._count} {time.time_ns()}")
-        os.replace(tmp, self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            tmp.write_text(f"{os.getpid()} {self._count} {time.time_ns()}")
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            log.debug("the batch mark %s was not written: %s", self.path, exc)
 
     def stamp(self) -> str:
         """The mark as it is now ('' when there is none)."""
