@@ -43,14 +43,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkcdc.core.errors import ConfigError
-from sparkcdc.core.event import OP_CREATE, OP_SCHEMA
+from sparkcdc.core.event import OP_CREATE
 from sparkcdc.core.offset import BinlogOffset
 from sparkcdc.snapshot.incremental import IncrementalState, add_new_tables, apply_signal
 from sparkcdc.snapshot.signals import Signal, parse_signal, read_file_signals, remove_file_signals
 from sparkcdc.spark.delivery import DeliveryQueue
 from sparkcdc.spark.notices import notice_batch
 from sparkcdc.spark.options import SourceOptions
-from sparkcdc.spark.window import WindowReader, chunk_event
+from sparkcdc.spark.window import WindowReader
+from sparkcdc.spark.window_events import chunk_event, schema_changed
 
 log = logging.getLogger("sparkcdc.incremental")
 
@@ -189,13 +190,3 @@ def _created(state: IncrementalState, ddl: set[str]) -> IncrementalState:
         return state
     new = sorted(ddl - set(state.known))
     return replace(state, known=state.known + tuple(new)) if new else state
-
-
-def schema_changed(batches: list[pa.RecordBatch]) -> set[str]:
-    """The ``db.table`` names of the schema events among ``batches`` (one pass over them)."""
-    if not batches:
-        return set()
-    rows = pa.Table.from_batches(batches).select(["op", "db", "table"])
-    picked = rows.filter(pc.equal(rows.column("op"), OP_SCHEMA))
-    dbs, tables = picked.column("db").to_pylist(), picked.column("table").to_pylist()
-    return {f"{db}.{table}" for db, table in zip(dbs, tables, strict=True)}

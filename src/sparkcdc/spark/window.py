@@ -6,8 +6,7 @@ until the low watermark is visible to reads (MariaDB's consistent-snapshot binlo
 binary log is written before the storage engine commits), reads the window's chunks
 ``incremental_chunks`` at a time in parallel threads for as long as ``incremental_window``
 lasts, takes the high watermark, lets the log reader pass it and writes the raw chunk file.
-:func:`chunk_event` is step 5, for ``partitions``: the chunk without the keys the micro-batch's
-log events touched, as the one ``k`` event that follows them.
+Step 5, the chunk as the micro-batch's ``k`` event, is :mod:`.window_events`.
 
 The splitter is Flink CDC's (:mod:`sparkcdc.snapshot.splitter`, seed 003) bounded by the
 maximum key the table had when its run started, as Debezium bounds its incremental snapshots
@@ -18,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -26,14 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from sparkcdc.core.chunk import KeyColumn
 from sparkcdc.core.errors import SparkCDCError
-from sparkcdc.core.event import OP_CHUNK, OP_CREATE, OP_DELETE, OP_SCHEMA, OP_UPDATE, snapshot_batch
 from sparkcdc.core.offset import BinlogOffset
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.snapshot.correct import key_text
 from sparkcdc.snapshot.incremental import IncrementalState, Notice, Request, Run, notice
 from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
 from sparkcdc.spark.chunk_reads import Bounded, ChunkReads, Reads
@@ -41,6 +36,7 @@ from sparkcdc.spark.delivery import DeliveryQueue
 from sparkcdc.spark.mark import BatchMark
 from sparkcdc.spark.options import SourceOptions
 from sparkcdc.spark.snapshot import load_table, open_dialect
+from sparkcdc.spark.window_events import altered, write_arrow
 
 log = logging.getLogger("sparkcdc.incremental")
 PASS_TIMEOUT = 60.0  # the log reader must pass the high watermark within this
@@ -115,14 +111,14 @@ class WindowReader:
             self.hook()
         high = self.dialect.watermark()
         finish = self._pass(begin, high, queue, reader)
-        if finish is None or _altered(queue.planned(finish), schema):
+        if finish is None or altered(queue.planned(finish), schema):
             self._schemas.pop(run.table, None)
             return state, end  # the window is read again in a later micro-batch
         rows = pa.concat_tables(chunks) if chunks else None
         n = 0 if rows is None else rows.num_rows
         version = state.version
         path = self.folder / f"{version}.arrow"
-        _write(path, rows if rows is not None else _empty(schema))
+        write_arrow(path, rows if rows is not None else _empty(schema))
         window = {
             "table": run.table,
             "path": str(path),
@@ -255,86 +251,12 @@ def finish_run(state: IncrementalState) -> IncrementalState:
     return replace(state, run=None, notices=tuple(notes))
 
 
-def _altered(batches: list[pa.RecordBatch], schema: TableSchema) -> bool:
-    """Whether the window holds a schema change of the table read (an announcement of the
-    schema at the reader's start is none)."""
-    picked = _of_table(batches, schema.db, schema.table, [OP_SCHEMA], ["after"])
-    return any(
-        json.loads(after or "{}").get("kind") != "announce"
-        for after in picked.column("after").to_pylist()
-    )
-
-
-def _of_table(
-    batches: list[pa.RecordBatch], db: str, table: str, ops: list[str], columns: list[str]
-) -> pa.Table:
-    """The ``columns`` of the events of ``db.table`` with an op in ``ops``, in one pass."""
-    if not batches:
-        return pa.table({c: pa.array([], pa.string()) for c in columns})
-    rows = pa.Table.from_batches(batches).select(["op", "db", "table", *columns])
-    mask = pc.and_(
-        pc.and_(pc.equal(rows.column("db"), db), pc.equal(rows.column("table"), table)),
-        pc.is_in(rows.column("op"), pa.array(ops)),
-    )
-    return rows.filter(mask).select(columns)
-
-
-def chunk_event(
-    window: dict, batches: list[pa.RecordBatch], finish: BinlogOffset, ts: int
-) -> pa.RecordBatch:
-    raw = Path(window["path"])
-    with pa.memory_map(str(raw)) as source:
-        rows = pa.ipc.open_file(source).read_all()
-    touched = _touched(batches, window["table"], window["row_key"])
-    kept = raw  # the window's log events changed none of its keys: the raw file is the chunk
-    if touched:
-        rows = rows.filter(pc.invert(pc.is_in(rows.column("key"), pa.array(touched))))
-        kept = raw.with_name(raw.name.replace(".arrow", ".rows.arrow"))
-        _write(kept, rows)
-    db, _, table = window["table"].partition(".")
-    ref = json.dumps({"path": str(kept), "rows": rows.num_rows, "incremental": True})
-    return snapshot_batch(
-        pa.nulls(1, pa.string()),
-        pa.array([ref], pa.string()),
-        db,
-        table,
-        window["schema_id"],
-        server_id=0,
-        file=finish.file,
-        pos=finish.pos,
-        gtid=finish.gtid,
-        ts_ms=ts,
-        op=OP_CHUNK,
-    )
-
-
 def _last_key(chunks: list[pa.Table]) -> list[Any] | None:
     """The largest key read (chunks come in key order), as a list of values."""
     for chunk in reversed(chunks):
         if chunk.num_rows:
             return list(json.loads(chunk.column("key")[-1].as_py()))
     return None
-
-
-def _touched(batches: list[pa.RecordBatch], name: str, row_key: list[str]) -> list[str]:
-    """The key texts of ``name``'s rows the log events changed (old and new keys)."""
-    db, _, table = name.partition(".")
-    picked = _of_table(batches, db, table, [OP_CREATE, OP_UPDATE, OP_DELETE], ["before", "after"])
-    out: set[str] = set()
-    for image_col in ("before", "after"):
-        for image in picked.column(image_col).to_pylist():
-            if image is not None:
-                row = json.loads(image)
-                out.add(key_text([row.get(c) for c in row_key]))
-    return sorted(out)
-
-
-def _write(path: Path, rows: pa.Table) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, rows.schema) as writer:
-        writer.write_table(rows)
-    os.replace(tmp, path)
 
 
 def _empty(schema: TableSchema) -> pa.Table:
