@@ -225,6 +225,7 @@ def _stream(
     own = checkpoint / "sparkcdc"
     status_path = own / STATUS_FILE
     status_path.unlink(missing_ok=True)  # a previous run's error must not be reported again
+    mark = own / "batch.mark"  # the sink's batch mark, watched by incremental snapshots
     store = config.pipeline.store
     options = source_options(
         config.source,
@@ -237,7 +238,7 @@ def _stream(
         snapshot_dir=str(own / "snapshot"),
         snapshot_delivery="store",  # the Delta sink reads the chunks from the split store
         signal_dir=str(signal_folder(checkpoint)),
-        batch_mark=str(own / "batch.mark"),
+        batch_mark=str(mark),
     )
     if reader_factory:
         options["reader_factory"] = reader_factory
@@ -245,7 +246,7 @@ def _stream(
     sink = DeltaSink(
         config.sink.path,
         app_id=lambda: pipeline_id(spark_checkpoint),
-        mark=BatchMark(own / "batch.mark"),
+        mark=BatchMark(mark),
     )
     writer = (
         spark.readStream.format("mysql-cdc")

@@ -133,7 +133,9 @@ class DeltaSink:
                 if chunk:
                     self._touch_mark()
                 db, table = name.split("\x00", 1)
-                wrote, n = self._table_changes((db, table), part, batch_id, resets.get((db, table)))
+                wrote, n = self._table_changes(
+                    (db, table), part, batch_id, resets.get((db, table)), chunk
+                )
                 (tables if wrote else skipped).append(f"{db}.{table}")
                 count += n
             ts = pc.max(rows.column("source").combine_chunks().field("ts_ms")).as_py()
@@ -176,15 +178,20 @@ class DeltaSink:
 
     # -------------------------------------------------------------- changes
     def _table_changes(
-        self, name: TableName, rows: pa.Table, batch_id: int, reset_at: int | None
+        self,
+        name: TableName,
+        rows: pa.Table,
+        batch_id: int,
+        reset_at: int | None,
+        incremental_only: bool,
     ) -> tuple[bool, int]:
-        """Write one table's changes; (whether anything was written, how many changes)."""
+        """Write one table's changes (``incremental_only``: nothing but chunks of an incremental
+        snapshot); (whether anything was written, how many changes)."""
         schema_ids = rows.column("schema_id").to_pylist()
         latest = self.lake.schema(name, schema_ids[-1])
         columns = self.lake.columns(name, latest)
         label = f"{name[0]}.{name[1]}"
         chunks_only = stored.only_initial_chunks(rows)
-        incremental_only = not chunks_only and stored.only_incremental_chunks(rows)
         if not chunks_only:
             self._appends.streamed(*name, self.app_id)
         if stored.has_chunks(rows):

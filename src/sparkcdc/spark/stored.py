@@ -81,7 +81,8 @@ def disjoint(replica: str, key: Sequence[str], after: pa.StructArray | pa.Chunke
     found = next((f for f in fields if f.lower() == name), None)
     if found is None:
         return False
-    values = (after.combine_chunks() if isinstance(after, pa.ChunkedArray) else after).field(found)
+    parts = after.chunks if isinstance(after, pa.ChunkedArray) else [after]
+    values = pa.chunked_array([p.field(found) for p in parts], after.type.field(found).type)
     if not pa.types.is_integer(values.type) or values.null_count:
         return False
     table = delta.open_table(replica)
