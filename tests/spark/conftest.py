@@ -25,6 +25,7 @@ def spark() -> Iterator[Any]:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.python.daemon.module", "sparkcdc.spark.daemon")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

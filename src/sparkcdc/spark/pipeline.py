@@ -24,10 +24,9 @@ import os
 import re
 import signal
 import sys
-import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -170,6 +169,7 @@ def _session(config: Config, own: Path, log_level: str | None) -> Any:
         .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.executor.extraJavaOptions", java_opts)
         .config("spark.python.worker.reuse", "true")
+        .config("spark.python.daemon.module", "sparkcdc.spark.daemon")
     )
     for key, value in config.pipeline.spark_conf.items():
         builder = builder.config(key, value)
@@ -181,29 +181,6 @@ def _session(config: Config, own: Path, log_level: str | None) -> Any:
     if log_level is None:
         logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
     return spark
-
-
-def _warm_workers(spark: Any, tasks: int) -> None:
-    """Start the Python workers the snapshot's tasks will run in while the query starts, with
-    the chunk reader's modules imported: otherwise the first micro-batch waits seconds for them
-    (Spark keeps idle workers for reuse). Only a head start: a failure changes nothing."""
-
-    def run() -> None:
-        try:
-            spark.range(0, tasks, 1, tasks).mapInArrow(_import_reader, "id long").collect()
-        except Exception as exc:  # the snapshot's own tasks report real problems
-            log.debug("warming the Python workers failed: %s", exc)
-
-    threading.Thread(target=run, name="sparkcdc-warm-workers", daemon=True).start()
-
-
-def _import_reader(batches: Iterator[Any]) -> Iterator[Any]:
-    """A ``mapInArrow`` function: Spark runs it in the same kind of Python worker as a data
-    source's reads (an RDD job would start workers of another kind)."""
-    import sparkcdc.sources.mysql.chunks  # noqa: F401
-    import sparkcdc.spark.snapshot  # noqa: F401
-
-    yield from batches
 
 
 def _stream(
@@ -264,7 +241,9 @@ def _stream(
         )
     clear_torn_first_offset(spark_checkpoint)
     if config.source.takes_snapshot and snapshot_ahead(spark_checkpoint):
-        _warm_workers(spark, config.source.snapshot.parallelism)
+        from sparkcdc.spark.warm import warm_workers
+
+        warm_workers(spark, config.source.snapshot.parallelism)
     query = writer.start()
     meter = _Meter(sink, status_path)
     try:
