@@ -259,7 +259,8 @@ def test_typed_chunks_are_the_decoded_row_images(mariadb: EmbeddedMariaDB, db: s
     assert typed.num_rows == plain.num_rows == 207
     assert_typed_as_decoded(typed, plain, schema)
     assert empty.num_rows == 0 and empty.schema == typed_chunk_schema(schema)
-    assert "after" not in sql and "JSON_QUOTE" not in sql.split(" AS `key`", 1)[1]
+    # no JSON: the integer key's text is made from the id read, every column is read as itself
+    assert "after" not in sql and "`key`" not in sql and "JSON_QUOTE" not in sql
 
     # spot checks against the values written, in the Delta types
     rows = {r["id"]: r for r in typed.to_pylist()}

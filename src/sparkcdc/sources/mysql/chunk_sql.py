@@ -10,9 +10,9 @@ takes none) and without backslashes (``NO_BACKSLASH_ESCAPES`` cannot change thei
   decoder's shortest form; DOUBLE is the server's shortest round-trip text, which may be
   spelled differently from Python's (``1e16`` for ``1e+16``) but parses to the same double.
 - The column expressions of typed chunk reads (:func:`value_typed`): the column itself where
-  connectorx reads it exactly, else text. DECIMAL and the date/time types are the text that
-  the JSON value quotes (:func:`value_text`, shared by both), so a typed read casts the very
-  string the row-image decoder parses.
+  connectorx reads it exactly (with zero dates made NULL), else text. Wide DECIMALs, TIMESTAMP
+  and TIME are the text that the JSON value quotes (:func:`value_text`, shared by both), so a
+  typed read casts the very string the row-image decoder parses.
 - Typed literals of chunk key values (their row-image JSON encoding parsed into Python), and
   the keyset range conditions of Debezium's/Flink CDC 2.x's chunk queries over them. Strings
   become ``CONVERT(_utf8mb4 X'..' USING cs) COLLATE coll`` so the server compares them with the
@@ -31,7 +31,7 @@ from typing import Any
 
 from sparkcdc.core.chunk import KeyColumn
 from sparkcdc.core.errors import SourceError
-from sparkcdc.core.schema import BINARY_TYPES, INTEGER_TYPES, STRING_TYPES
+from sparkcdc.core.schema import BINARY_TYPES, INTEGER_TYPES, STRING_TYPES, Column
 
 _SAFE = re.compile(r"[ -~]*")
 _NAME = re.compile(r"\w+")  # a character set name
@@ -123,13 +123,19 @@ def value_json(col: str, data_type: str, charset: str | None = None) -> str:
     raise SourceError(f"column {col} has type {data_type}, which sparkcdc cannot snapshot yet")
 
 
-def value_typed(col: str, data_type: str, charset: str | None = None) -> str:
-    """The expression a typed chunk read selects for column ``col``: the column itself for
-    integers, YEAR, FLOAT, DOUBLE and binary strings (read natively, exact), ``col+0`` for BIT
-    (an unsigned integer), the utf8mb4 text for character strings, JSON, ENUM and SET, and
-    :func:`value_text` for DECIMAL and the date/time types, which connectorx cannot read
-    exactly (DECIMAL loses digits or scale, zero dates fail)."""
-    t = data_type.lower()
+def value_typed(col: str, column: Column) -> str:
+    """The expression a typed chunk read selects for ``column`` (SQL ``col``): the column itself
+    for integers, YEAR, FLOAT, DOUBLE, binary strings and DECIMAL(p,s) with s <= 10 and p - s
+    <= 18 (read natively, exact), DATE and DATETIME with zero and partly-zero dates made NULL
+    (read natively), ``col+0`` for BIT (an unsigned integer), the utf8mb4 text for character
+    strings, JSON, ENUM and SET, and :func:`value_text` for wider DECIMALs, TIMESTAMP and TIME,
+    which connectorx cannot read exactly (a DECIMAL of more than 28 digits fails, TIME may be
+    outside a day)."""
+    t = column.data_type.lower()
+    if t in ("date", "datetime"):
+        return f"IF(DAYOFMONTH({col}) AND MONTH({col}) AND YEAR({col}),{col},NULL)"
+    if t == "decimal" and native_decimal(column):
+        return col
     bare = value_text(col, t)
     if bare is not None:
         return bare
@@ -138,8 +144,17 @@ def value_typed(col: str, data_type: str, charset: str | None = None) -> str:
     if t == "bit":
         return f"({col}+0)"
     if t in STRING_TYPES or t in ("enum", "set"):
-        return _utf8(col, charset)
-    raise SourceError(f"column {col} has type {data_type}, which sparkcdc cannot snapshot yet")
+        return _utf8(col, column.charset)
+    raise SourceError(
+        f"column {col} has type {column.data_type}, which sparkcdc cannot snapshot yet"
+    )
+
+
+def native_decimal(column: Column) -> bool:
+    """Whether connectorx reads the DECIMAL column exactly: it makes every value a 28-digit
+    decimal with 10 digits after the point (``decimal128(38, 10)``)."""
+    p, s = column.precision, column.scale
+    return p is not None and s is not None and s <= 10 and p - s <= 18
 
 
 def json_or_null(col: Col) -> str:
