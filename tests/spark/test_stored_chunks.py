@@ -5,6 +5,7 @@ table, merges afterwards, keeps log order inside mixed batches, and is idempoten
 from __future__ import annotations
 
 import json
+import os
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from sparkcdc.core.offset import BinlogOffset
 from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.snapshot.correct import typed_rows
 from sparkcdc.snapshot.state import SplitResult, SplitStore
+from sparkcdc.spark import chunk_files
 from sparkcdc.spark.mark import BatchMark
 from sparkcdc.spark.options import SourceOptions
 from sparkcdc.spark.sink import DeltaSink
@@ -359,3 +361,70 @@ def test_the_batch_mark_falls_between_the_stream_and_the_chunks(tmp_path: Path) 
     sink.write(batch(chunk, streamed), 1)
     assert mark.seen[-1] == {"accounts": 0, "orders": 1}
     assert len(table(lake / "shop" / "accounts")) == 2 and len(mark.seen) == 2
+
+
+def task_chunk(
+    store: SplitStore, schema: TableSchema, index: int, rows: list[dict[str, Any]]
+) -> pa.RecordBatch:
+    """The chunk as a split task keeps it: typed in the store with its Delta data files."""
+    keys, texts = images(schema, rows)
+    split = Split(f"{schema.db}.{schema.table}", index, None, None)
+    result = SplitResult(split, typed_rows(schema)(keys, texts), HIGH, HIGH, 0.0, 1.5)
+    files = chunk_files.files_of(result, schema, store)
+    store.put(result)
+    return chunk_event(result, schema, store.rows_path(split), files)
+
+
+def test_the_data_files_a_task_wrote_are_committed_as_the_sink_writes_the_chunk(
+    tmp_path: Path,
+) -> None:
+    rows = [{**ROW_JSON, "id": i, "s": f"row {i}"} for i in range(1, 6)]
+    rows[2]["day"] = "2024-02-30"  # an invalid date: null both ways
+    more = [{**ROW_JSON, "id": i, "s": None} for i in range(6, 9)]
+    store = SplitStore(tmp_path / "store")
+    by_files, by_rows = DeltaSink(str(tmp_path / "a"), "p"), DeltaSink(str(tmp_path / "b"), "p")
+    announce = Changes().schema(ALL_TYPES).table()
+    first = batch(announce, task_chunk(store, ALL_TYPES, 0, rows))
+    by_files.write(first, 0)
+    by_files.write(batch(task_chunk(store, ALL_TYPES, 1, more)), 1)
+    by_rows.write(batch(announce, read_events(ALL_TYPES, rows)), 0)
+    by_rows.write(batch(read_events(ALL_TYPES, more)), 1)
+    assert by_files.last_report is not None and by_files.last_report.changes == 3
+    replica = tmp_path / "a" / "shop" / "types"
+    for name in ("types", "types__changelog"):
+        a, b = table(tmp_path / "a" / "shop" / name), table(tmp_path / "b" / "shop" / name)
+        assert a == b and len(a) == 8
+        # the tasks' files themselves, linked: the sink encoded nothing
+        stored = {store.data_path(Split("shop.types", i, None, None), "") for i in (0, 1)}
+        kind = "changelog" if name.endswith("changelog") else "replica"
+        files = DeltaTable(str(tmp_path / "a" / "shop" / name)).file_uris()
+        assert len(files) == 2
+        assert all(any(os.path.samefile(f, f"{s}.{kind}.parquet") for s in stored) for f in files)
+    # the replica's statistics are the rows': files are skipped by key, not by guess
+    ids = pa.StructArray.from_arrays([pa.array([5, 6], pa.int64())], names=["id"])
+    assert not disjoint(str(replica), ["id"], ids)
+    assert disjoint(str(replica), ["id"], pa.StructArray.from_arrays([pa.array([9])], ["id"]))
+    assert DeltaTable(str(replica)).to_pyarrow_table(filters=[("id", ">", 5)]).num_rows == 3
+    # a replayed batch commits nothing again; released chunks leave the tables whole
+    again = DeltaSink(str(tmp_path / "a"), "p")
+    again.write(batch(task_chunk(store, ALL_TYPES, 1, more)), 1)
+    assert again.last_report is not None and again.last_report.skipped == ["shop.types"]
+    for i in (0, 1):
+        store.release(Split("shop.types", i, None, None))
+    assert not list(store.root.rglob("*.parquet"))
+    assert len(table(replica)) == 8 and operations(replica).count("WRITE") == 2
+
+
+def test_chunk_files_are_not_used_where_the_replica_must_be_merged(tmp_path: Path) -> None:
+    a = ACCOUNTS
+    store = SplitStore(tmp_path / "store")
+    old = DeltaSink(str(tmp_path / "lake"), "old pipeline")
+    old.write(
+        Changes().schema(a).change("c", a, after={"id": 1, "owner": "x", "balance": "1"}).table(), 0
+    )
+    new = DeltaSink(str(tmp_path / "lake"), "new pipeline")
+    chunk = task_chunk(store, a, 0, [{"id": 1, "owner": "y", "balance": "1.00"}])
+    new.write(batch(Changes().schema(a).table(), chunk), 0)
+    replica = tmp_path / "lake" / "shop" / "accounts"
+    assert [(r["id"], r["owner"]) for r in table(replica)] == [(1, "y")]
+    assert operations(replica)[-1] == "MERGE"

@@ -11,6 +11,7 @@ Layout, per split ``<db.table>/<index>``::
     splits/<db.table>/<index>.arrow   the rows (Arrow IPC file: ``key`` text, then the ``after``
                                       text or the table's typed columns)
     splits/<db.table>/<index>.json    split, low and high watermark, rows, task timing
+    splits/<db.table>/<index>.*       further files of the rows (:meth:`SplitStore.data_path`)
 
 The ``.json`` is written last (both by rename), so its presence means the split is finished.
 Row files of committed batches are deleted; the ``.json`` files stay for the hand-off.
@@ -66,6 +67,13 @@ class SplitStore:
     def _base(self, split: Split) -> Path:
         return self.root / "splits" / split.table / str(split.index)
 
+    def data_path(self, split: Split, suffix: str) -> Path:
+        """A further file of a finished split's data (released with its rows); its folder is
+        made here."""
+        base = self._base(split)
+        base.parent.mkdir(parents=True, exist_ok=True)
+        return base.with_name(f"{split.index}{suffix}")
+
     def rows_path(self, split: Split) -> Path:
         """The Arrow IPC file of a finished split's rows (until it is released)."""
         return self._base(split).with_suffix(".arrow")
@@ -120,4 +128,7 @@ class SplitStore:
 
     def release(self, split: Split) -> None:
         """Forget the rows of a split whose batch was committed (its metadata stays)."""
-        self._base(split).with_suffix(".arrow").unlink(missing_ok=True)
+        base = self._base(split)
+        for path in base.parent.glob(f"{split.index}.*"):
+            if path.name != f"{split.index}.json":
+                path.unlink(missing_ok=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Field, Transaction, write_deltalake
+from deltalake.transaction import AddAction, RemoveAction
 
 from sparkcdc.core.event import SOURCE_TYPE, TRANSACTION_TYPE
 
@@ -128,6 +129,16 @@ def append_replica(path: str, rows: pa.Table, app_id: str, batch_id: int) -> boo
         return False
     write_deltalake(path, rows, mode="append", commit_properties=_commit(app_id, batch_id))
     return True
+
+
+def commit_files(path: str, adds: list[AddAction], app_id: str, batch_id: int) -> None:
+    """Commit data files already in the table's folder (written elsewhere, in its columns) as
+    one append of batch ``batch_id``."""
+    table = DeltaTable(path)
+    actions: list[AddAction | RemoveAction] = list(adds)
+    table.create_write_transaction(
+        actions, mode="append", schema=table.schema(), commit_properties=_commit(app_id, batch_id)
+    )
 
 
 def merge_replica(

@@ -26,7 +26,8 @@ once with ``df.toArrow()``):
 4. Replica ``<db>/<t>``: one MERGE on the key with the latest change per key in the batch by log
    order; deletes delete, inserts and updates upsert (an update that changes the key deletes
    the old key). A batch of nothing but chunks of the initial snapshot is appended instead,
-   while the table has had nothing else (:class:`~.stored.AppendBook`); chunks of an
+   while the table has had nothing else (:class:`~.stored.AppendBook`): the Parquet files its
+   tasks wrote for both tables are linked in and committed (:mod:`.chunk_files`); chunks of an
    incremental snapshot are appended only where the replica's file statistics prove it holds
    none of their keys (:func:`~.stored.disjoint`).
 
@@ -54,7 +55,7 @@ import pyarrow.compute as pc
 
 from sparkcdc.core.errors import SinkError
 from sparkcdc.core.event import OP_NOTICE, OP_SCHEMA
-from sparkcdc.spark import delta, notices, stored
+from sparkcdc.spark import chunk_files, delta, notices, stored
 from sparkcdc.spark.lake import Lake, TableName
 from sparkcdc.spark.mark import BatchMark
 from sparkcdc.spark.replica import latest_changes
@@ -194,6 +195,10 @@ class DeltaSink:
         chunks_only = stored.only_initial_chunks(rows)
         if not chunks_only:
             self._appends.streamed(*name, self.app_id)
+        elif self._appends.may_append(*name, self.app_id, self.lake.replica(name)):
+            refs = stored.chunk_refs(rows)
+            if chunk_files.adoptable(refs, columns):  # the tasks wrote the data files
+                return self._adopt(name, refs, batch_id), sum(int(r["rows"]) for r in refs)
         if stored.has_chunks(rows):
             try:
                 rows, before, after = stored.with_chunk_rows(
@@ -244,6 +249,25 @@ class DeltaSink:
                 f"writing batch {batch_id} of {label} to Delta failed: {exc}", table=label
             ) from exc
         return wrote_log or wrote_replica, rows.num_rows
+
+    def _adopt(self, name: TableName, refs: list[dict[str, Any]], batch_id: int) -> bool:
+        """Commit the data files the snapshot tasks wrote for a batch of initial chunks
+        (:mod:`.chunk_files`); False if both tables hold this batch already."""
+        label = f"{name[0]}.{name[1]}"
+        tag = f"{self.app_id}/{label}"
+        try:
+            wrote = [
+                chunk_files.commit(path, kind, refs, self.app_id, batch_id, tag)
+                for kind, path in (("changelog", self.lake.changelog(name)),
+                                   ("replica", self.lake.replica(name)))
+            ]  # fmt: skip
+        except (OSError, ValueError, KeyError) as exc:
+            raise SinkError(f"batch {batch_id} of {label}: {exc}.", table=label) from exc
+        except Exception as exc:
+            raise SinkError(
+                f"writing batch {batch_id} of {label} to Delta failed: {exc}", table=label
+            ) from exc
+        return any(wrote)
 
     def _reset_only(self, name: TableName, batch_id: int) -> None:
         """A TRUNCATE or DROP TABLE with no later change of the table in this batch."""

@@ -123,6 +123,12 @@ def append_chunks(
     return wrote_log or wrote_replica
 
 
+def chunk_refs(rows: pa.Table) -> list[dict]:
+    """What the ``k`` events among ``rows`` name: their chunk files, rows and data files."""
+    picked = rows.filter(pc.equal(rows.column("op"), OP_CHUNK)).column("after")
+    return [json.loads(after) for after in picked.to_pylist()]
+
+
 def chunk_rows(ref: dict) -> pa.Table:
     """The typed rows of one ``k`` event (``key`` dropped), read from the split store."""
     where = json.loads(ref["after"])

@@ -1,0 +1,168 @@
+"""Snapshot chunks written by their own Spark task as the Parquet files of the Delta tables.
+
+Spark's own writers split a write the same way: each task writes its data files, the driver
+commits them in one transaction. Here a split task that read a chunk of the initial snapshot
+(:func:`sparkcdc.spark.snapshot.read_split_task`) also writes, beside the chunk in the split
+store, the two files the chunk becomes in the lake:
+
+    splits/<db.table>/<index>.replica.parquet     the typed rows, in the replica's columns
+    splits/<db.table>/<index>.changelog.parquet   their ``r`` rows: op, before (null), after,
+                                                  source (the split's high watermark, ``row``
+                                                  counting up), transaction (null)
+
+exactly what the sink would make of the chunk's ``k`` event (:mod:`.stored`). When the sink may
+append the chunks of a micro-batch (:class:`~.stored.AppendBook`) and the tables' columns are the
+chunk's, it links these files into the tables' folders and commits them as they are
+(:func:`commit`): the driver encodes nothing, and the tasks encode while others read. Otherwise
+it reads the chunk from the store and writes it as before; the files are then unused.
+
+The files are written before the split's metadata, so a finished split has them; the replica's
+statistics (row count, null counts, min and max of integer columns) go into the commit's add
+actions, as Delta readers use them to skip files. Dictionary encoding is used only for strings
+and for the change log's per-chunk constants: for the other columns it made the files larger
+and cost twice the CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from deltalake.transaction import AddAction
+
+from sparkcdc.core.convert import arrow_schema
+from sparkcdc.core.event import SOURCE_TYPE, TRANSACTION_TYPE, snapshot_source
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.snapshot.state import SplitResult, SplitStore
+from sparkcdc.spark import delta
+
+KINDS = ("replica", "changelog")
+_CONSTANTS = ["op", *(f"source.{f.name}" for f in SOURCE_TYPE if f.name != "row")]
+
+
+def files_of(result: SplitResult, schema: TableSchema, store: SplitStore) -> dict[str, Any]:
+    """The chunk's two files (written unless a finished split has them already), described
+    for the ``k`` event: per kind its path, size and statistics, and the columns."""
+    replica = result.rows.drop_columns(["key"]).cast(arrow_schema(schema))
+    out: dict[str, Any] = {"columns": columns_key(list(replica.schema))}
+    for kind in KINDS:
+        path = store.data_path(result.split, f".{kind}.parquet")
+        if not path.exists():
+            table = replica if kind == "replica" else _changelog(replica, result, schema)
+            _write(table, path)
+        stats = _stats(replica) if kind == "replica" else {"numRecords": replica.num_rows}
+        out[kind] = {"path": str(path), "size": path.stat().st_size, "stats": stats}
+    return out
+
+
+def columns_key(columns: list[pa.Field]) -> list[list[str]]:
+    """The columns' names and types, as the sink compares them with its tables'."""
+    return [[f.name, str(f.type)] for f in columns]
+
+
+def _changelog(replica: pa.Table, result: SplitResult, schema: TableSchema) -> pa.Table:
+    n, high = replica.num_rows, result.high
+    after = pa.StructArray.from_arrays(
+        [c.combine_chunks() for c in replica.columns], fields=list(replica.schema)
+    )
+    source = snapshot_source(
+        n, schema.db, schema.table, server_id=0, file=high.file, pos=high.pos,
+        gtid=high.gtid, ts_ms=int(result.ended * 1000),
+    )  # fmt: skip
+    columns = list(replica.schema)
+    return pa.Table.from_arrays(
+        [
+            pa.repeat(pa.scalar("r", pa.string()), n),
+            pa.nulls(n, after.type),
+            after,
+            source,
+            pa.nulls(n, TRANSACTION_TYPE),
+        ],
+        schema=delta.changelog_schema(columns),
+    )
+
+
+def _write(table: pa.Table, path: Path) -> None:
+    strings = [
+        name for name, t in _leaves(table.schema) if pa.types.is_string(t) or pa.types.is_binary(t)
+    ]
+    dictionary = sorted(set(strings) | ({*_CONSTANTS} if "op" in table.column_names else set()))
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    pq.write_table(table, tmp, compression="snappy", use_dictionary=dictionary)
+    os.replace(tmp, path)
+
+
+def _leaves(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
+    """Dotted names and types of the leaf columns (as Parquet names them)."""
+    out: list[tuple[str, pa.DataType]] = []
+
+    def walk(prefix: str, t: pa.DataType) -> None:
+        if pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                walk(f"{prefix}.{t.field(i).name}", t.field(i).type)
+        else:
+            out.append((prefix, t))
+
+    for f in schema:
+        walk(f.name, f.type)
+    return out
+
+
+def _stats(table: pa.Table) -> dict[str, Any]:
+    """Delta file statistics: row count, null counts, min and max of integer columns."""
+    stats: dict[str, Any] = {"numRecords": table.num_rows, "nullCount": {}}
+    lows, highs = {}, {}
+    for f, column in zip(table.schema, table.columns, strict=True):
+        stats["nullCount"][f.name] = column.null_count
+        if pa.types.is_integer(f.type) and column.null_count < len(column):
+            bounds = pc.min_max(column)
+            lows[f.name], highs[f.name] = bounds["min"].as_py(), bounds["max"].as_py()
+    if lows:
+        stats["minValues"], stats["maxValues"] = lows, highs
+    return stats
+
+
+def adoptable(refs: list[dict[str, Any]], columns: list[pa.Field]) -> bool:
+    """Whether every chunk of ``refs`` (``k`` events) has its files, in ``columns``."""
+    want = columns_key(columns)
+    return bool(refs) and all(r.get("files", {}).get("columns") == want for r in refs)
+
+
+def commit(
+    path: str, kind: str, refs: list[dict[str, Any]], app_id: str, batch_id: int, tag: str
+) -> bool:
+    """Link the chunks' ``kind`` files into the Delta table at ``path`` and commit them as
+    batch ``batch_id`` (one transaction); False if this batch was committed before."""
+    if delta.already_applied(path, app_id, batch_id):
+        return False
+    adds = []
+    for ref in refs:
+        found = ref["files"][kind]
+        name = f"part-{uuid.uuid5(uuid.NAMESPACE_URL, tag + '/' + found['path'])}.snappy.parquet"
+        _link(Path(found["path"]), Path(path) / name)
+        adds.append(
+            AddAction(name, int(found["size"]), {}, int(time.time() * 1000), True,
+                      json.dumps(found["stats"], separators=(",", ":")))
+        )  # fmt: skip
+    delta.commit_files(path, adds, app_id, batch_id)
+    return True
+
+
+def _link(source: Path, target: Path) -> None:
+    """``target`` becomes ``source``'s content: a hard link, a copy across file systems; an
+    earlier attempt's file of the same name (never committed) is replaced."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(source, tmp)
+    except OSError:
+        shutil.copyfile(source, tmp)
+    os.replace(tmp, target)
