@@ -39,14 +39,20 @@ def images(schema: TableSchema, rows: list[dict[str, Any]]) -> tuple[list[str], 
 
 
 def stored_chunk(
-    store: SplitStore, schema: TableSchema, index: int, rows: list[dict[str, Any]]
+    store: SplitStore,
+    schema: TableSchema,
+    index: int,
+    rows: list[dict[str, Any]],
+    files: bool = False,
 ) -> pa.RecordBatch:
-    """The chunk kept typed in the store, and its ``k`` event."""
+    """The chunk kept typed in the store (``files``: with its Delta data files, as a split
+    task keeps it), and its ``k`` event."""
     keys, texts = images(schema, rows)
     split = Split(f"{schema.db}.{schema.table}", index, None, None)
     result = SplitResult(split, typed_rows(schema)(keys, texts), HIGH, HIGH, 0.0, 1.5)
+    written = chunk_files.files_of(result, schema, store) if files else None
     store.put(result)
-    return chunk_event(result, schema, store.rows_path(split))
+    return chunk_event(result, schema, store.rows_path(split), written)
 
 
 def read_events(schema: TableSchema, rows: list[dict[str, Any]]) -> pa.RecordBatch:
@@ -124,15 +130,18 @@ def test_chunks_are_appended_until_the_log_reaches_the_table(tmp_path: Path) -> 
     assert len(table(tmp_path / "lake" / "shop" / "accounts__changelog")) == 6
 
 
-def test_a_replica_with_rows_gets_merged_chunks(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kept", ["in the store", "with its data files"])
+def test_a_replica_with_rows_gets_merged_chunks(tmp_path: Path, kept: str) -> None:
+    """Also when the task wrote the chunk's data files: they are not used."""
     a = ACCOUNTS
+    chunk_of = stored_chunk if kept == "in the store" else task_chunk
     store = SplitStore(tmp_path / "store")
     old = DeltaSink(str(tmp_path / "lake"), "old pipeline")
     old.write(
         Changes().schema(a).change("c", a, after={"id": 1, "owner": "x", "balance": "1"}).table(), 0
     )
     new = DeltaSink(str(tmp_path / "lake"), "new pipeline")
-    chunk = stored_chunk(store, a, 0, [{"id": 1, "owner": "y", "balance": "1.00"}])
+    chunk = chunk_of(store, a, 0, [{"id": 1, "owner": "y", "balance": "1.00"}])
     new.write(batch(Changes().schema(a).table(), chunk), 0)
     replica = tmp_path / "lake" / "shop" / "accounts"
     assert [(r["id"], r["owner"]) for r in table(replica)] == [(1, "y")]
@@ -367,12 +376,7 @@ def task_chunk(
     store: SplitStore, schema: TableSchema, index: int, rows: list[dict[str, Any]]
 ) -> pa.RecordBatch:
     """The chunk as a split task keeps it: typed in the store with its Delta data files."""
-    keys, texts = images(schema, rows)
-    split = Split(f"{schema.db}.{schema.table}", index, None, None)
-    result = SplitResult(split, typed_rows(schema)(keys, texts), HIGH, HIGH, 0.0, 1.5)
-    files = chunk_files.files_of(result, schema, store)
-    store.put(result)
-    return chunk_event(result, schema, store.rows_path(split), files)
+    return stored_chunk(store, schema, index, rows, files=True)
 
 
 def test_the_data_files_a_task_wrote_are_committed_as_the_sink_writes_the_chunk(
@@ -413,18 +417,3 @@ def test_the_data_files_a_task_wrote_are_committed_as_the_sink_writes_the_chunk(
         store.release(Split("shop.types", i, None, None))
     assert not list(store.root.rglob("*.parquet"))
     assert len(table(replica)) == 8 and operations(replica).count("WRITE") == 2
-
-
-def test_chunk_files_are_not_used_where_the_replica_must_be_merged(tmp_path: Path) -> None:
-    a = ACCOUNTS
-    store = SplitStore(tmp_path / "store")
-    old = DeltaSink(str(tmp_path / "lake"), "old pipeline")
-    old.write(
-        Changes().schema(a).change("c", a, after={"id": 1, "owner": "x", "balance": "1"}).table(), 0
-    )
-    new = DeltaSink(str(tmp_path / "lake"), "new pipeline")
-    chunk = task_chunk(store, a, 0, [{"id": 1, "owner": "y", "balance": "1.00"}])
-    new.write(batch(Changes().schema(a).table(), chunk), 0)
-    replica = tmp_path / "lake" / "shop" / "accounts"
-    assert [(r["id"], r["owner"]) for r in table(replica)] == [(1, "y")]
-    assert operations(replica)[-1] == "MERGE"
