@@ -25,7 +25,8 @@ from sparkcdc.spark import chunk_files
 from sparkcdc.spark.mark import BatchMark
 from sparkcdc.spark.options import SourceOptions
 from sparkcdc.spark.sink import DeltaSink
-from sparkcdc.spark.snapshot import SplitTask, chunk_event, read_split_task
+from sparkcdc.spark.snapshot import SplitTask
+from sparkcdc.spark.split_reads import chunk_event, read_split_task
 from sparkcdc.spark.stored import disjoint
 from tests.spark.envelopes import Changes
 from tests.spark.test_sink import ACCOUNTS, ALL_TYPES, ROW_JSON

@@ -2,7 +2,7 @@
 
 Spark's own writers split a write the same way: each task writes its data files, the driver
 commits them in one transaction. Here a split task that read a chunk of the initial snapshot
-(:func:`sparkcdc.spark.snapshot.read_split_task`) also writes, beside the chunk in the split
+(:func:`sparkcdc.spark.split_reads.read_split_task`) also writes, beside the chunk in the split
 store, the two files the chunk becomes in the lake:
 
     splits/<db.table>/<index>.replica.parquet     the typed rows, in the replica's columns

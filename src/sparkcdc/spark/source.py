@@ -58,8 +58,9 @@ from sparkcdc.spark.delivery import DeliveryQueue
 from sparkcdc.spark.incremental import IncrementalSnapshots
 from sparkcdc.spark.options import SourceOptions
 from sparkcdc.spark.readers import ReaderFactory, load_reader_factory
-from sparkcdc.spark.snapshot import SnapshotPlanner, SplitTask, is_snapshot, read_split_task
+from sparkcdc.spark.snapshot import SnapshotPlanner, SplitTask, is_snapshot
 from sparkcdc.spark.snapshot_phase import SnapshotPhase
+from sparkcdc.spark.split_reads import read_split_task
 from sparkcdc.spark.status import StatusWriter, peak_rss_bytes
 from sparkcdc.store.ring import EventStore
 

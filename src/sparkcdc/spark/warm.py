@@ -51,7 +51,9 @@ class _NoRows(DataSourceReader):
         return [InputPartition(i) for i in range(self.tasks)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[int]]:
-        _import("sparkcdc.spark.source", "sparkcdc.spark.snapshot", "sparkcdc.sources.mysql.chunks")
+        _import(
+            "sparkcdc.spark.source", "sparkcdc.spark.split_reads", "sparkcdc.sources.mysql.chunks"
+        )
         return iter(())
 
 
