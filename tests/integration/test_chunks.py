@@ -443,6 +443,9 @@ def test_every_key_type_bounds_chunks(
             assert json.loads(got[compact([values[i]])])["n"] == i
         assert dialect.locate(keys, keyed, keyed[1:]) == list(range(len(keyed)))
         assert dialect.count_between(db, "k", keys, keyed[1], None, 100) == len(keyed) - 1
+        # typed reads: the key text (made here for integer keys) and the values as decoded
+        typed = dialect.read_chunk(schema, keys, None, None, typed=True)
+        assert_typed_as_decoded(typed, dialect.read_chunk(schema, keys, None, None), schema)
 
 
 def test_key_columns_refusals_counts_and_watermark(mariadb: EmbeddedMariaDB, db: str) -> None:
