@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
@@ -26,7 +27,7 @@ from sparkcdc.spark.mark import BatchMark
 from sparkcdc.spark.options import SourceOptions
 from sparkcdc.spark.sink import DeltaSink
 from sparkcdc.spark.snapshot import SplitTask
-from sparkcdc.spark.split_reads import chunk_event, read_split_task
+from sparkcdc.spark.split_reads import chunk_event, keep_split, read_split_task
 from sparkcdc.spark.stored import disjoint
 from tests.spark.envelopes import Changes
 from tests.spark.test_sink import ACCOUNTS, ALL_TYPES, ROW_JSON
@@ -51,7 +52,7 @@ def stored_chunk(
     keys, texts = images(schema, rows)
     split = Split(f"{schema.db}.{schema.table}", index, None, None)
     result = SplitResult(split, typed_rows(schema)(keys, texts), HIGH, HIGH, 0.0, 1.5)
-    written = chunk_files.files_of(result, schema, store) if files else None
+    written = chunk_files.files_of(result, schema, store, fresh=True) if files else None
     store.put(result)
     return chunk_event(result, schema, store.rows_path(split), written)
 
@@ -418,3 +419,31 @@ def test_the_data_files_a_task_wrote_are_committed_as_the_sink_writes_the_chunk(
         store.release(Split("shop.types", i, None, None))
     assert not list(store.root.rglob("*.parquet"))
     assert len(table(replica)) == 8 and operations(replica).count("WRITE") == 2
+
+
+def test_a_split_read_again_after_a_crash_replaces_the_files_its_first_attempt_left(
+    tmp_path: Path,
+) -> None:
+    """kill -9 between a split's files and its metadata: the split is read again (maybe at a
+    later high watermark, with other rows) and its files must be the new rows; a finished
+    split replayed keeps the files it has."""
+    a = ACCOUNTS
+    store = SplitStore(tmp_path / "store")
+    split = Split("shop.accounts", 0, None, None)
+
+    def result(owner: str, high: BinlogOffset) -> SplitResult:
+        keys, texts = images(a, [{"id": 1, "owner": owner, "balance": "1.00"}])
+        return SplitResult(split, typed_rows(a)(keys, texts), high, high, 0.0, 1.5)
+
+    chunk_files.files_of(result("first", HIGH), a, store, fresh=True)  # then the crash
+    later = BinlogOffset(HIGH.file, HIGH.pos + 100, HIGH.gtid)
+    keep_split(store, result("again", later), a, True, True)
+    replica = store.data_path(split, ".replica.parquet")
+    changelog = store.data_path(split, ".changelog.parquet")
+    assert pq.read_table(replica).column("owner").to_pylist() == ["again"]
+    assert pq.read_table(changelog).column("source").to_pylist()[0]["pos"] == later.pos
+    inode = replica.stat().st_ino
+    replayed = store.get(split)
+    assert replayed is not None
+    keep_split(store, replayed, a, True, False)
+    assert replica.stat().st_ino == inode  # the finished split's own files, kept

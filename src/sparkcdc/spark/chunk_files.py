@@ -48,14 +48,18 @@ KINDS = ("replica", "changelog")
 _CONSTANTS = ["op", *(f"source.{f.name}" for f in SOURCE_TYPE if f.name != "row")]
 
 
-def files_of(result: SplitResult, schema: TableSchema, store: SplitStore) -> dict[str, Any]:
-    """The chunk's two files (written unless a finished split has them already), described
-    for the ``k`` event: per kind its path, size and statistics, and the columns."""
+def files_of(
+    result: SplitResult, schema: TableSchema, store: SplitStore, fresh: bool
+) -> dict[str, Any]:
+    """The chunk's two files, described for the ``k`` event: per kind its path, size and
+    statistics, and the columns. A split read now (``fresh``) writes them, replacing those an
+    attempt that crashed before finishing the split left with other rows; a finished split
+    (a replay) keeps its own, written only if they are missing."""
     replica = result.rows.drop_columns(["key"]).cast(arrow_schema(schema))
     out: dict[str, Any] = {"columns": columns_key(list(replica.schema))}
     for kind in KINDS:
         path = store.data_path(result.split, f".{kind}.parquet")
-        if not path.exists():
+        if fresh or not path.exists():
             table = replica if kind == "replica" else _changelog(replica, result, schema)
             _write(table, path)
         stats = _stats(replica) if kind == "replica" else {"numRecords": replica.num_rows}

@@ -66,7 +66,7 @@ def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.Reco
                         task=f"task {task.value} pid {os.getpid()}",
                         typed=typed,
                     )
-                    job = writer.submit(_keep, store, result, schema, typed, True)
+                    job = writer.submit(keep_split, store, result, schema, typed, True)
                 else:
                     if ("after" in result.rows.column_names) == typed:
                         raise ConfigError(
@@ -76,7 +76,7 @@ def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.Reco
                             "and an empty sink.",
                             key="snapshot_delivery",
                         )
-                    job = writer.submit(_keep, store, result, schema, typed, False)
+                    job = writer.submit(keep_split, store, result, schema, typed, False)
                 if pending is not None:
                     yield from pending.result()
                 pending = job
@@ -87,7 +87,7 @@ def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.Reco
             dialect.close()
 
 
-def _keep(
+def keep_split(
     store: SplitStore, result: SplitResult, schema: TableSchema, typed: bool, new: bool
 ) -> list[pa.RecordBatch]:
     """Store a split read now (``new``; its Delta data files first, so a finished split has
@@ -96,7 +96,7 @@ def _keep(
         if new:
             store.put(result)
         return list(_events(result, schema))
-    files = chunk_files.files_of(result, schema, store)  # written once
+    files = chunk_files.files_of(result, schema, store, fresh=new)
     if new:
         store.put(result)
     return [chunk_event(result, schema, store.rows_path(result.split), files)]
