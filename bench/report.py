@@ -38,29 +38,32 @@ What the columns above hold, and what the pieces showed when timed alone (same t
 machine, 2 cores, which the run keeps busy from start to end):
 
 - **Start-up** (outside rows/s): the JVM and session, the Python Data Source steps (lookup,
-  creation, the streaming source's planner), the first splits cut. Meanwhile a small batch read
-  leaves Python workers of both kinds the first batch needs (the reader's planner and the split
-  tasks) waiting with the reader imported. Task workers import pyspark from its installed
-  package: from `pyspark.zip`, which Spark puts first on their path, every new Python process
-  compiled pyspark from source again (~0.6 s CPU each). Spark's own planning of the first batch
-  still takes ~0.7 s, on one core: "… of which not reading chunks", inside rows/s.
-- **Chunk reads**: one connectorx query per chunk between two watermark queries. Per million rows
-  in one task: ~0.6 s in connectorx, ~0.5 s writing the two Parquet files (dictionary encoding
-  only for strings and the change log's per-chunk constants: it made unique values' files larger
-  and cost twice the CPU), ~0.15 s of watermark queries, ~0.07 s keeping the chunk in the split
-  store; the server spends ~0.4 s CPU on it. Native DECIMAL/DATETIME reads halved the server's
-  part (0.34 → 0.19 s CPU per 500k rows).
+  creation, the streaming source's planner), the first splits cut, and a small batch read run
+  before the query starts, which leaves a planner worker waiting (run beside the query's start
+  it was measured finishing after the first offset, and the batch waited for it). Every
+  Python process Spark starts imports pyspark from its installed package (a `sitecustomize`
+  on their path moves `pyspark.zip`, which Spark puts first, behind it: Python compiles zip
+  imports again in every process, ~0.6 s CPU each), and task workers are forked from a daemon
+  that imported pyarrow, pandas, connectorx and the chunk reader first: Spark gives a batch's
+  task a new worker whenever the previous batch's is not back in its pool yet (seen at every
+  second batch at parallelism 1), and a new worker used to spend 1-1.5 s importing.
+- **Chunk reads**: one connectorx query per chunk and one watermark per chunk (four short
+  queries: a split's high watermark is the next split's low). Timed alone on this machine the
+  same day, per 8,096-row chunk: 13.5 ms reading it (1.6 µs/row; connectorx's fixed cost per
+  query 1.2 ms; the server spent 7.4 ms of CPU on it), 9 ms writing the two Parquet files
+  (replica ~3 ms, change log ~6: it has 4× the columns), 1.1 ms for the watermark, 0.6 ms
+  keeping the chunk in the split store. Dictionary encoding is used only for strings and the
+  change log's per-chunk constants.
 - **Delta writes**: the sink's commit of the files the tasks wrote (before: the driver encoded
   both tables after the reads, ~1 s per 2M rows).
 - **Shut-down** (outside rows/s): the hand-off batch (the log from the smallest high watermark),
   the query's end and the session stopping.
 
 Spark JDBC reads typed columns inside its tasks and writes Parquet once, from the same tasks, in
-a JVM warmed up by a first read. What is left between the two on this machine: every row is
-encoded twice (replica and change log, ~0.3 s CPU per million rows more than one copy), the
-Python side of each task (connectorx's decoding and pyarrow's encoding run in native code, but
-the worker processes, their imports and the per-chunk watermark queries do not), and Spark's
-cold planning of the first micro-batch.
+a JVM warmed up by a first read. What is left between the two on this machine, whose two cores
+both runs keep busy: every row is encoded twice (replica and change log), each chunk costs a
+query, a watermark and two files of its own, and Spark plans the first micro-batch (~1 s from
+the first offset to the first chunk read).
 """
 
 

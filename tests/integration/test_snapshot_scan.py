@@ -53,6 +53,7 @@ def scan(
     split: Split,
     hook: Callable,
     typed: bool = False,
+    low: object = None,
 ) -> object:
     with MySQLCatalog("127.0.0.1", server.port, "root", "") as cat:
         schema = cat.load_schema(db, "t")
@@ -66,6 +67,7 @@ def scan(
         lambda d, t, lo, hi: window_changes(src, d, t, lo, hi, 6302),
         hook,
         typed=typed,
+        low=low,  # type: ignore[arg-type]
     )
 
 
@@ -103,6 +105,41 @@ def test_writes_inside_the_window_are_applied_to_the_chunk(
     got = as_rows(result.rows)  # type: ignore[attr-defined]
     assert got == rows_in(mariadb, db, "id >= 10 AND id < 100")
     assert 25 in got and 45 in got and 30 not in got and 40 not in got and 5 not in got
+
+
+@pytest.mark.parametrize("typed", [False, True], ids=["images", "typed"])
+def test_a_split_read_after_another_starts_its_window_at_that_ones_high_watermark(
+    mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks, typed: bool
+) -> None:
+    """As a split task reads its splits: the next split takes no low watermark of its own.
+    Writes between the first split's high watermark and the second's SELECT are in the
+    second's window, so they are replayed onto it whether or not its SELECT saw them."""
+    mariadb.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
+        "INSERT INTO t SELECT seq * 10, CONCAT('v', seq) FROM seq_1_to_60",
+        database=db,
+    )
+    first, second = Split(f"{db}.t", 0, None, (100,)), Split(f"{db}.t", 1, (100,), (400,))
+    between = (
+        "UPDATE t SET v = 'between' WHERE id = 150",
+        "DELETE FROM t WHERE id = 160",
+        "INSERT INTO t VALUES (155, 'new between')",
+        "UPDATE t SET v = 'first split' WHERE id = 50",
+    )
+    inside = ("UPDATE t SET v = 'inside' WHERE id = 250", "INSERT INTO t VALUES (255, 'in')")
+
+    def hook(stage: str, split: Split) -> None:
+        if split == first and stage == "high":
+            mariadb.execute(*between, database=db)
+        if split == second and stage == "chunk":
+            mariadb.execute(*inside, database=db)
+
+    one = scan(mariadb, db, chunks, first, hook, typed)
+    two = scan(mariadb, db, chunks, second, hook, typed, low=one.high)  # type: ignore[attr-defined]
+    assert two.low == one.high  # type: ignore[attr-defined]
+    assert two.window_changes == len(between) + len(inside)  # type: ignore[attr-defined]
+    assert as_rows(two.rows) == rows_in(mariadb, db, "id >= 100 AND id < 400")  # type: ignore[attr-defined]
+    assert as_rows(one.rows)[50] == (50, "v5")  # the first split is as of its own high mark
 
 
 def test_a_quiet_window_is_not_read(mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks) -> None:

@@ -18,7 +18,9 @@ def spark() -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
     import sparkcdc.spark
+    from sparkcdc.spark.pythonpath import use_compiled_pyspark
 
+    use_compiled_pyspark()
     session = (
         SparkSession.builder.master("local[2]")
         .appName("sparkcdc-tests")

@@ -4,11 +4,17 @@
 
     low  = low_watermark()        the log end before reading (all of it visible to reads)
     rows = SELECT chunk           lo <= chunk key < hi, as row-image texts or typed columns
-    high = watermark()            the log end after reading
+    high = low_watermark()        the log end after reading, all of it visible too
     if high != low:               rows changed meanwhile may or may not be in ``rows``:
         replay the window's changes of this table onto the chunk (:mod:`.correct`)
 
-The result is the chunk as of ``high``, tagged with it. ``hook(stage, split)`` is called after
+The result is the chunk as of ``high``, tagged with it. The high watermark is taken the way a
+low one is (every transaction before it visible to reads started later; it is still past
+every change the SELECT saw, as those committed before it), so a task reading splits one after
+another passes each split's ``high`` to the next as its ``low``: one watermark per split where
+Flink CDC takes two, each a few round trips to the server that wait for a busy CPU. A low
+watermark taken earlier only widens the window whose changes are replayed, which is exact
+whatever its width. ``hook(stage, split)`` is called after
 each step (``low``, ``chunk``, ``high``) so tests can write into the window deterministically.
 
 :func:`scan_split_at` is the variant for one consistent snapshot at a fixed point ``at`` taken
@@ -45,10 +51,13 @@ def scan_split(
     hook: Hook | None = None,
     task: str = "",
     typed: bool = False,
+    low: BinlogOffset | None = None,
 ) -> SplitResult:
     """Read ``split`` and correct it with its watermark window (see the module docstring);
-    ``typed``: the rows as the table's typed columns instead of row-image texts."""
-    low = dialect.low_watermark()
+    ``typed``: the rows as the table's typed columns instead of row-image texts; ``low``: the
+    high watermark of the split read before by the same reader, else one is taken now."""
+    if low is None:
+        low = dialect.low_watermark()
     if hook:
         hook("low", split)
     return _scan(split, schema, keys, dialect, window, low, hook, task, False, typed)
@@ -86,7 +95,7 @@ def _scan(
     rows = dialect.read_chunk(schema, keys, split.lo, split.hi, typed)
     if hook:
         hook("chunk", split)
-    high = dialect.watermark()
+    high = dialect.watermark() if rewind else dialect.low_watermark()
     if hook:
         hook("high", split)
     changes: list[Change] = []

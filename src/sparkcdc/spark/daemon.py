@@ -1,41 +1,43 @@
-"""The Python worker daemon of the pipeline's Spark session: pyspark's own, from compiled code.
+"""The Python worker daemon of the pipeline's Spark session: pyspark's own, preloaded.
 
-Spark starts its Python workers through a daemon (``python -m pyspark.daemon``) that forks one
-process per worker, with ``pyspark.zip`` first on ``PYTHONPATH``. Python cannot cache compiled
-bytecode for modules imported from a zip, so every daemon and every worker compiles the pyspark
-modules it imports from source again: about 0.5 s of CPU each, several times in a micro-batch
-that needs a new kind of worker (the data source's planner, its readers) — measured here as
-most of the 2 s between a snapshot's first offset and its first chunk read.
+Spark starts Python task workers by forking them from one daemon process per session
+(``python -m pyspark.daemon``), which imports little. Each new worker then imports what its task
+needs: for a snapshot's split tasks pyarrow, pandas (pyarrow imports it on its first conversion
+of a Python value), connectorx and the chunk reader, measured here as 1–1.5 s of CPU before the
+first chunk is read. The warm-up read (:mod:`.warm`) leaves workers that have imported all that,
+but Spark hands a micro-batch's task to a new worker whenever the one the previous batch used is
+not yet back in its pool: measured here at every second batch of a snapshot at parallelism 1.
 
-When the zip belongs to the pyspark package that is installed beside it (``pip install
-pyspark``: the zip sits inside that package), this daemon moves the zip behind the installed
-package on ``sys.path`` and then runs pyspark's daemon unchanged: the same code, imported from
-its compiled files. Any other layout (a separate Spark installation) is left as Spark made it.
+This daemon imports those modules once, then runs pyspark's daemon unchanged, so every worker it
+forks starts with them imported (the pages are shared until written). pyarrow's thread pools
+are safe across a fork (they restart in the child), and no connection or runtime is opened here.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-from importlib.machinery import PathFinder
+PRELOAD = (
+    "pyarrow.parquet",
+    "pyarrow.compute",
+    "connectorx",
+    "sparkcdc.spark.source",
+    "sparkcdc.spark.split_reads",
+    "sparkcdc.sources.mysql.chunks",
+)
 
 
-def installed_first(path: list[str]) -> list[str]:
-    """``path`` with the zips of the installed pyspark package (``pyspark.zip``, py4j's) moved
-    to its end; unchanged without an installed pyspark that holds them."""
-    zips = [p for p in path if p.endswith(".zip")]
-    spec = PathFinder.find_spec("pyspark", [p for p in path if p not in zips])
-    if spec is None or not spec.submodule_search_locations:
-        return path
-    home = os.path.realpath(list(spec.submodule_search_locations)[0]) + os.sep
-    inside = [p for p in zips if os.path.realpath(p).startswith(home)]
-    if not inside:
-        return path
-    return [p for p in path if p not in inside] + inside
+def preload() -> None:
+    """Import :data:`PRELOAD`, and pandas through pyarrow's first conversion of a value."""
+    import importlib
+
+    import pyarrow as pa
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+    pa.array(["x"])
 
 
 if __name__ == "__main__":
-    sys.path[:] = installed_first(sys.path)
+    preload()
     from pyspark.daemon import manager
 
     manager()

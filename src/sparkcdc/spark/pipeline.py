@@ -157,6 +157,10 @@ def _session(config: Config, own: Path, log_level: str | None) -> Any:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    from sparkcdc.spark.pythonpath import use_compiled_pyspark
+
+    use_compiled_pyspark()
+
     log4j = own / "log4j2.properties"
     log4j.write_text(LOG4J)
     java_opts = f"-Dlog4j2.configurationFile=file:{log4j.resolve()}"

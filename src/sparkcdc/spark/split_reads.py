@@ -44,6 +44,7 @@ def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.Reco
     typed = options.snapshot_delivery == "store"
     dialect = None
     pending: Future[list[pa.RecordBatch]] | None = None
+    high: BinlogOffset | None = None  # of the split this task read last: the next one's low
     try:
         with ThreadPoolExecutor(1, thread_name_prefix="sparkcdc-split-files") as writer:
             for raw in task.splits:
@@ -65,7 +66,9 @@ def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.Reco
                         ),
                         task=f"task {task.value} pid {os.getpid()}",
                         typed=typed,
+                        low=high,
                     )
+                    high = result.high
                     job = writer.submit(keep_split, store, result, schema, typed, True)
                 else:
                     if ("after" in result.rows.column_names) == typed:

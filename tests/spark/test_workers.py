@@ -1,4 +1,4 @@
-"""Python workers warmed before a snapshot's first micro-batch, running compiled pyspark."""
+"""The session's Python task workers: forked by the preloading daemon, running compiled pyspark."""
 
 from __future__ import annotations
 
@@ -38,13 +38,19 @@ class ProbeReader(DataSourceReader):
         yield os.getpid(), warmed, str(pyspark.__file__)
 
 
-def test_warmed_workers_run_the_next_reads_with_the_reader_imported(spark: Any) -> None:
-    warm(spark, 2)
+def test_task_workers_start_with_the_chunk_reader_imported_and_compiled_pyspark(
+    spark: Any,
+) -> None:
     spark.dataSource.register(Probe)
     rows = spark.read.format(Probe.name()).load().collect()
     assert len(rows) == 2
-    # the reads ran in the workers the warm-up left (nothing else imports the chunk reader in
-    # a worker), and those import pyspark from its installed package, not from pyspark.zip,
-    # whose modules Python compiles again in every new process
+    # nothing in this module's session imported the chunk reader in a worker before: the
+    # daemon did, before forking them; and they import pyspark from its installed package, not
+    # from pyspark.zip, whose modules Python would compile again in every new process
     assert all(r.warm for r in rows), rows
     assert all(".zip" not in r.pyspark for r in rows), rows
+
+
+def test_the_warm_up_read_runs_and_reads_nothing(spark: Any) -> None:
+    warm(spark, 2)  # raises if the warm-up source cannot be planned or read
+    assert spark.read.format("sparkcdc-warm-up").option("tasks", "3").load().count() == 0
