@@ -44,9 +44,10 @@ machine, 2 cores, which the run keeps busy from start to end):
   Python process Spark starts imports pyspark from its installed package (a `sitecustomize`
   on their path moves `pyspark.zip`, which Spark puts first, behind it: Python compiles zip
   imports again in every process, ~0.6 s CPU each), and task workers are forked from a daemon
-  that imported pyarrow, pandas, connectorx and the chunk reader first: Spark gives a batch's
-  task a new worker whenever the previous batch's is not back in its pool yet (seen at every
-  second batch at parallelism 1), and a new worker used to spend 1-1.5 s importing.
+  that imported pyarrow, pandas, connectorx and the chunk reader first: Spark starts a new
+  worker whenever none is idle in its pool at that moment (at parallelism 1 the later batches'
+  tasks ran in one the warm-up had not started), and a new worker used to spend 1-1.5 s
+  importing before its first chunk.
 - **Chunk reads**: one connectorx query per chunk and one watermark per chunk (four short
   queries: a split's high watermark is the next split's low). Timed alone on this machine the
   same day, per 8,096-row chunk: 13.5 ms reading it (1.6 µs/row; connectorx's fixed cost per

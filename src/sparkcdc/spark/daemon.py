@@ -5,8 +5,9 @@ Spark starts Python task workers by forking them from one daemon process per ses
 needs: for a snapshot's split tasks pyarrow, pandas (pyarrow imports it on its first conversion
 of a Python value), connectorx and the chunk reader, measured here as 1–1.5 s of CPU before the
 first chunk is read. The warm-up read (:mod:`.warm`) leaves workers that have imported all that,
-but Spark hands a micro-batch's task to a new worker whenever the one the previous batch used is
-not yet back in its pool: measured here at every second batch of a snapshot at parallelism 1.
+but Spark starts a new worker whenever none is idle in its pool at that moment: in a snapshot at
+parallelism 1 traced here, the later batches' split tasks ran in a worker the warm-up had not
+started, which imported all that before its first chunk.
 
 This daemon imports those modules once, then runs pyspark's daemon unchanged, so every worker it
 forks starts with them imported (the pages are shared until written). pyarrow's thread pools
