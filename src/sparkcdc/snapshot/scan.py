@@ -14,8 +14,10 @@ every change the SELECT saw, as those committed before it), so a task reading sp
 another passes each split's ``high`` to the next as its ``low``: one watermark per split where
 Flink CDC takes two, each a few round trips to the server that wait for a busy CPU. A low
 watermark taken earlier only widens the window whose changes are replayed, which is exact
-whatever its width. ``hook(stage, split)`` is called after
-each step (``low``, ``chunk``, ``high``) so tests can write into the window deterministically.
+whatever its width.
+
+``hook(stage, split)`` is called after each step (``low``, ``chunk``, ``high``) so tests can
+write into the window deterministically.
 
 :func:`scan_split_at` is the variant for one consistent snapshot at a fixed point ``at`` taken
 before any split is read (the batch read): the chunk is rewound with the log from ``at`` to its

@@ -12,6 +12,7 @@ started, which imported all that before its first chunk.
 This daemon imports those modules once, then runs pyspark's daemon unchanged, so every worker it
 forks starts with them imported (the pages are shared until written). pyarrow's thread pools
 are safe across a fork (they restart in the child), and no connection or runtime is opened here.
+A module that fails to import here is only not preloaded: the task that needs it reports why.
 """
 
 from __future__ import annotations
@@ -26,15 +27,19 @@ PRELOAD = (
 )
 
 
-def preload() -> None:
-    """Import :data:`PRELOAD`, and pandas through pyarrow's first conversion of a value."""
+def preload(modules: tuple[str, ...] = PRELOAD) -> None:
+    """Import ``modules``, and pandas through pyarrow's first conversion of a value. Only a head
+    start: a module that fails to import is left for the task that needs it, which reports it."""
+    import contextlib
     import importlib
 
-    import pyarrow as pa
+    for name in modules:  # the task importing a module that fails here raises the real error
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+    with contextlib.suppress(Exception):
+        import pyarrow as pa
 
-    for name in PRELOAD:
-        importlib.import_module(name)
-    pa.array(["x"])
+        pa.array(["x"])
 
 
 if __name__ == "__main__":

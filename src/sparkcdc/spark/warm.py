@@ -6,9 +6,10 @@ run once per query) and one *task worker* per split task. Started cold, each is 
 that imports pyspark, pyarrow and the chunk reader first: measured here as about 1.5 s between a
 snapshot's first offset and its first chunk read. Spark keeps idle workers of both kinds for
 reuse (``spark.python.worker.reuse``), so one tiny batch read of :class:`WarmUpSource` run
-just before the query starts leaves both kinds waiting with those modules imported: it is
-planned in a planner worker of the kind the stream's uses, and read in ``parallelism`` task
-workers of the kind the split tasks use. Run beside the query's start instead, on two busy
+just before the query starts leaves both kinds waiting: it is planned in a planner worker of
+the kind the stream's uses (which imports the reader there), and read in ``parallelism`` task
+workers forked by the session's daemon (:mod:`.daemon`, which preloads what they import, for
+workers Spark starts later too). Run beside the query's start instead, on two busy
 cores, it was measured here finishing after the first offset was written: the micro-batch
 waited for the workers it started.
 
@@ -23,6 +24,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from sparkcdc.spark.daemon import preload
 
 log = logging.getLogger("sparkcdc.pipeline")
 
@@ -41,7 +44,7 @@ class WarmUpSource(DataSource):
         return "id long"
 
     def reader(self, schema: Any) -> DataSourceReader:
-        _import("sparkcdc.spark.source")
+        preload(("sparkcdc.spark.source",))
         return _NoRows(int(self.options.get("tasks", "1")))
 
 
@@ -53,20 +56,7 @@ class _NoRows(DataSourceReader):
         return [InputPartition(i) for i in range(self.tasks)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[int]]:
-        _import(
-            "sparkcdc.spark.source", "sparkcdc.spark.split_reads", "sparkcdc.sources.mysql.chunks"
-        )
-        return iter(())
-
-
-def _import(*modules: str) -> None:
-    import importlib
-
-    import pyarrow as pa
-
-    for name in modules:
-        importlib.import_module(name)
-    pa.array(["x"])  # pyarrow's first conversion of a Python list imports pandas
+        return iter(())  # the worker's daemon preloaded what the split tasks import
 
 
 def warm(spark: Any, tasks: int) -> None:
