@@ -27,44 +27,48 @@ SNAPSHOT_NOTES = """\
 How the rows travel (`snapshot_delivery: store`, what `sparkcdc run` uses): each Spark task reads
 its chunks with connectorx as typed Arrow columns (integers, floats, strings, bytes, DECIMAL of at
 most 28 digits, DATE and DATETIME natively; wider DECIMAL, TIMESTAMP and TIME as text cast in
-Arrow), corrects each with its watermark window and keeps it in the split store. In a thread of
-its own, while it reads the next chunk, the task writes the chunk's two Delta data files there
-(replica rows, change-log `r` rows) and then hands Spark one `k` event per chunk. The sink links
-those files into the tables and commits them with the batch's transaction id (append while only
-chunks reached the table; otherwise it reads the chunk and MERGEs). No JSON is built or parsed,
-no row crosses the JVM, the driver encodes nothing.
+Arrow), corrects each with its watermark window and keeps it in the split store. The task's
+chunks go in runs (up to 131,072 rows of consecutive chunks, its last run halved down to one
+chunk): in a thread of its own, while it reads the next run, the task writes the run's two Delta
+data files there (replica rows, change-log `r` rows), then hands Spark one `k` event per chunk
+naming them. The sink links those files into the tables and commits them with the batch's
+transaction id (append while only chunks reached the table; otherwise it reads the chunks and
+MERGEs). No JSON is built or parsed, no row crosses the JVM, the driver encodes nothing.
 
 What the columns above hold, and what the pieces showed when timed alone (same table, same
-machine, 2 cores, which the run keeps busy from start to end):
+machine, 2 cores, the same day):
 
 - **Start-up** (outside rows/s): the JVM and session, the Python Data Source steps (lookup,
   creation, the streaming source's planner), the first splits cut, and a small batch read run
-  before the query starts, which leaves a planner worker waiting (run beside the query's start
-  it was measured finishing after the first offset, and the batch waited for it). Every
-  Python process Spark starts imports pyspark from its installed package (a `sitecustomize`
-  on their path moves `pyspark.zip`, which Spark puts first, behind it: Python compiles zip
-  imports again in every process, ~0.6 s CPU each), and task workers are forked from a daemon
-  that imported pyarrow, pandas, connectorx and the chunk reader first: Spark starts a new
-  worker whenever none is idle in its pool at that moment (at parallelism 1 the later batches'
-  tasks ran in one the warm-up had not started), and a new worker used to spend 1-1.5 s
-  importing before its first chunk.
-- **Chunk reads**: one connectorx query per chunk and one watermark per chunk (four short
-  queries: a split's high watermark is the next split's low). Timed alone on this machine the
-  same day, per 8,096-row chunk: 13.5 ms reading it (1.6 µs/row; connectorx's fixed cost per
-  query 1.2 ms; the server spent 7.4 ms of CPU on it), 9 ms writing the two Parquet files
-  (replica ~3 ms, change log ~6: it has 4× the columns), 1.1 ms for the watermark, 0.6 ms
-  keeping the chunk in the split store. Dictionary encoding is used only for strings and the
-  change log's per-chunk constants.
-- **Delta writes**: the sink's commit of the files the tasks wrote (before: the driver encoded
-  both tables after the reads, ~1 s per 2M rows).
+  before the query starts. Every Python process Spark starts imports pyspark from its installed
+  package (a `sitecustomize` on their path moves `pyspark.zip` behind it), and task workers are
+  forked from a daemon that imported pyarrow, pandas, connectorx and the chunk reader first.
+- **Chunk reads**: one connectorx query per chunk and one watermark per chunk (a split's high
+  watermark is the next split's low). Per 8,096-row chunk: ~5.9 ms reading it (connectorx
+  5.2 ms with the server's part, the typed columns 0.7 ms), 0.5 ms for the watermark (0.26 ms
+  of it the server's), 0.33 ms keeping the chunk in the split store, and 5.0 ms writing the
+  two Parquet files in runs of 16 chunks (6.25 ms with a pair of files per chunk). DATE and
+  DATETIME columns are read as they are until a chunk holds a zero date: the guard that makes
+  the server return NULL for those cost it 0.87 s of CPU instead of 0.68 s per 2M rows. A
+  PyMySQL connection took 22 ms of CPU, nearly all of it loading the system's CA certificates
+  for a TLS context that checks none; made once per process it takes 0.4 ms (each split task
+  and each planned batch opens connections).
+- **Spark jobs, … not reading chunks**: the time from the job's start to its first chunk read
+  (planning the batch, launching the tasks and handing them to the Python workers, ~0.3 s on
+  the JVM's side alone) and from the tasks' last reads to their end (the last run's files).
+  The announcement of a table's schema used to be a Spark task of its own in the table's first
+  batch: with as many split tasks as task slots, one of them waited for it.
+- **Delta writes**: the sink's commit of the files the tasks wrote.
 - **Shut-down** (outside rows/s): the hand-off batch (the log from the smallest high watermark),
   the query's end and the session stopping.
 
-Spark JDBC reads typed columns inside its tasks and writes Parquet once, from the same tasks, in
-a JVM warmed up by a first read. What is left between the two on this machine, whose two cores
-both runs keep busy: every row is encoded twice (replica and change log), each chunk costs a
-query, a watermark and two files of its own, and Spark plans the first micro-batch (~1 s from
-the first offset to the first chunk read).
+Where the two cores go at parallelism 2 (CPU by process, sampled during the snapshot's seconds
+in a separate run): the Python task workers ~3.0 s, the server ~1.2 s, the JVM ~1.3 s (its JIT
+compiler threads 0.6-0.8 s of it, still compiling what start-up ran), for ~3.1 s of wall time:
+both cores are busy throughout, so what is left is CPU. Spark JDBC reads typed columns inside
+its tasks and writes Parquet once, in a JVM warmed up by a first read; here every row is
+encoded twice (replica and change log), each chunk costs a query and a watermark, and Python
+sits between the reads and the files.
 """
 
 
@@ -182,6 +186,18 @@ def _snapshot(s: dict[str, Any]) -> list[str]:
         + ".",
         "",
     ]
+    small = s.get("sparkcdc_small_batches")
+    one = next((m for m in cdc if m["parallelism"] == 1), None)
+    if small and one and small["batches"] > one["batches"]:
+        each = (small["seconds"] - one["seconds"]) / (small["batches"] - one["batches"])
+        out += [
+            f"The cost of a micro-batch: parallelism 1 again with `batch_rows: "
+            f"{small['batch_rows_option']:,}`, {small['batches']} snapshot batches instead of "
+            f"{one['batches']}: {small['rows_per_s']:,.0f} rows/s ({small['seconds']:.2f} s), "
+            f"{each:.2f} s more per batch (Spark planning the batch, starting its tasks, "
+            "each task's last files and the commit).",
+            "",
+        ]
     if len(cdc) > 1 and len(s["jdbc"]) > 1:
         a, b, ja, jb = cdc[0], cdc[-1], s["jdbc"][0], s["jdbc"][-1]
         out += [

@@ -149,17 +149,24 @@ def _union(spans: list[tuple[float, float]]) -> float:
 
 
 def sparkcdc_snapshot(
-    server: EmbeddedMariaDB, work: Path, rows: int, parallelism: int, chunk_size: int
+    server: EmbeddedMariaDB,
+    work: Path,
+    rows: int,
+    parallelism: int,
+    chunk_size: int,
+    batch_rows: int | None = None,
 ) -> dict[str, Any]:
+    """One ``sparkcdc run`` (``batch_rows``: the option's value, else its default)."""
     from deltalake import DeltaTable
 
-    d = work / f"sparkcdc-p{parallelism}"
+    d = work / (f"sparkcdc-p{parallelism}" + ("" if batch_rows is None else f"-b{batch_rows}"))
     d.mkdir()
     cfg = d / "pipeline.yaml"
+    batch = "" if batch_rows is None else f", batch_rows: {batch_rows}"
     cfg.write_text(
         f"source: {{type: mysql, host: 127.0.0.1, port: {server.port}, user: root, "
         f"password: '', tables: ['bench\\.snap'], startup: snapshot, server_id: '7101-7110', "
-        f"snapshot: {{parallelism: {parallelism}, chunk_size: {chunk_size}}}}}\n"
+        f"snapshot: {{parallelism: {parallelism}, chunk_size: {chunk_size}{batch}}}}}\n"
         f"sink: {{type: delta, path: {d / 'lake'}}}\n"
         f"pipeline: {{checkpoint: {d / 'checkpoint'}, spark: {{master: 'local[2]'}}}}\n"
     )
@@ -183,6 +190,7 @@ def sparkcdc_snapshot(
     later = sum(int(m.group(2)) for _, m in batches[1:])
     return {
         "parallelism": parallelism,
+        "batch_rows_option": batch_rows,
         "rows": rows,
         "replica_rows": replica_rows,
         "wall_s": wall,
@@ -303,6 +311,10 @@ def run(server: EmbeddedMariaDB, work: Path, rows: int, parallelism: list[int],
         if r["replica_rows"] != rows:
             print(f"  warning: the replica has {r['replica_rows']:,} rows, not {rows:,}")
         cdc_runs.append(r)
+    # the cost of a micro-batch: parallelism 1 again, its splits in four batches
+    small = sparkcdc_snapshot(server, work, rows, 1, chunk_size, batch_rows=rows // 4)
+    busy["sparkcdc p1, smaller batches"] = other.take()
+    print(f"  sparkcdc p1 in {small['batches']} batches: {small['rows_per_s']:,.0f} rows/s")
     other.done.set()
     if max(busy.values()) > 2.0:
         print(f"  warning: other processes used the CPU meanwhile (s): {busy}", flush=True)
@@ -317,6 +329,7 @@ def run(server: EmbeddedMariaDB, work: Path, rows: int, parallelism: list[int],
         "chunk_size": chunk_size,
         "spark_master": "local[2]",
         "sparkcdc": cdc_runs,
+        "sparkcdc_small_batches": small,
         "jdbc": jdbc_runs,
         "connectorx": cx_runs,
         "ratio_vs_jdbc": {

@@ -281,6 +281,50 @@ def test_typed_chunks_are_the_decoded_row_images(mariadb: EmbeddedMariaDB, db: s
     assert rows[7]["dd"] is None and rows[7]["dt3"] is None
 
 
+def test_dates_are_read_as_they_are_until_a_chunk_shows_a_zero_date(
+    mariadb: EmbeddedMariaDB, db: str
+) -> None:
+    """DATE and DATETIME are selected as they are (the guard against zero dates costs the
+    server) until a chunk of the table holds one: connectorx refuses zero and partly-zero dates
+    and reads year 0, which the row images make NULL. That chunk is read again guarded, and so
+    are the table's later chunks; the values are the row images' either way."""
+    mariadb.execute("CREATE TABLE d (id INT PRIMARY KEY, dt DATETIME(6), dd DATE)", database=db)
+    rows = [
+        {"id": 1, "dt": "2024-01-02 03:04:05.5", "dd": "2024-01-02"},
+        {"id": 2, "dt": "0001-01-01 00:00:00", "dd": "9999-12-31"},
+        {"id": 3, "dt": "0000-03-04 05:06:07", "dd": "2024-01-03"},  # year 0
+        {"id": 4, "dt": "2024-01-01 00:00:00", "dd": "2024-05-00"},  # partly zero
+        {"id": 5, "dt": "2024-01-01 00:00:00", "dd": "2024-05-06"},
+    ]
+    for row in rows:
+        insert(mariadb, db, "d", row)
+
+    def prepared() -> int:  # connectorx prepares each query it runs
+        found = mariadb.query("SHOW GLOBAL STATUS LIKE 'Com_stmt_prepare'")
+        return int(found[0][1])
+
+    with chunks_of(mariadb) as dialect:
+        schema = dialect.catalog.load_schema(db, "d")
+        keys = dialect.key_columns(db, "d", ["id"])
+        unguarded = dialect.chunk_query(schema, keys, None, None, True, zero_dates=False)
+        assert "DAYOFMONTH" not in unguarded
+        assert "DAYOFMONTH" in dialect.chunk_query(schema, keys, None, None, True)
+        counts, chunks = [], []
+        for lo, hi in ((None, (3,)), ((3,), (4,)), ((4,), None)):
+            before = prepared()
+            chunks.append(dialect.read_chunk(schema, keys, lo, hi, typed=True))
+            counts.append(prepared() - before)
+        assert_typed_as_decoded(
+            pa.concat_tables(chunks), dialect.read_chunk(schema, keys, None, None), schema
+        )
+    # valid dates: one query; year 0: read again guarded; later chunks: guarded at once
+    assert counts == [1, 2, 1]
+    found = {r["id"]: (r["dt"], r["dd"]) for r in pa.concat_tables(chunks).to_pylist()}
+    assert found[2] == (datetime.datetime(1, 1, 1), datetime.date(9999, 12, 31))
+    assert found[3] == (None, datetime.date(2024, 1, 3)) and found[4][1] is None
+    assert found[1][0] == datetime.datetime(2024, 1, 2, 3, 4, 5, 500000)
+
+
 COMPOSITE = """
 CREATE TABLE comp (
   a INT NOT NULL, b VARCHAR(10) NOT NULL, d DATETIME(6) NOT NULL, v INT,

@@ -27,7 +27,7 @@ from sparkcdc.spark.mark import BatchMark
 from sparkcdc.spark.options import SourceOptions
 from sparkcdc.spark.sink import DeltaSink
 from sparkcdc.spark.snapshot import SplitTask
-from sparkcdc.spark.split_reads import chunk_event, keep_split, read_split_task
+from sparkcdc.spark.split_reads import chunk_event, keep_run, read_split_task
 from sparkcdc.spark.stored import disjoint
 from tests.spark.envelopes import Changes
 from tests.spark.test_sink import ACCOUNTS, ALL_TYPES, ROW_JSON
@@ -52,7 +52,7 @@ def stored_chunk(
     keys, texts = images(schema, rows)
     split = Split(f"{schema.db}.{schema.table}", index, None, None)
     result = SplitResult(split, typed_rows(schema)(keys, texts), HIGH, HIGH, 0.0, 1.5)
-    written = chunk_files.files_of(result, schema, store, fresh=True) if files else None
+    written = chunk_files.files_of([result], schema, store, fresh=True) if files else None
     store.put(result)
     return chunk_event(result, schema, store.rows_path(split), written)
 
@@ -401,7 +401,7 @@ def test_the_data_files_a_task_wrote_are_committed_as_the_sink_writes_the_chunk(
         a, b = table(tmp_path / "a" / "shop" / name), table(tmp_path / "b" / "shop" / name)
         assert a == b and len(a) == 8
         # the tasks' files themselves, linked: the sink encoded nothing
-        stored = {store.data_path(Split("shop.types", i, None, None), "") for i in (0, 1)}
+        stored = {store.data_path(Split("shop.types", i, None, None), ".x1") for i in (0, 1)}
         kind = "changelog" if name.endswith("changelog") else "replica"
         files = DeltaTable(str(tmp_path / "a" / "shop" / name)).file_uris()
         assert len(files) == 2
@@ -421,29 +421,34 @@ def test_the_data_files_a_task_wrote_are_committed_as_the_sink_writes_the_chunk(
     assert len(table(replica)) == 8 and operations(replica).count("WRITE") == 2
 
 
-def test_a_split_read_again_after_a_crash_replaces_the_files_its_first_attempt_left(
+def test_a_run_read_again_after_a_crash_replaces_the_files_its_first_attempt_left(
     tmp_path: Path,
 ) -> None:
-    """kill -9 between a split's files and its metadata: the split is read again (maybe at a
-    later high watermark, with other rows) and its files must be the new rows; a finished
-    split replayed keeps the files it has."""
+    """kill -9 after a run's files, before one of its splits was kept: that split is read
+    again (maybe at a later high watermark, with other rows) and the run's files must hold the
+    new rows; a run of finished splits replayed keeps the files it has."""
     a = ACCOUNTS
     store = SplitStore(tmp_path / "store")
-    split = Split("shop.accounts", 0, None, None)
+    splits = [Split("shop.accounts", i, None, None) for i in (0, 1)]
 
-    def result(owner: str, high: BinlogOffset) -> SplitResult:
-        keys, texts = images(a, [{"id": 1, "owner": owner, "balance": "1.00"}])
-        return SplitResult(split, typed_rows(a)(keys, texts), high, high, 0.0, 1.5)
+    def result(i: int, owner: str, high: BinlogOffset) -> SplitResult:
+        keys, texts = images(a, [{"id": i + 1, "owner": owner, "balance": "1.00"}])
+        return SplitResult(splits[i], typed_rows(a)(keys, texts), high, high, 0.0, 1.5)
 
-    chunk_files.files_of(result("first", HIGH), a, store, fresh=True)  # then the crash
+    kept = result(1, "kept", HIGH)
+    store.put(kept)
+    chunk_files.files_of([result(0, "first", HIGH), kept], a, store, fresh=True)  # the crash
     later = BinlogOffset(HIGH.file, HIGH.pos + 100, HIGH.gtid)
-    keep_split(store, result("again", later), a, True, True)
-    replica = store.data_path(split, ".replica.parquet")
-    changelog = store.data_path(split, ".changelog.parquet")
-    assert pq.read_table(replica).column("owner").to_pylist() == ["again"]
-    assert pq.read_table(changelog).column("source").to_pylist()[0]["pos"] == later.pos
+    again = result(0, "again", later)
+    store.put(again)
+    keep_run(store, [again, kept], a, True, True)
+    replica = store.data_path(splits[0], ".x2.replica.parquet")
+    changelog = store.data_path(splits[0], ".x2.changelog.parquet")
+    assert pq.read_table(replica).column("owner").to_pylist() == ["again", "kept"]
+    positions = [s["pos"] for s in pq.read_table(changelog).column("source").to_pylist()]
+    assert positions == [later.pos, HIGH.pos]
     inode = replica.stat().st_ino
-    replayed = store.get(split)
-    assert replayed is not None
-    keep_split(store, replayed, a, True, False)
-    assert replica.stat().st_ino == inode  # the finished split's own files, kept
+    replayed = [store.get(s) for s in splits]
+    assert all(r is not None for r in replayed)
+    keep_run(store, replayed, a, True, False)  # type: ignore[arg-type]
+    assert replica.stat().st_ino == inode  # the finished run's own files, kept

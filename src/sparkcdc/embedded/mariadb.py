@@ -28,6 +28,8 @@ from typing import Any
 
 import pymysql
 
+from sparkcdc.sources.mysql.connect import connect
+
 CDC_SETTINGS: tuple[str, ...] = (
     "--log-bin=mysql-bin",
     "--binlog-format=ROW",
@@ -148,7 +150,7 @@ class EmbeddedMariaDB:
 
     def connect(self, database: str | None = None, **kwargs: Any) -> pymysql.Connection:
         """A new autocommit connection as root."""
-        return pymysql.connect(
+        return connect(
             host=self.host,
             port=self.port,
             user=self.user,

@@ -25,7 +25,7 @@ chunk_key_columns          JSON object ``{"db.table": ["col", …]}``: the colum
 distribution_factor_lower  a single integer chunk key is cut evenly while
 distribution_factor_upper  (max - min + 1) / rows lies within these bounds (defaults 0.05
                            and 1000; lower > 0, upper >= 1 and >= lower)
-snapshot_batch_rows        rows one Spark task reads in one micro-batch (default 1048576)
+snapshot_batch_rows        rows one Spark task reads in one micro-batch (default 4194304)
 incremental_chunks         chunks one incremental-snapshot window reads in parallel, 1..64
                            (default 2)
 signal_table               ``db.table`` signals are inserted into (optional; ``tables``

@@ -9,8 +9,9 @@ start in the snapshot phase::
 
 - ``latestOffset`` (driver) cuts the next splits with the :class:`ChunkSplitter` (lazily, one
   micro-batch at a time, so a growing table never yields a giant last chunk) and deals them
-  into ``parallelism`` groups; each group is one Spark task (:class:`SplitTask`) that reads its
-  splits one after another with its own server id for the watermark-window log reads.
+  into ``parallelism`` groups of consecutive splits; each group is one Spark task
+  (:class:`SplitTask`) that reads its splits one after another with its own server id for the
+  watermark-window log reads.
 - ``read`` (executor, :mod:`.split_reads`) runs ``scan_split`` per split, keeps the result in
   the split store beside the checkpoint and emits the rows as ``op = 'r'`` events; a replayed
   task returns the stored rows, so replays are exact. With ``snapshot_delivery = store`` the
@@ -51,13 +52,27 @@ def is_snapshot(offset: dict[str, Any]) -> bool:
 
 
 class SplitTask(InputPartition):
-    """One Spark task of the snapshot: splits read in turn, with one window server id."""
+    """One Spark task of the snapshot: splits read in turn, with one window server id.
 
-    def __init__(self, group: int, splits: list[dict], meta: dict[str, Any], server_id: int):
+    ``head`` (Arrow IPC stream bytes) holds events the task sends before its chunks: the
+    schema announcements of the tables starting in its batch go with the first task rather
+    than in a task of their own, which would hold one of Spark's task slots while the split
+    tasks wait for it (with as many split tasks as slots, one of them started that much later).
+    """
+
+    def __init__(
+        self,
+        group: int,
+        splits: list[dict],
+        meta: dict[str, Any],
+        server_id: int,
+        head: bytes = b"",
+    ):
         super().__init__(group)
         self.splits = splits
         self.meta = meta
         self.server_id = server_id
+        self.head = head
 
     def __repr__(self) -> str:
         return f"SplitTask({len(self.splits)} splits, server id {self.server_id})"
@@ -161,8 +176,8 @@ class SnapshotPlanner:
         if not splits:
             return self.finish(tables).to_json()
         groups: list[list[dict]] = [[] for _ in range(snap.parallelism)]
-        for i, split in enumerate(splits):
-            groups[i % len(groups)].append(split.to_json())
+        for i, split in enumerate(splits):  # consecutive splits: a run's files hold a key range
+            groups[i * len(groups) // len(splits)].append(split.to_json())
         nxt = {
             "tables": tables,
             "current": current,
@@ -200,7 +215,7 @@ class SnapshotPlanner:
         )
         return lowest
 
-    def partitions(self, end: dict[str, Any]) -> list[InputPartition]:
+    def partitions(self, end: dict[str, Any]) -> list[SplitTask]:
         st = end["snapshot"]
         ids = self.options.source.snapshot_server_ids
         return [

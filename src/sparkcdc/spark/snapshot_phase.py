@@ -14,6 +14,7 @@ import json
 import time
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from sparkcdc.core.offset import BinlogOffset
@@ -46,7 +47,16 @@ class SnapshotPhase:
         return planned
 
     def partitions(self, end: dict[str, Any]) -> list[InputPartition]:
-        return self._announce(end) + self.planner.partitions(end)
+        """The batch's split tasks; the first one sends the announcements ahead of its chunks."""
+        tasks = self.planner.partitions(end)
+        head = self._announce(end)
+        if head and tasks:
+            tasks[0].head = head
+        elif head:
+            from sparkcdc.spark.source import EnvelopePartition
+
+            return [EnvelopePartition(head, len(end["snapshot"]["announce"])), *tasks]
+        return list(tasks)
 
     def committed(self, end: dict[str, Any]) -> None:
         """Free the rows of a committed batch (once) and note its tables' split counts."""
@@ -73,10 +83,10 @@ class SnapshotPhase:
             return None
         return HandoffFilter(found, lambda: open_dialect(self.options))
 
-    def _announce(self, end: dict[str, Any]) -> list[InputPartition]:
-        """The schema rows of the tables whose snapshot starts in this batch."""
+    def _announce(self, end: dict[str, Any]) -> bytes:
+        """The schema rows of the tables whose snapshot starts in this batch, as Arrow IPC
+        stream bytes (empty: none)."""
         from sparkcdc.sources.mysql.transaction import SchemaRow, schema_batch
-        from sparkcdc.spark.source import to_partitions
 
         st = end["snapshot"]
         rows: list[SchemaRow] = []
@@ -85,9 +95,12 @@ class SnapshotPhase:
             text = json.dumps(schema.to_json(), separators=(",", ":"))
             rows.append((schema.db, schema.table, text, None, ANNOUNCE, schema.schema_id()))
         if not rows:
-            return []
+            return b""
         batch = schema_batch(0, "", 0, "", int(time.time() * 1000), None, rows)
-        return list(to_partitions([batch]))
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, batch.schema) as writer:
+            writer.write_batch(batch)
+        return bytes(sink.getvalue().to_pybytes())
 
     def _planned(self, offset: dict[str, Any]) -> None:
         """Remember each table's split count (or estimate) for the progress figures."""

@@ -259,6 +259,8 @@ class MySQLCDCStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if isinstance(partition, SplitTask):
+            if partition.head:
+                yield from pa.ipc.open_stream(partition.head)
             yield from read_split_task(self.options, partition)
             return
         assert isinstance(partition, EnvelopePartition)

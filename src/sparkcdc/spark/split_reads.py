@@ -6,7 +6,8 @@ corrected with the log of its window) with the task's own server id, and its res
 the :class:`~sparkcdc.snapshot.state.SplitStore` beside the checkpoint before it is sent, so a
 replayed task returns exactly what its first attempt read. With ``snapshot_delivery = store``
 the chunk goes to Spark as one ``k`` event naming its typed Arrow file and the Delta data files
-its task wrote (:mod:`.chunk_files`); with ``rows`` as ``r`` events with JSON row images.
+its task wrote for the run of splits it belongs to (:mod:`.chunk_files`); with ``rows`` as
+``r`` events with JSON row images.
 """
 
 from __future__ import annotations
@@ -32,46 +33,51 @@ from sparkcdc.spark import chunk_files
 from sparkcdc.spark.options import SourceOptions
 from sparkcdc.spark.snapshot import ARROW_BATCH_ROWS, SnapshotPlanner, SplitTask, open_dialect
 
+RUN_ROWS = 131072  # rows of the splits one pair of Delta data files holds (see runs)
+
 
 def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.RecordBatch]:
     """Executor side: each split of the task from the store, or scanned and stored first.
 
-    A split's files are written in a background thread while the next split is read (both
-    release the GIL), and its events are sent once they are written, in the splits' order."""
+    The splits go in runs (:func:`runs`); a run's Delta data files are written once all its
+    splits are kept, in a background thread while the next run is read (both release the GIL),
+    and its events are sent once they are written, in the splits' order."""
     from sparkcdc.sources.mysql.window import window_changes
 
     store = SplitStore(SnapshotPlanner(options).root)
     typed = options.snapshot_delivery == "store"
     dialect = None
-    pending: Future[list[pa.RecordBatch]] | None = None
+    pending: list[Future[Any]] = []  # the last run's jobs: its splits kept, then its events
     high: BinlogOffset | None = None  # of the split this task read last: the next one's low
     try:
         with ThreadPoolExecutor(1, thread_name_prefix="sparkcdc-split-files") as writer:
-            for raw in task.splits:
-                split = Split.from_json(raw)
-                meta = task.meta[split.table]
+            for run in runs(task.splits, options.source.snapshot.chunk_size):
+                meta = task.meta[run[0].table]
                 schema = TableSchema.from_json(meta["schema"])
                 keys = [KeyColumn.from_json(k) for k in meta["keys"]]
-                result = store.get(split)
-                if result is None:
-                    if dialect is None:
-                        dialect = open_dialect(options)
-                    result = scan_split(
-                        split,
-                        schema,
-                        keys,
-                        dialect,
-                        lambda db, t, lo, hi: window_changes(
-                            options.source, db, t, lo, hi, task.server_id
-                        ),
-                        task=f"task {task.value} pid {os.getpid()}",
-                        typed=typed,
-                        low=high,
-                    )
-                    high = result.high
-                    job = writer.submit(keep_split, store, result, schema, typed, True)
-                else:
-                    if ("after" in result.rows.column_names) == typed:
+                jobs: list[Future[Any]] = []
+                results: list[SplitResult] = []
+                fresh = False
+                for split in run:
+                    result = store.get(split)
+                    if result is None:
+                        if dialect is None:
+                            dialect = open_dialect(options)
+                        result = scan_split(
+                            split,
+                            schema,
+                            keys,
+                            dialect,
+                            lambda db, t, lo, hi: window_changes(
+                                options.source, db, t, lo, hi, task.server_id
+                            ),
+                            task=f"task {task.value} pid {os.getpid()}",
+                            typed=typed,
+                            low=high,
+                        )
+                        high, fresh = result.high, True
+                        jobs.append(writer.submit(store.put, result))  # finished at once
+                    elif ("after" in result.rows.column_names) == typed:
                         raise ConfigError(
                             f"the snapshot folder {store.root} holds chunks of {split.table} "
                             f"read for snapshot_delivery={'rows' if typed else 'store'}; keep "
@@ -79,30 +85,55 @@ def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.Reco
                             "and an empty sink.",
                             key="snapshot_delivery",
                         )
-                    job = writer.submit(keep_split, store, result, schema, typed, False)
-                if pending is not None:
-                    yield from pending.result()
-                pending = job
-            if pending is not None:
-                yield from pending.result()
+                    results.append(result)
+                jobs.append(writer.submit(keep_run, store, results, schema, typed, fresh))
+                yield from _sent(pending)
+                pending = jobs
+            yield from _sent(pending)
     finally:
         if dialect is not None:
             dialect.close()
 
 
-def keep_split(
-    store: SplitStore, result: SplitResult, schema: TableSchema, typed: bool, new: bool
+def runs(raws: list[dict[str, Any]], chunk_size: int) -> list[list[Split]]:
+    """A task's splits in runs: consecutive splits of one table, ``RUN_ROWS / chunk_size`` of
+    them at most. A run is the unit of the task's Delta data files (:mod:`.chunk_files`): one
+    pair of files per run instead of per chunk costs less to encode and leaves the tables fewer,
+    larger files. A run's files are written while the next run is read, except the last run's,
+    which the task's end waits for: the last run is cut in halves (16 splits: 8, 4, 2, 1, 1).
+    The runs depend on the task's splits only, so a replayed task has the same."""
+    size = max(1, RUN_ROWS // max(1, chunk_size))
+    out: list[list[Split]] = []
+    for split in map(Split.from_json, raws):
+        if out and out[-1][0].table == split.table and len(out[-1]) < size:
+            out[-1].append(split)
+        else:
+            out.append([split])
+    last = out.pop() if out else []
+    while len(last) > 1:  # halved: the files written after the task's last read are few
+        half = (len(last) + 1) // 2
+        out.append(last[:half])
+        last = last[half:]
+    return out + ([last] if last else [])
+
+
+def _sent(jobs: list[Future[Any]]) -> Iterator[pa.RecordBatch]:
+    """A run's events, once its splits are kept and its files written (errors raised here)."""
+    for job in jobs[:-1]:
+        job.result()
+    if jobs:
+        yield from jobs[-1].result()
+
+
+def keep_run(
+    store: SplitStore, results: list[SplitResult], schema: TableSchema, typed: bool, fresh: bool
 ) -> list[pa.RecordBatch]:
-    """Store a split read now (``new``; its Delta data files first, so a finished split has
-    them) and make its events."""
+    """A run's events; with typed chunks, its Delta data files are written first (``fresh``:
+    a split of the run was read now; else they are kept if an earlier attempt wrote them)."""
     if not typed:
-        if new:
-            store.put(result)
-        return list(_events(result, schema))
-    files = chunk_files.files_of(result, schema, store, fresh=new)
-    if new:
-        store.put(result)
-    return [chunk_event(result, schema, store.rows_path(result.split), files)]
+        return [event for result in results for event in _events(result, schema)]
+    files = chunk_files.files_of(results, schema, store, fresh=fresh)
+    return [chunk_event(r, schema, store.rows_path(r.split), files) for r in results]
 
 
 def chunk_event(

@@ -27,6 +27,7 @@ from sparkcdc.core.errors import (
 from sparkcdc.core.offset import BinlogOffset
 from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.sources.mysql.coltypes import charset_of_collation, column_from_catalog
+from sparkcdc.sources.mysql.connect import connect
 from sparkcdc.sources.mysql.grants import grant_statements, missing_privileges
 
 SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
@@ -53,7 +54,7 @@ class MySQLCatalog:
 
     def _connect(self) -> pymysql.Connection:
         try:
-            return pymysql.connect(
+            return connect(
                 host=self.host,
                 port=self.port,
                 user=self.user,

@@ -49,6 +49,7 @@ _CONTROL = "_utf8mb4 X'" + b"[\\x00-\\x1f]".hex() + "'"  # the regex [\x00-\x1f]
 _DATETIME_FORMAT = "'%Y-%m-%dT%H:%i:%s.%f'"
 _EPOCH = "TIMESTAMP'1970-01-01 00:00:00'"
 _ZERO_NULL = frozenset({"date", "datetime", "timestamp"})  # zero dates are JSON null
+DATE_TYPES = frozenset({"date", "datetime"})  # read natively: connectorx refuses zero dates
 Col = tuple[str, str, str | None, bool]  # name, data type, charset, nullable
 CHUNK_KEY_TYPES = frozenset(
     {*INTEGER_TYPES, "year", "bit", "decimal", "char", "varchar", "binary", "varbinary"}
@@ -123,16 +124,18 @@ def value_json(col: str, data_type: str, charset: str | None = None) -> str:
     raise SourceError(f"column {col} has type {data_type}, which sparkcdc cannot snapshot yet")
 
 
-def value_typed(col: str, column: Column) -> str:
+def value_typed(col: str, column: Column, zero_dates: bool = True) -> str:
     """The expression a typed chunk read selects for ``column`` (SQL ``col``): the column itself
     for integers, YEAR, FLOAT, DOUBLE, binary strings and DECIMAL(p,s) with s <= 10 and p - s
     <= 18 (read natively, exact), DATE and DATETIME with zero and partly-zero dates made NULL
-    (read natively), ``col+0`` for BIT (an unsigned integer), the utf8mb4 text for character
-    strings, JSON, ENUM and SET, and :func:`value_text` for wider DECIMALs, TIMESTAMP and TIME,
-    which connectorx cannot read exactly (a DECIMAL of more than 28 digits fails, TIME may be
-    outside a day)."""
+    (read natively; without ``zero_dates`` the column itself, for a table known to hold none),
+    ``col+0`` for BIT (an unsigned integer), the utf8mb4 text for character strings, JSON, ENUM
+    and SET, and :func:`value_text` for wider DECIMALs, TIMESTAMP and TIME, which connectorx
+    cannot read exactly (a DECIMAL of more than 28 digits fails, TIME may be outside a day)."""
     t = column.data_type.lower()
-    if t in ("date", "datetime"):
+    if t in DATE_TYPES:
+        if not zero_dates:
+            return col
         return f"IF(DAYOFMONTH({col}) AND MONTH({col}) AND YEAR({col}),{col},NULL)"
     if t == "decimal" and native_decimal(column):
         return col

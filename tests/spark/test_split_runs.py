@@ -1,0 +1,131 @@
+"""A snapshot task's splits in runs: one pair of Delta data files per run of consecutive splits
+of one table, named by every chunk of the run and committed once; the tables' announcements
+travel with the batch's first split task instead of a task of their own."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from sparkcdc.core.chunk import KeyColumn, Split
+from sparkcdc.core.event import OP_CHUNK, OP_SCHEMA
+from sparkcdc.core.offset import BinlogOffset
+from sparkcdc.snapshot.correct import typed_rows
+from sparkcdc.snapshot.state import SplitResult, SplitStore
+from sparkcdc.spark.options import SourceOptions
+from sparkcdc.spark.sink import DeltaSink
+from sparkcdc.spark.snapshot import SplitTask
+from sparkcdc.spark.snapshot_phase import SnapshotPhase
+from sparkcdc.spark.source import MySQLCDCStreamReader
+from sparkcdc.spark.split_reads import RUN_ROWS, read_split_task, runs
+from tests.spark.envelopes import Changes
+from tests.spark.test_sink import ACCOUNTS
+from tests.spark.test_stored_chunks import images
+
+A = ACCOUNTS
+META = {"shop.accounts": {"schema": A.to_json(), "keys": [KeyColumn("id", "bigint").to_json()]}}
+
+
+def options(tmp_path: Path, store: SplitStore, **extra: str) -> SourceOptions:
+    return SourceOptions.parse(
+        {"host": "127.0.0.1", "user": "root", "tables": r"shop\.accounts",
+         "schema_history": str(tmp_path / "history.jsonl"), "snapshot_dir": str(store.root),
+         "snapshot_delivery": "store", **extra}
+    )  # fmt: skip
+
+
+def kept_splits(store: SplitStore, count: int) -> list[Split]:
+    """``count`` finished splits of two rows each, each at a high watermark of its own."""
+    splits = []
+    for i in range(count):
+        split = Split("shop.accounts", i, None, None)
+        rows = [{"id": 2 * i + k, "owner": f"o{i}", "balance": f"{i}.0{k}"} for k in (1, 2)]
+        keys, texts = images(A, rows)
+        high = BinlogOffset("mysql-bin.000001", 1000 + i, f"0-1-{i}")
+        store.put(SplitResult(split, typed_rows(A)(keys, texts), high, high, 0.0, 1.5))
+        splits.append(split)
+    return splits
+
+
+def refs(events: list[pa.RecordBatch]) -> list[dict[str, Any]]:
+    return [json.loads(e.column("after")[0].as_py()) for e in events]
+
+
+def test_a_task_s_splits_go_in_runs_of_one_table_up_to_the_run_s_rows() -> None:
+    splits = [Split("a.x", i, None, None) for i in range(3)]
+    splits += [Split("a.y", i, None, None) for i in range(3)]
+    raws = [s.to_json() for s in splits]
+    # the task's last run is halved: its files are what the task's end waits for
+    assert runs(raws, RUN_ROWS // 2) == [splits[0:2], splits[2:3], splits[3:5], splits[5:6]]
+    assert runs(raws, RUN_ROWS * 4) == [[s] for s in splits]  # chunks larger than a run
+    assert runs([], 100) == []
+    many = [Split("a.x", i, None, None) for i in range(20)]
+    sizes = [len(r) for r in runs([s.to_json() for s in many], RUN_ROWS // 8)]
+    assert sizes == [8, 8, 2, 1, 1]
+    sizes = [len(r) for r in runs([s.to_json() for s in many[:16]], RUN_ROWS // 16)]
+    assert sizes == [8, 4, 2, 1, 1]
+
+
+def test_each_chunk_names_its_run_s_files_and_the_sink_commits_each_run_once(
+    tmp_path: Path,
+) -> None:
+    """Five finished splits replayed in one task with runs of two: three pairs of files, each
+    chunk's ``k`` event naming its run's, each change-log row at its own split's high
+    watermark; the tables hold every row once, in three files each."""
+    store = SplitStore(tmp_path / "snapshot")
+    splits = kept_splits(store, 5)
+    opts = options(tmp_path, store, chunk_size=str(RUN_ROWS // 2))
+    task = SplitTask(0, [s.to_json() for s in splits], META, 7001)
+    events = list(read_split_task(opts, task))
+    assert [e.column("op")[0].as_py() for e in events] == [OP_CHUNK] * 5
+    found = refs(events)
+    assert [r["rows"] for r in found] == [2] * 5
+    paths = [r["files"]["replica"]["path"] for r in found]
+    assert paths[0] == paths[1] != paths[2] == paths[3] != paths[4]
+    assert [Path(p).name for p in dict.fromkeys(paths)] == [
+        "0.x2.replica.parquet", "2.x2.replica.parquet", "4.x1.replica.parquet"
+    ]  # fmt: skip
+    assert found[0]["files"]["replica"]["stats"]["numRecords"] == 4
+    sink = DeltaSink(str(tmp_path / "lake"), "p")
+    sink.write(pa.concat_tables([Changes().schema(A).table(), pa.Table.from_batches(events)]), 0)
+    assert sink.last_report is not None and sink.last_report.changes == 10
+    replica = DeltaTable(str(tmp_path / "lake" / "shop" / "accounts"))
+    log = DeltaTable(str(tmp_path / "lake" / "shop" / "accounts__changelog"))
+    assert len(replica.file_uris()) == 3 and len(log.file_uris()) == 3
+    assert sorted(r["id"] for r in replica.to_pyarrow_table().to_pylist()) == list(range(1, 11))
+    rows = log.to_pyarrow_table().to_pylist()
+    assert {r["op"] for r in rows} == {"r"}
+    assert sorted((r["after"]["id"], r["source"]["pos"], r["source"]["row"]) for r in rows) == [
+        (2 * i + k, 1000 + i, k - 1) for i in range(5) for k in (1, 2)
+    ]
+
+
+@pytest.mark.parametrize("tasks", [2, 1])
+def test_the_announcement_goes_with_the_first_split_task(tmp_path: Path, tasks: int) -> None:
+    """A table's first batch: its schema row comes first out of the first split task, and no
+    task is spent on it alone (it would hold a slot while the split tasks wait)."""
+    store = SplitStore(tmp_path / "snapshot")
+    splits = [s.to_json() for s in kept_splits(store, 2)]
+    groups = [splits[:1], splits[1:]] if tasks == 2 else [splits]
+    end = {
+        "snapshot": {
+            "tables": ["shop.accounts"], "current": 1, "splitter": None, "batch": 1,
+            "groups": groups, "meta": META, "announce": ["shop.accounts"],
+        }
+    }  # fmt: skip
+    opts = options(tmp_path, store, parallelism=str(tasks))
+    parts = SnapshotPhase(opts).partitions(end)
+    assert [type(p) for p in parts] == [SplitTask] * tasks
+    reader = MySQLCDCStreamReader(opts)
+    sent = [list(reader.read(p)) for p in parts]
+    ops = [[e.column("op").to_pylist() for e in task] for task in sent]
+    assert ops[0][0] == [OP_SCHEMA] and ops[0][1:] == [[OP_CHUNK]] * (3 - tasks)
+    assert all(o == [[OP_CHUNK]] for o in ops[1:])
+    # a later batch of the table announces nothing
+    later = {"snapshot": {**end["snapshot"], "announce": []}}
+    assert all(not p.head for p in SnapshotPhase(opts).partitions(later))
