@@ -24,7 +24,8 @@ from sparkcdc.core.errors import ConfigError, SourceError
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.embedded.mariadb import EmbeddedMariaDB
 from sparkcdc.sources.mysql.catalog import MySQLCatalog
-from sparkcdc.sources.mysql.chunks import CHUNK_SCHEMA, MySQLChunks, typed_chunk_schema
+from sparkcdc.sources.mysql.chunks import CHUNK_SCHEMA, MySQLChunks
+from sparkcdc.sources.mysql.typed_chunk import typed_chunk_schema
 from tests.integration.test_decoder import (
     ALL_TYPES,
     COLUMNS,

@@ -260,6 +260,6 @@ def _last_key(chunks: list[pa.Table]) -> list[Any] | None:
 
 
 def _empty(schema: TableSchema) -> pa.Table:
-    from sparkcdc.sources.mysql.chunks import typed_chunk_schema
+    from sparkcdc.sources.mysql.typed_chunk import typed_chunk_schema
 
     return typed_chunk_schema(schema).empty_table()

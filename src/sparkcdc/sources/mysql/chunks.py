@@ -19,7 +19,7 @@ JSON, ENUM and SET as utf8mb4 text, binary strings as their bytes. Wider DECIMAL
 TIME come as the server's text, the very text the JSON path quotes (:func:`.chunk_sql.value_text`),
 because connectorx cannot read them exactly; the text is cast like the JSON string. The ``key``
 text is the server's too, except for integer keys, whose text is made from the columns read
-(:func:`integer_key`): native reads halve the server's work on a chunk.
+(:func:`.typed_chunk.integer_key`): native reads halve the server's work on a chunk.
 
 Every statement runs with ``time_zone='+00:00'`` (``SET STATEMENT`` on MariaDB, a ``SET_VAR``
 hint on MySQL) so that TIMESTAMP keys compare exactly; the TIMESTAMP text itself is computed
@@ -35,16 +35,15 @@ from urllib.parse import quote
 
 import connectorx as cx
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.chunk import KeyColumn, KeyValue
-from sparkcdc.core.convert import arrow_type, fix_column
 from sparkcdc.core.errors import ConfigError, SourceError
 from sparkcdc.core.offset import BinlogOffset
-from sparkcdc.core.schema import INTEGER_TYPES, Column, TableSchema
+from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.sources.mysql import chunk_sql as q
 from sparkcdc.sources.mysql.catalog import MySQLCatalog
+from sparkcdc.sources.mysql.typed_chunk import dated, integer_key, typed_table, year_zero
 
 CHUNK_SCHEMA = pa.schema([("key", pa.string()), ("after", pa.string())])
 LOCATE_BATCH = 500  # values (and bounds) per locate query
@@ -220,7 +219,7 @@ class MySQLChunks:
         """The SELECT of :meth:`read_chunk`: columns ``key`` and ``after``, or with ``typed``
         one expression per table column (:func:`.chunk_sql.value_typed`; ``zero_dates``: DATE
         and DATETIME guarded against them), after ``key`` unless the key is made from the
-        integer key columns read (:func:`integer_key`)."""
+        integer key columns read (:func:`.typed_chunk.integer_key`)."""
         key_cols = _key_columns(schema, keys)
         key = f"{q.array_json([_col(c) for c in key_cols])} AS `key`"
         if typed:  # aliased by position: the names are restored from the schema
@@ -257,12 +256,12 @@ class MySQLChunks:
         (connectorx refuses zero and partly-zero dates; year 0 is checked here): that chunk
         and the table's later ones are read with the server making them NULL, the guard that
         costs the server ~20% more CPU per chunk when it is always on."""
-        guarded = not typed or schema.name in self._zero_dates or not _dated(schema)
+        guarded = not typed or schema.name in self._zero_dates or not dated(schema)
         sql = self.chunk_query(schema, keys, lo, hi, typed, upto, where, zero_dates=guarded)
         table = self._fetch(schema, sql, refused_dates=not guarded)
         if table is not None and typed:
-            table = _typed_table(table, schema, _key_columns(schema, keys))
-        if table is None or (not guarded and _year_zero(table, schema)):
+            table = typed_table(table, schema, _key_columns(schema, keys))
+        if table is None or (not guarded and year_zero(table, schema)):
             self._zero_dates.add(schema.name)  # it holds zero dates: the server guards them
             return self.read_chunk(schema, keys, lo, hi, typed, upto, where)
         if not typed:
@@ -342,71 +341,6 @@ def _col(c: Column) -> q.Col:
     return (c.name, c.data_type, c.charset, c.nullable)
 
 
-def typed_chunk_schema(schema: TableSchema) -> pa.Schema:
-    """The shape of a typed chunk: ``key`` (JSON text), then every column of ``schema`` in
-    its Delta type (:func:`~sparkcdc.core.convert.arrow_type`)."""
-    return pa.schema([("key", pa.string()), *((c.name, arrow_type(c)) for c in schema.columns)])
-
-
 def _key_columns(schema: TableSchema, keys: Sequence[KeyColumn]) -> list[Column]:
     """The columns of a chunk row's ``key``: the table's key, else its chunk key."""
     return [schema.column(n) for n in schema.key or tuple(k.name for k in keys)]
-
-
-def integer_key(columns: Sequence[Column]) -> bool:
-    """Whether the key JSON text of a typed chunk is made here from the key columns read: for
-    integers it is ``[1,2]``, the columns' decimal digits (``null`` for NULL), exactly as the
-    log reader writes it; other keys are written by the server (:func:`.chunk_sql.array_json`)."""
-    return all(c.data_type in INTEGER_TYPES for c in columns)
-
-
-def _dated(schema: TableSchema) -> bool:
-    return any(c.data_type.lower() in q.DATE_TYPES for c in schema.columns)
-
-
-def _year_zero(table: pa.Table, schema: TableSchema) -> bool:
-    """Whether a DATE or DATETIME column of a typed chunk read unguarded holds a date of year
-    0, which the guard makes NULL like the row images (connectorx reads it as it is)."""
-    for c in schema.columns:
-        if c.data_type.lower() in q.DATE_TYPES:
-            years = pc.year(table.column(c.name))
-            if pc.any(pc.equal(years, 0)).as_py():
-                return True
-    return False
-
-
-def _typed_table(table: pa.Table, schema: TableSchema, key_cols: Sequence[Column]) -> pa.Table:
-    """The connectorx result of a typed chunk query in :func:`typed_chunk_schema`."""
-    out = typed_chunk_schema(schema)
-    made = integer_key(key_cols)
-    if table.num_columns != len(out) - made:
-        raise SourceError(f"a typed chunk of {schema.name} has {table.num_columns} columns")
-    read = table.columns[0 if made else 1 :]
-    arrays = [_key_text(table, schema, key_cols) if made else table.column(0).cast(pa.string())]
-    for i, column in enumerate(schema.columns):
-        target = out.field(i + 1).type
-        chunks = [_fix(column, chunk, target) for chunk in read[i].chunks]
-        arrays.append(pa.chunked_array(chunks, type=target))
-    return pa.Table.from_arrays(arrays, schema=out)
-
-
-def _key_text(table: pa.Table, schema: TableSchema, key_cols: Sequence[Column]) -> pa.Array:
-    """``[v1,v2]`` of the integer key columns as read (:func:`integer_key`)."""
-    names = [c.name for c in schema.columns]
-    parts = []
-    for c in key_cols:
-        values = table.column(names.index(c.name))
-        if not pa.types.is_integer(values.type):
-            raise SourceError(f"the key column {c.name} of {schema.name} was read as {values.type}")
-        parts.append(pc.fill_null(pc.cast(values, pa.string()), "null"))
-    inner = pc.binary_join_element_wise(*parts, ",") if len(parts) > 1 else parts[0]
-    return pc.binary_join_element_wise("[", inner, "]", "")
-
-
-def _fix(column: Column, values: pa.Array, target: pa.DataType) -> pa.Array:
-    """One chunk of a column as connectorx read it, in the column's Delta type. BIT comes as
-    whichever unsigned integer fits the server's display width: widened to the uint64 that
-    :func:`~sparkcdc.core.convert.decode_images` reads from the JSON number first."""
-    if column.data_type == "bit" and pa.types.is_integer(values.type):
-        values = pc.cast(values, pa.uint64())
-    return fix_column(column, values, target)
