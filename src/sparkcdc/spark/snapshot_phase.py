@@ -47,15 +47,10 @@ class SnapshotPhase:
         return planned
 
     def partitions(self, end: dict[str, Any]) -> list[InputPartition]:
-        """The batch's split tasks; the first one sends the announcements ahead of its chunks."""
+        """The batch's split tasks (a snapshot offset always has one at least: the planner
+        ends the phase when no split is left); the first sends the announcements first."""
         tasks = self.planner.partitions(end)
-        head = self._announce(end)
-        if head and tasks:
-            tasks[0].head = head
-        elif head:
-            from sparkcdc.spark.source import EnvelopePartition
-
-            return [EnvelopePartition(head, len(end["snapshot"]["announce"])), *tasks]
+        tasks[0].head = self._announce(end)
         return list(tasks)
 
     def committed(self, end: dict[str, Any]) -> None:
