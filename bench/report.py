@@ -36,7 +36,8 @@ transaction id (append while only chunks reached the table; otherwise it reads t
 MERGEs). No JSON is built or parsed, no row crosses the JVM, the driver encodes nothing.
 
 What the columns above hold, and what the pieces showed when timed alone (same table, same
-machine, 2 cores, the same day):
+machine, 2 cores, the same day; these timings come from separate probes, which this command
+does not rerun):
 
 - **Start-up** (outside rows/s): the JVM and session, the Python Data Source steps (lookup,
   creation, the streaming source's planner), the first splits cut, and a small batch read run
