@@ -24,16 +24,16 @@ columns instead of JSON row images, which also removes the sink's JSON parse.
 
 
 SNAPSHOT_NOTES = """\
-How the rows travel (`snapshot_delivery: store`, what `sparkcdc run` uses): each Spark task reads
-its chunks with connectorx as typed Arrow columns (integers, floats, strings, bytes, DECIMAL of at
-most 28 digits, DATE and DATETIME natively; wider DECIMAL, TIMESTAMP and TIME as text cast in
-Arrow), corrects each with its watermark window and keeps it in the split store. The task's
-chunks go in runs (up to 131,072 rows of consecutive chunks, its last run halved down to one
-chunk): in a thread of its own, while it reads the next run, the task writes the run's two Delta
-data files there (replica rows, change-log `r` rows), then hands Spark one `k` event per chunk
-naming them. The sink links those files into the tables and commits them with the batch's
-transaction id (append while only chunks reached the table; otherwise it reads the chunks and
-MERGEs). No JSON is built or parsed, no row crosses the JVM, the driver encodes nothing.
+How the rows travel (`snapshot_delivery: store`, what `sparkcdc run` uses): each Spark task takes
+its chunks in runs (up to 131,072 rows of consecutive chunks of one table, its last run halved
+down to one chunk). A run is read in one connectorx query between one pair of watermarks when
+the chunk key is a single integer column (here: 16 chunks of 8,096 rows per query), cut into its
+chunks by key in Arrow, and each chunk is corrected with the window's changes in its own range
+and kept in the split store; other keys are read a chunk per query. In a thread of its own, while
+it reads the next run, the task writes the run's two Delta data files there (replica rows,
+change-log `r` rows), then hands Spark one `k` event per chunk naming them. The sink links those
+files into the tables and commits them with the batch's transaction id. No JSON is built or
+parsed, no row crosses the JVM, the driver encodes nothing.
 
 What the columns above hold, and what the pieces showed when timed alone (same table, same
 machine, 2 cores, the same day; these timings come from separate probes, which this command
@@ -41,35 +41,32 @@ does not rerun):
 
 - **Start-up** (outside rows/s): the JVM and session, the Python Data Source steps (lookup,
   creation, the streaming source's planner), the first splits cut, and a small batch read run
-  before the query starts. Every Python process Spark starts imports pyspark from its installed
-  package (a `sitecustomize` on their path moves `pyspark.zip` behind it), and task workers are
-  forked from a daemon that imported pyarrow, pandas, connectorx and the chunk reader first.
-- **Chunk reads**: one connectorx query per chunk and one watermark per chunk (a split's high
-  watermark is the next split's low). Per 8,096-row chunk: ~5.9 ms reading it (connectorx
-  5.2 ms with the server's part, the typed columns 0.7 ms), 0.5 ms for the watermark (0.26 ms
-  of it the server's), 0.33 ms keeping the chunk in the split store, and 5.0 ms writing the
-  two Parquet files in runs of 16 chunks (6.25 ms with a pair of files per chunk). DATE and
-  DATETIME columns are read as they are until a chunk holds a zero date: the guard that makes
-  the server return NULL for those cost it 0.87 s of CPU instead of 0.68 s per 2M rows. A
-  PyMySQL connection took 22 ms of CPU, nearly all of it loading the system's CA certificates
-  for a TLS context that checks none; made once per process it takes 0.4 ms (each split task
-  and each planned batch opens connections).
+  before the query starts. The driver JVM runs with the quick compiler only and the serial
+  collector (`-XX:TieredStopAtLevel=1 -XX:+UseSerialGC`): its optimizing compiler threads used
+  1.56 CPU-s of a 6.4 s snapshot at parallelism 2 and 0.47 s with the quick one alone; A/B
+  runs of the same code: 4.85–5.35 s against 6.06–6.58 s at parallelism 2, 5.70–6.48 s
+  against 7.05–7.16 s at 1, and start-up ~4 s shorter. Section 1's binlog stream took 26.9 s
+  after start-up against 25.7 s with the JVM's defaults, and 51.7 s against 54.4 s in all.
+- **Chunk reads**: a connectorx query of 8,096 rows cost 11.5–12.5 ms of client CPU, one of
+  32,384 or 131,072 rows ~7 ms per 8,096 (per call, connectorx opens a connection and runs the
+  query once with `LIMIT 1` for the result's shape); the server's share was 7–8 ms per 8,096
+  rows either way. Reading a run in one query took the snapshot at parallelism 2 from 6.1–6.6 s
+  to 3.8–6.0 s in probes on this machine, whose timings spread widely. DATE and DATETIME columns
+  are read as they are until a chunk holds a zero date (the guard that makes the server return
+  NULL for those cost it ~20% more CPU).
 - **Spark jobs, … not reading chunks**: the time from the job's start to its first chunk read
-  (planning the batch, launching the tasks and handing them to the Python workers, ~0.3 s on
-  the JVM's side alone) and from the tasks' last reads to their end (the last run's files).
-  The announcement of a table's schema used to be a Spark task of its own in the table's first
-  batch: with as many split tasks as task slots, one of them waited for it.
+  and from the tasks' last reads to their end (the last run's files). Traced: 0.3 s from the
+  first offset written to the source planning the batch, 0.65 s more until the Python workers
+  received their tasks (five code generations of 49–103 ms logged by Spark among them), then
+  40–100 ms to the first read; 0.7–0.8 s in all with the driver's JVM options, 1.0–1.2 s
+  without.
 - **Delta writes**: the sink's commit of the files the tasks wrote.
 - **Shut-down** (outside rows/s): the hand-off batch (the log from the smallest high watermark),
   the query's end and the session stopping.
 
-Where the two cores go at parallelism 2 (CPU by process, sampled during the snapshot's seconds
-in a separate run): the Python task workers ~3.0 s, the server ~1.2 s, the JVM ~1.3 s (its JIT
-compiler threads 0.6-0.8 s of it, still compiling what start-up ran), for ~3.1 s of wall time:
-both cores are busy throughout, so what is left is CPU. Spark JDBC reads typed columns inside
-its tasks and writes Parquet once, in a JVM warmed up by a first read; here every row is
-encoded twice (replica and change log), each chunk costs a query and a watermark, and Python
-sits between the reads and the files.
+Spark JDBC reads typed columns inside its tasks and writes Parquet once, in a JVM warmed up by
+a first read; here every row is encoded twice (replica and change log) and Python sits between
+the reads and the files, but a chunk is corrected on its own while the reads stay large.
 """
 
 
@@ -227,7 +224,8 @@ def _snapshot(s: dict[str, Any]) -> list[str]:
         "Where sparkcdc's time goes (seconds; chunk reads from the split files' start/end "
         "times, Spark jobs and Delta writes from the sink's per-batch log lines):",
         "",
-        "| parallelism | wall | start-up | shut-down | chunk reads (wall / task-s) | Spark jobs | "
+        "| parallelism | wall | start-up | shut-down | chunk reads (queries: wall / task-s) | "
+        "Spark jobs | "
         "… of which not reading chunks | Delta writes | the rest | batches |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -236,7 +234,8 @@ def _snapshot(s: dict[str, Any]) -> list[str]:
         rest = m["seconds"] - m["spark_job_s"] - m["sink_write_s"]
         out.append(
             f"| {m['parallelism']} | {m['wall_s']:.1f} | {m['startup_s']:.1f} | {shutdown:.1f} | "
-            f"{m['chunk_read_wall_s']:.1f} / {m['chunk_read_task_s']:.1f} | "
+            f"{m.get('chunk_reads', m['splits'])}: {m['chunk_read_wall_s']:.1f} / "
+            f"{m['chunk_read_task_s']:.1f} | "
             f"{m['spark_job_s']:.1f} | {m['spark_job_s'] - m['chunk_read_wall_s']:.1f} | "
             f"{m['sink_write_s']:.1f} | {rest:.1f} | {m['batches']} |"
         )

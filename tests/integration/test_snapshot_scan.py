@@ -13,7 +13,7 @@ import pytest
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.chunk import KeyColumn, Split
 from sparkcdc.embedded.mariadb import EmbeddedMariaDB
-from sparkcdc.snapshot.scan import scan_split, scan_split_at
+from sparkcdc.snapshot.scan import scan_run, scan_split_at
 from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
 from sparkcdc.sources.mysql.catalog import MySQLCatalog
 from sparkcdc.sources.mysql.chunks import MySQLChunks
@@ -59,8 +59,8 @@ def scan(
         schema = cat.load_schema(db, "t")
     keys = chunks.key_columns(db, "t", ["id"])
     src = source(server, db)
-    return scan_split(
-        split,
+    return scan_run(
+        [split],
         schema,
         keys,
         chunks,
@@ -68,7 +68,7 @@ def scan(
         hook,
         typed=typed,
         low=low,  # type: ignore[arg-type]
-    )
+    )[0]
 
 
 WRITES = (
@@ -140,6 +140,51 @@ def test_a_split_read_after_another_starts_its_window_at_that_ones_high_watermar
     assert two.window_changes == len(between) + len(inside)  # type: ignore[attr-defined]
     assert as_rows(two.rows) == rows_in(mariadb, db, "id >= 100 AND id < 400")  # type: ignore[attr-defined]
     assert as_rows(one.rows)[50] == (50, "v5")  # the first split is as of its own high mark
+
+
+def test_a_run_of_splits_is_read_in_one_window_and_each_split_made_exact(
+    mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks
+) -> None:
+    """Four consecutive splits in one SELECT: writes forced into the window (inside splits,
+    below, beyond, and a key moved from one split to another) are replayed onto the split
+    that holds each key, so every split equals the source's rows of its range at the run's
+    high watermark."""
+    mariadb.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
+        "INSERT INTO t SELECT seq * 10, CONCAT('v', seq) FROM seq_1_to_30",
+        database=db,
+    )
+    ranges = [(None, (100,)), ((100,), (250,)), ((250,), (400,)), ((400,), None)]
+    run = [Split(f"{db}.t", i, lo, hi) for i, (lo, hi) in enumerate(ranges)]
+    writes = (
+        *WRITES,
+        "UPDATE t SET id = 265 WHERE id = 110",  # from the second split to the third
+        "INSERT INTO t VALUES (-5, 'first, open below')",
+        "INSERT INTO t VALUES (9000, 'last, open beyond')",
+    )
+    stages = []
+
+    def hook(stage: str, split: Split) -> None:
+        stages.append((stage, split.index))
+        if (stage, split.index) == ("chunk", 1):
+            mariadb.execute(*writes, database=db)
+
+    with MySQLCatalog("127.0.0.1", mariadb.port, "root", "") as cat:
+        schema = cat.load_schema(db, "t")
+    keys = chunks.key_columns(db, "t", ["id"])
+    src = source(mariadb, db)
+    results = scan_run(
+        run, schema, keys, chunks, lambda d, t, lo, hi: window_changes(src, d, t, lo, hi, 6302),
+        hook, typed=True,
+    )  # fmt: skip
+    assert stages == [(s, i) for s in ("low", "chunk", "high") for i in range(4)]
+    assert [r.split for r in results] == run
+    assert len({(r.low, r.high) for r in results}) == 1 and results[0].high > results[0].low
+    assert all(r.window_changes == len(writes) for r in results)
+    wheres = ["id < 100", "id >= 100 AND id < 250", "id >= 250 AND id < 400", "id >= 400"]
+    for result, where in zip(results, wheres, strict=True):
+        assert as_rows(result.rows) == rows_in(mariadb, db, where), where
+    assert 265 in as_rows(results[2].rows) and 110 not in as_rows(results[1].rows)
 
 
 def test_a_quiet_window_is_not_read(mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks) -> None:

@@ -15,8 +15,10 @@ from deltalake import DeltaTable
 from sparkcdc.core.chunk import KeyColumn, Split
 from sparkcdc.core.event import OP_CHUNK, OP_SCHEMA
 from sparkcdc.core.offset import BinlogOffset
+from sparkcdc.embedded.mariadb import EmbeddedMariaDB
 from sparkcdc.snapshot.correct import typed_rows
 from sparkcdc.snapshot.state import SplitResult, SplitStore
+from sparkcdc.sources.mysql.chunks import MySQLChunks
 from sparkcdc.spark.options import SourceOptions
 from sparkcdc.spark.sink import DeltaSink
 from sparkcdc.spark.snapshot import SplitTask
@@ -129,3 +131,51 @@ def test_the_announcement_goes_with_the_first_split_task(tmp_path: Path, tasks: 
     # a later batch of the table announces nothing
     later = {"snapshot": {**end["snapshot"], "announce": []}}
     assert all(not p.head for p in SnapshotPhase(opts).partitions(later))
+
+
+@pytest.mark.mariadb
+def test_a_task_reads_each_run_of_an_integer_key_in_one_query(
+    tmp_path: Path, mariadb: EmbeddedMariaDB, db: str
+) -> None:
+    """Ten fresh splits of an integer key go in runs of 5, 3, 1 and 1 splits: four queries,
+    each run in one window; every chunk holds its own key range. With a split kept in the
+    middle of a run (an earlier attempt's), the rest of that run is read a split at a time."""
+    mariadb.execute(
+        "CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR(20))",
+        "INSERT INTO t SELECT seq, CONCAT('v', seq) FROM seq_1_to_1000",
+        database=db,
+    )
+    store = SplitStore(tmp_path / "snapshot")
+    opts = SourceOptions.parse(
+        {"host": "127.0.0.1", "port": str(mariadb.port), "user": "root", "tables": rf"{db}\.t",
+         "schema_history": str(tmp_path / "history.jsonl"), "snapshot_dir": str(store.root),
+         "snapshot_delivery": "store", "chunk_size": str(RUN_ROWS // 5)}
+    )  # fmt: skip
+    with MySQLChunks(opts.source) as dialect:
+        schema = dialect.catalog.load_schema(db, "t")
+        keys = dialect.key_columns(db, "t", ["id"])
+    meta = {schema.name: {"schema": schema.to_json(), "keys": [k.to_json() for k in keys]}}
+    bounds = [None, *((100 * i + 1,) for i in range(1, 10)), None]
+    splits = [Split(schema.name, i, bounds[i], bounds[i + 1]) for i in range(10)]
+    assert [len(r) for r in runs([s.to_json() for s in splits], RUN_ROWS // 5)] == [5, 3, 1, 1]
+
+    def prepared() -> int:  # connectorx prepares each query it runs
+        return int(mariadb.query("SHOW GLOBAL STATUS LIKE 'Com_stmt_prepare'")[0][1])
+
+    def read(task_splits: list[Split]) -> tuple[int, list[dict[str, Any]]]:
+        before = prepared()
+        task = SplitTask(0, [s.to_json() for s in task_splits], meta, 7001)
+        events = list(read_split_task(opts, task))
+        return prepared() - before, refs(events)
+
+    queries, found = read(splits)
+    assert queries == 4 and [r["rows"] for r in found] == [100] * 10
+    for split in splits:
+        ids = store.get(split).rows.column("id").to_pylist()  # type: ignore[union-attr]
+        assert ids == list(range(100 * split.index + 1, 100 * split.index + 101))
+    highs = [store.get(s).high for s in splits[:5]]  # type: ignore[union-attr]
+    assert len(set(highs)) == 1  # one window for the first run
+    for split in splits[:2] + splits[3:5]:
+        store.release(split)
+    queries, found = read(splits[:5])  # split 2 kept: 0, 1, 3 and 4 read one by one
+    assert queries == 4 and [r["rows"] for r in found] == [100] * 5

@@ -9,9 +9,11 @@ import pyarrow as pa
 
 from sparkcdc.core.chunk import KeyColumn, Split
 from sparkcdc.core.offset import BinlogOffset
+from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.snapshot.correct import ChunkCorrector
 from sparkcdc.snapshot.handoff import Handoff, HandoffFilter, TableHandoff
 from sparkcdc.snapshot.keyorder import KeyOrder
+from sparkcdc.snapshot.scan import cut, joinable
 from sparkcdc.snapshot.state import SplitResult, SplitStore
 
 ID = [KeyColumn("id", "int")]
@@ -141,3 +143,41 @@ def test_rewind_takes_the_chunk_back_to_the_window_start() -> None:
     ]
     got = as_dict(fix.rewind(rows, changes))
     assert got == {"[1]": row(1, "a"), "[2]": row(2, "b"), "[3]": row(3, "c"), "[5]": row(5, "e")}
+
+
+def test_a_run_is_cut_at_its_splits_bounds_in_order_or_not() -> None:
+    ordered = pa.table({"key": [f"[{i}]" for i in range(10)], "id": list(range(10))})
+    parts = cut(ordered, "id", [3, 7])
+    assert [p.column("id").to_pylist() for p in parts] == [[0, 1, 2], [3, 4, 5, 6], [7, 8, 9]]
+    assert all(
+        p.column("key").to_pylist() == [f"[{i}]" for i in p["id"].to_pylist()] for p in parts
+    )
+    shuffled = pa.table({"id": pa.array([9, 0, 5, 3, 7, 1, 6], pa.int32())})
+    parts = cut(shuffled, "id", [3, 7, 20])
+    assert [p.column("id").to_pylist() for p in parts] == [[0, 1], [5, 3, 6], [9, 7], []]
+    assert [p.num_rows for p in cut(pa.table({"id": pa.array([], pa.int64())}), "id", [5])] == [
+        0,
+        0,
+    ]
+
+
+def test_only_consecutive_splits_of_a_single_integer_key_that_is_never_null_are_joined() -> None:
+    def schema(data_type: str = "int", nullable: bool = False) -> TableSchema:
+        columns = (Column("id", data_type, nullable=nullable), Column("v", "varchar"))
+        return TableSchema("db", "t", columns, ("id",))
+
+    run = [
+        Split("db.t", 0, None, (10,)),
+        Split("db.t", 1, (10,), (20,)),
+        Split("db.t", 2, (20,), None),
+    ]
+    assert joinable(run, schema(), ID)
+    assert joinable(run, schema("bigint"), [KeyColumn("id", "bigint")])
+    assert not joinable(run[:1], schema(), ID)  # one split is read by itself
+    assert not joinable([run[0], run[2]], schema(), ID)  # not consecutive
+    assert not joinable(run, schema(nullable=True), ID)  # a chunk key column with NULLs
+    assert not joinable(run, schema("decimal"), [KeyColumn("id", "decimal", precision=10)])
+    names = [KeyColumn("id", "varchar", collation="utf8mb4_general_ci")]
+    assert not joinable(run, schema("varchar"), names)  # the server's collation decides
+    two = [KeyColumn("id", "int"), KeyColumn("v", "int")]
+    assert not joinable(run, schema(), two)

@@ -16,6 +16,10 @@ Flink CDC takes two, each a few round trips to the server that wait for a busy C
 watermark taken earlier only widens the window whose changes are replayed, which is exact
 whatever its width.
 
+:func:`scan_run` stretches the same window over a run of consecutive splits: one SELECT of
+their union between one pair of watermarks, cut at their bounds and corrected split by split,
+which saves a query (a connection, for connectorx) and a watermark per split.
+
 ``hook(stage, split)`` is called after each step (``low``, ``chunk``, ``high``) so tests can
 write into the window deterministically.
 
@@ -30,7 +34,11 @@ import os
 import time
 from collections.abc import Callable, Sequence
 
+import numpy as np
+import pyarrow as pa
+
 from sparkcdc.core.chunk import KeyColumn, Split
+from sparkcdc.core.convert import arrow_type
 from sparkcdc.core.event import Change
 from sparkcdc.core.offset import BinlogOffset
 from sparkcdc.core.schema import TableSchema
@@ -44,8 +52,8 @@ WindowReader = Callable[[str, str, BinlogOffset, BinlogOffset], list[Change]]
 """(db, table, low, high) -> the table's row changes committed in [low, high)."""
 
 
-def scan_split(
-    split: Split,
+def scan_run(
+    splits: Sequence[Split],
     schema: TableSchema,
     keys: Sequence[KeyColumn],
     dialect: SnapshotDialect,
@@ -54,15 +62,20 @@ def scan_split(
     task: str = "",
     typed: bool = False,
     low: BinlogOffset | None = None,
-) -> SplitResult:
-    """Read ``split`` and correct it with its watermark window (see the module docstring);
+) -> list[SplitResult]:
+    """Read one split, or a run of consecutive splits that are :func:`joinable`, and correct
+    them with their watermark window (see the module docstring). A run is one SELECT of the
+    splits' union between one pair of watermarks, cut at the splits' bounds, each part
+    corrected with the window's changes in its own key range: each split's result is what its
+    own scan would make of it with that wider window, which is exact whatever its width, and the
+    query, connection and watermark that every split would cost are paid once.
+
     ``typed``: the rows as the table's typed columns instead of row-image texts; ``low``: the
     high watermark of the split read before by the same reader, else one is taken now."""
     if low is None:
         low = dialect.low_watermark()
-    if hook:
-        hook("low", split)
-    return _scan(split, schema, keys, dialect, window, low, hook, task, False, typed)
+    _called(hook, "low", splits)
+    return _scan(splits, schema, keys, dialect, window, low, hook, task, False, typed)
 
 
 def scan_split_at(
@@ -76,11 +89,11 @@ def scan_split_at(
     typed: bool = False,
 ) -> SplitResult:
     """Read ``split`` and rewind it to the log position ``at`` (see the module docstring)."""
-    return _scan(split, schema, keys, dialect, window, at, hook, "", True, typed)
+    return _scan([split], schema, keys, dialect, window, at, hook, "", True, typed)[0]
 
 
 def _scan(
-    split: Split,
+    splits: Sequence[Split],
     schema: TableSchema,
     keys: Sequence[KeyColumn],
     dialect: SnapshotDialect,
@@ -90,36 +103,109 @@ def _scan(
     task: str,
     rewind: bool,
     typed: bool,
-) -> SplitResult:
-    """SELECT the chunk, take the high watermark, and move the rows to the high watermark
+) -> list[SplitResult]:
+    """SELECT the splits, take the high watermark, and move the rows to the high watermark
     (forward) or back to ``low`` (``rewind``) with the window's changes."""
+    if len(splits) > 1 and not (typed and joinable(splits, schema, keys)):
+        raise ValueError(f"splits {[s.index for s in splits]} cannot be read as one")
     started = time.time()
-    rows = dialect.read_chunk(schema, keys, split.lo, split.hi, typed)
-    if hook:
-        hook("chunk", split)
+    rows = dialect.read_chunk(schema, keys, splits[0].lo, splits[-1].hi, typed)
+    _called(hook, "chunk", splits)
     high = dialect.watermark() if rewind else dialect.low_watermark()
-    if hook:
-        hook("high", split)
-    changes: list[Change] = []
-    if high > low:
-        changes = window(*split.db_table, low, high)
-        order = KeyOrder(keys, dialect)
-        corrector = ChunkCorrector(
-            schema.key,
-            [k.name for k in keys],
-            lambda values: order.within(split, values),
-            typed_rows(schema) if typed else image_rows,
+    _called(hook, "high", splits)
+    changes = window(*splits[0].db_table, low, high) if high > low else []
+    ended = time.time()
+    exact = _Exact(schema, keys, dialect, low, high, changes, rewind, typed)
+    parts = [rows]
+    if len(splits) > 1:
+        parts = cut(rows, keys[0].name, [split.hi[0] for split in splits[:-1] if split.hi])
+    return [
+        exact.result(split, part, started, ended, task)
+        for split, part in zip(splits, parts, strict=True)
+    ]
+
+
+def _called(hook: Hook | None, stage: str, splits: Sequence[Split]) -> None:
+    for split in splits if hook else ():
+        hook(stage, split)  # type: ignore[misc]
+
+
+def joinable(splits: Sequence[Split], schema: TableSchema, keys: Sequence[KeyColumn]) -> bool:
+    """Whether :func:`scan_run` may read ``splits`` as one: two or more consecutive splits of
+    one table chunked by a single integer key column that is never NULL, so the rows are cut
+    at the splits' bounds here, exactly as the server would compare them."""
+    if len(splits) < 2 or len(keys) != 1 or not keys[0].numeric:
+        return False
+    column = schema.column(keys[0].name)
+    if column.nullable or not pa.types.is_integer(arrow_type(column)):
+        return False
+    return all(
+        a.table == b.table and a.hi is not None and a.hi == b.lo and len(a.hi) == 1
+        and isinstance(a.hi[0], int)
+        for a, b in zip(splits, splits[1:], strict=False)
+    )  # fmt: skip
+
+
+def cut(rows: pa.Table, name: str, bounds: Sequence[int]) -> list[pa.Table]:
+    """``rows`` in ``len(bounds) + 1`` parts by the integer column ``name``: part ``i`` holds
+    ``bounds[i-1] <= value < bounds[i]``. Rows in key order (as a primary key range scan
+    returns them) are sliced; others are put in order of their part first."""
+    values = rows.column(name).to_numpy()
+    edges = np.asarray(bounds, dtype=values.dtype)
+    if len(values) < 2 or bool(np.all(values[1:] >= values[:-1])):
+        starts = np.searchsorted(values, edges, side="left")
+    else:
+        part = np.searchsorted(edges, values, side="right")
+        rows = rows.take(pa.array(np.argsort(part, kind="stable")))
+        starts = np.cumsum(np.bincount(part, minlength=len(bounds) + 1))[:-1]
+    ends = [*(int(e) for e in starts), rows.num_rows]
+    begins = [0, *ends[:-1]]
+    return [rows.slice(a, b - a) for a, b in zip(begins, ends, strict=True)]
+
+
+class _Exact:
+    """The rows of a split read in a window made exact at its high watermark (or rewound to
+    its low one), and its :class:`SplitResult`."""
+
+    def __init__(
+        self,
+        schema: TableSchema,
+        keys: Sequence[KeyColumn],
+        dialect: SnapshotDialect,
+        low: BinlogOffset,
+        high: BinlogOffset,
+        changes: list[Change],
+        rewind: bool,
+        typed: bool,
+    ) -> None:
+        self.schema, self.keys, self.dialect = schema, keys, dialect
+        self.low, self.high, self.changes = low, high, changes
+        self.rewind, self.typed = rewind, typed
+
+    def result(
+        self, split: Split, rows: pa.Table, started: float, ended: float, task: str
+    ) -> SplitResult:
+        if self.changes:
+            order = KeyOrder(self.keys, self.dialect)
+            corrector = ChunkCorrector(
+                self.schema.key,
+                [k.name for k in self.keys],
+                lambda values: order.within(split, values),
+                typed_rows(self.schema) if self.typed else image_rows,
+            )
+            if self.rewind:
+                rows = corrector.rewind(rows, self.changes)
+            else:
+                rows = corrector.apply(rows, self.changes)
+        return SplitResult(
+            split,
+            rows,
+            self.low,
+            self.low if self.rewind else self.high,
+            started,
+            ended,
+            len(self.changes),
+            task or f"pid {os.getpid()}",
+            [k.to_json() for k in self.keys],
+            list(self.schema.key),
         )
-        rows = corrector.rewind(rows, changes) if rewind else corrector.apply(rows, changes)
-    return SplitResult(
-        split,
-        rows,
-        low,
-        low if rewind else high,
-        started,
-        time.time(),
-        len(changes),
-        task or f"pid {os.getpid()}",
-        [k.to_json() for k in keys],
-        list(schema.key),
-    )

@@ -12,13 +12,14 @@ start in the snapshot phase::
   into ``parallelism`` groups of consecutive splits; each group is one Spark task
   (:class:`SplitTask`) that reads its splits one after another with its own server id for the
   watermark-window log reads.
-- ``read`` (executor, :mod:`.split_reads`) runs ``scan_split`` per split, keeps the result in
-  the split store beside the checkpoint and emits the rows as ``op = 'r'`` events; a replayed
-  task returns the stored rows, so replays are exact. With ``snapshot_delivery = store`` the
-  chunk is read as typed columns and emitted as one ``op = 'k'`` event naming its file in the
-  store: the rows go from the store to the sink as Arrow, never as JSON nor through the JVM.
-  The task also writes the chunk's Delta data files there (:mod:`.chunk_files`), in a thread
-  of its own while it reads the next split, so the sink commits what the tasks encoded.
+- ``read`` (executor, :mod:`.split_reads`) runs ``scan_run`` per split (or run of splits), keeps
+  the result in the split store beside the checkpoint and emits the rows as ``op = 'r'`` events;
+  a replayed task returns the stored rows, so replays are exact. With ``snapshot_delivery =
+  store`` the chunk is read as typed columns and emitted as one ``op = 'k'`` event naming its
+  file in the store: the rows go from the store to the sink as Arrow, never as JSON nor through
+  the JVM. The task also writes the chunk's Delta data files there (:mod:`.chunk_files`), in a
+  thread of its own while it reads the next run of splits, so the sink commits what the tasks
+  encoded.
 - When no split is left, the hand-off is written from the finished splits' high watermarks and
   the next offset is an ordinary binlog offset: the smallest high watermark. The log reader from
   there applies :class:`HandoffFilter` until the largest.

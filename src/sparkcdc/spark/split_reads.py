@@ -1,8 +1,10 @@
 """The executor side of the snapshot phase: one Spark task's splits, read, kept and sent.
 
-Flink CDC 2.x's split reader (seed 003) as a Spark task (:class:`~.snapshot.SplitTask`): each
-split runs :func:`~sparkcdc.snapshot.scan.scan_split` (the chunk between its watermarks,
-corrected with the log of its window) with the task's own server id, and its result is kept in
+Flink CDC 2.x's split reader (seed 003) as a Spark task (:class:`~.snapshot.SplitTask`): the
+task's splits go in runs of consecutive splits of one table (:func:`runs`); a run none of whose
+splits is kept yet is read by :func:`~sparkcdc.snapshot.scan.scan_run` in one watermark window
+when its key allows, any other split in a window of its own (the chunk between its watermarks,
+corrected with the log of its window), with the task's own server id. Each result is kept in
 the :class:`~sparkcdc.snapshot.state.SplitStore` beside the checkpoint before it is sent, so a
 replayed task returns exactly what its first attempt read. With ``snapshot_delivery = store``
 the chunk goes to Spark as one ``k`` event naming its typed Arrow file and the Delta data files
@@ -15,8 +17,9 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +30,7 @@ from sparkcdc.core.errors import ConfigError
 from sparkcdc.core.event import OP_CHUNK, OP_READ, snapshot_batch
 from sparkcdc.core.offset import BinlogOffset
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.snapshot.scan import scan_split
+from sparkcdc.snapshot.scan import joinable, scan_run
 from sparkcdc.snapshot.state import SplitResult, SplitStore
 from sparkcdc.spark import chunk_files
 from sparkcdc.spark.options import SourceOptions
@@ -42,42 +45,19 @@ def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.Reco
     The splits go in runs (:func:`runs`); a run's Delta data files are written once all its
     splits are kept, in a background thread while the next run is read (both release the GIL),
     and its events are sent once they are written, in the splits' order."""
-    from sparkcdc.sources.mysql.window import window_changes
-
     store = SplitStore(SnapshotPlanner(options).root)
     typed = options.snapshot_delivery == "store"
-    dialect = None
+    reader = _Reader(options, task, typed)
     pending: list[Future[Any]] = []  # the last run's jobs: its splits kept, then its events
-    high: BinlogOffset | None = None  # of the split this task read last: the next one's low
     try:
         with ThreadPoolExecutor(1, thread_name_prefix="sparkcdc-split-files") as writer:
             for run in runs(task.splits, options.source.snapshot.chunk_size):
                 meta = task.meta[run[0].table]
                 schema = TableSchema.from_json(meta["schema"])
                 keys = [KeyColumn.from_json(k) for k in meta["keys"]]
-                jobs: list[Future[Any]] = []
-                results: list[SplitResult] = []
-                fresh = False
-                for split in run:
-                    result = store.get(split)
-                    if result is None:
-                        if dialect is None:
-                            dialect = open_dialect(options)
-                        result = scan_split(
-                            split,
-                            schema,
-                            keys,
-                            dialect,
-                            lambda db, t, lo, hi: window_changes(
-                                options.source, db, t, lo, hi, task.server_id
-                            ),
-                            task=f"task {task.value} pid {os.getpid()}",
-                            typed=typed,
-                            low=high,
-                        )
-                        high, fresh = result.high, True
-                        jobs.append(writer.submit(store.put, result))  # finished at once
-                    elif ("after" in result.rows.column_names) == typed:
+                found = [store.get(split) for split in run]
+                for split, result in zip(run, found, strict=True):
+                    if result is not None and ("after" in result.rows.column_names) == typed:
                         raise ConfigError(
                             f"the snapshot folder {store.root} holds chunks of {split.table} "
                             f"read for snapshot_delivery={'rows' if typed else 'store'}; keep "
@@ -85,14 +65,68 @@ def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.Reco
                             "and an empty sink.",
                             key="snapshot_delivery",
                         )
-                    results.append(result)
-                jobs.append(writer.submit(keep_run, store, results, schema, typed, fresh))
+                jobs: list[Future[Any]] = []
+                keep = partial(_kept, jobs, writer, store)  # each split as soon as it is read
+                read = reader.read(run, found, schema, keys, keep)
+                results = [
+                    read[s.index] if r is None else r for s, r in zip(run, found, strict=True)
+                ]
+                jobs.append(writer.submit(keep_run, store, results, schema, typed, bool(read)))
                 yield from _sent(pending)
                 pending = jobs
             yield from _sent(pending)
     finally:
-        if dialect is not None:
-            dialect.close()
+        reader.close()
+
+
+def _kept(
+    jobs: list[Future[Any]], writer: ThreadPoolExecutor, store: SplitStore, result: SplitResult
+) -> None:
+    jobs.append(writer.submit(store.put, result))
+
+
+class _Reader:
+    """The task's reads: a run of splits none of which is kept is read in one window when
+    :func:`~sparkcdc.snapshot.scan.joinable` (typed rows only), any other split by itself; each
+    read's low watermark is the high watermark of the task's read before it."""
+
+    def __init__(self, options: SourceOptions, task: SplitTask, typed: bool) -> None:
+        self.options, self.task, self.typed = options, task, typed
+        self.dialect: Any = None
+        self.high: BinlogOffset | None = None
+        self.name = f"task {task.value} pid {os.getpid()}"
+
+    def read(
+        self,
+        run: list[Split],
+        found: list[SplitResult | None],
+        schema: TableSchema,
+        keys: list[KeyColumn],
+        kept: Callable[[SplitResult], None],
+    ) -> dict[int, SplitResult]:
+        """The run's splits missing from ``found``, read now (by split index), each passed to
+        ``kept`` as soon as it is read."""
+        missing = [split for split, result in zip(run, found, strict=True) if result is None]
+        if missing and self.dialect is None:
+            self.dialect = open_dialect(self.options)
+        whole = self.typed and len(missing) == len(run) and joinable(run, schema, keys)
+        read: list[SplitResult] = []
+        for group in [run] if whole else [[split] for split in missing]:
+            read += scan_run(group, schema, keys, self.dialect, self._window, task=self.name,
+                             typed=self.typed, low=self.high)  # fmt: skip
+            self.high = read[-1].high
+            for result in read[-len(group) :]:
+                kept(result)
+        return {r.split.index: r for r in read}
+
+    def _window(self, db: str, table: str, lo: BinlogOffset, hi: BinlogOffset) -> list[Any]:
+        from sparkcdc.sources.mysql.window import window_changes
+
+        return window_changes(self.options.source, db, table, lo, hi, self.task.server_id)
+
+    def close(self) -> None:
+        if self.dialect is not None:
+            self.dialect.close()
 
 
 def runs(raws: list[dict[str, Any]], chunk_size: int) -> list[list[Split]]:
