@@ -176,6 +176,9 @@ def test_only_consecutive_splits_of_a_single_integer_key_that_is_never_null_are_
     assert not joinable(run[:1], schema(), ID)  # one split is read by itself
     assert not joinable([run[0], run[2]], schema(), ID)  # not consecutive
     assert not joinable(run, schema(nullable=True), ID)  # a chunk key column with NULLs
+    beyond = [Split("db.t", 0, None, (2**40,)), Split("db.t", 1, (2**40,), None)]
+    assert not joinable(beyond, schema(), ID)  # a bound an INT column cannot hold
+    assert joinable(beyond, schema("bigint"), [KeyColumn("id", "bigint")])
     assert not joinable(run, schema("decimal"), [KeyColumn("id", "decimal", precision=10)])
     names = [KeyColumn("id", "varchar", collation="utf8mb4_general_ci")]
     assert not joinable(run, schema("varchar"), names)  # the server's collation decides

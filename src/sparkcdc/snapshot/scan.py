@@ -115,14 +115,34 @@ def _scan(
     _called(hook, "high", splits)
     changes = window(*splits[0].db_table, low, high) if high > low else []
     ended = time.time()
-    exact = _Exact(schema, keys, dialect, low, high, changes, rewind, typed)
+
+    def exact(split: Split, part: pa.Table) -> SplitResult:
+        if changes:
+            order = KeyOrder(keys, dialect)
+            corrector = ChunkCorrector(
+                schema.key,
+                [k.name for k in keys],
+                lambda values: order.within(split, values),
+                typed_rows(schema) if typed else image_rows,
+            )
+            part = corrector.rewind(part, changes) if rewind else corrector.apply(part, changes)
+        return SplitResult(
+            split,
+            part,
+            low,
+            low if rewind else high,
+            started,
+            ended,
+            len(changes),
+            task or f"pid {os.getpid()}",
+            [k.to_json() for k in keys],
+            list(schema.key),
+        )
+
     parts = [rows]
     if len(splits) > 1:
         parts = cut(rows, keys[0].name, [split.hi[0] for split in splits[:-1] if split.hi])
-    return [
-        exact.result(split, part, started, ended, task)
-        for split, part in zip(splits, parts, strict=True)
-    ]
+    return [exact(split, part) for split, part in zip(splits, parts, strict=True)]
 
 
 def _called(hook: Hook | None, stage: str, splits: Sequence[Split]) -> None:
@@ -132,16 +152,19 @@ def _called(hook: Hook | None, stage: str, splits: Sequence[Split]) -> None:
 
 def joinable(splits: Sequence[Split], schema: TableSchema, keys: Sequence[KeyColumn]) -> bool:
     """Whether :func:`scan_run` may read ``splits`` as one: two or more consecutive splits of
-    one table chunked by a single integer key column that is never NULL, so the rows are cut
-    at the splits' bounds here, exactly as the server would compare them."""
+    one table chunked by a single integer key column that is never NULL, with bounds in the
+    column's range, so the rows are cut at the splits' bounds here, exactly as the server would
+    compare them."""
     if len(splits) < 2 or len(keys) != 1 or not keys[0].numeric:
         return False
     column = schema.column(keys[0].name)
-    if column.nullable or not pa.types.is_integer(arrow_type(column)):
+    target = arrow_type(column)
+    if column.nullable or not pa.types.is_integer(target):
         return False
+    fits = np.iinfo(target.to_pandas_dtype())  # bounds are cut in the column's own type
     return all(
         a.table == b.table and a.hi is not None and a.hi == b.lo and len(a.hi) == 1
-        and isinstance(a.hi[0], int)
+        and isinstance(a.hi[0], int) and fits.min <= a.hi[0] <= fits.max
         for a, b in zip(splits, splits[1:], strict=False)
     )  # fmt: skip
 
@@ -161,51 +184,3 @@ def cut(rows: pa.Table, name: str, bounds: Sequence[int]) -> list[pa.Table]:
     ends = [*(int(e) for e in starts), rows.num_rows]
     begins = [0, *ends[:-1]]
     return [rows.slice(a, b - a) for a, b in zip(begins, ends, strict=True)]
-
-
-class _Exact:
-    """The rows of a split read in a window made exact at its high watermark (or rewound to
-    its low one), and its :class:`SplitResult`."""
-
-    def __init__(
-        self,
-        schema: TableSchema,
-        keys: Sequence[KeyColumn],
-        dialect: SnapshotDialect,
-        low: BinlogOffset,
-        high: BinlogOffset,
-        changes: list[Change],
-        rewind: bool,
-        typed: bool,
-    ) -> None:
-        self.schema, self.keys, self.dialect = schema, keys, dialect
-        self.low, self.high, self.changes = low, high, changes
-        self.rewind, self.typed = rewind, typed
-
-    def result(
-        self, split: Split, rows: pa.Table, started: float, ended: float, task: str
-    ) -> SplitResult:
-        if self.changes:
-            order = KeyOrder(self.keys, self.dialect)
-            corrector = ChunkCorrector(
-                self.schema.key,
-                [k.name for k in self.keys],
-                lambda values: order.within(split, values),
-                typed_rows(self.schema) if self.typed else image_rows,
-            )
-            if self.rewind:
-                rows = corrector.rewind(rows, self.changes)
-            else:
-                rows = corrector.apply(rows, self.changes)
-        return SplitResult(
-            split,
-            rows,
-            self.low,
-            self.low if self.rewind else self.high,
-            started,
-            ended,
-            len(self.changes),
-            task or f"pid {os.getpid()}",
-            [k.to_json() for k in self.keys],
-            list(self.schema.key),
-        )
