@@ -70,7 +70,7 @@ reads, connectorx's threads and the thread writing the files), the server 1.6–
 1.3–1.4 s (0.4 s of it compiling) over 5.0–5.9 s, so ~1.7 of the 2 cores are busy with one
 task; at parallelism 2, 5.4 s, 1.6–1.7 s and 1.4 s over 4.9–5.1 s. A second task finds little
 CPU left on this machine, where the server shares the two cores, and the scaling above swings
-with the run (1.50×, 0.86× and 1.21× in three runs of this code). Spark JDBC's task at parallelism 1
+with the run (1.50×, 0.86× and 1.21× in three bench runs). Spark JDBC's task at parallelism 1
 leaves a core to spare. Here every row is encoded twice (replica and change log): the Parquet
 files of a 131,072-row run cost ~25 ms of CPU per table.
 """
