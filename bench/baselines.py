@@ -13,7 +13,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Measurement:
         return self.rows / self.seconds if self.seconds > 0 else float("inf")
 
 
-def mariadb_binlog(server: EmbeddedMariaDB, rows: int) -> Measurement:
+def mariadb_binlog(server: ThrowawayMariaDB, rows: int) -> Measurement:
     """Time the C decoder over every binlog file of the server (output to /dev/null)."""
     tool = shutil.which("mariadb-binlog") or shutil.which("mysqlbinlog")
     if tool is None:
@@ -52,7 +52,7 @@ def mariadb_binlog(server: EmbeddedMariaDB, rows: int) -> Measurement:
     return Measurement("mariadb-binlog --verbose (C)", rows, time.perf_counter() - started)
 
 
-def python_mysql_replication(server: EmbeddedMariaDB, max_rows: int) -> Measurement:
+def python_mysql_replication(server: ThrowawayMariaDB, max_rows: int) -> Measurement:
     """Decode row events with python-mysql-replication until ``max_rows`` rows were seen."""
     from pymysqlreplication import BinLogStreamReader
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent

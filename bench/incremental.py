@@ -35,7 +35,7 @@ from typing import Any
 
 from bench import latency, snapshot
 from sparkcdc.config.model import SnapshotConfig
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 TABLE = snapshot.TABLE  # bench.snap
 START_TIMEOUT = 240.0  # the pipeline's first replica commit
@@ -89,7 +89,7 @@ class Pipeline:
 
 def pipeline_config(
     d: Path,
-    server: EmbeddedMariaDB,
+    server: ThrowawayMariaDB,
     trigger: str,
     chunk_size: int,
     chunks: int,
@@ -142,7 +142,7 @@ def _lat(values: list[float]) -> dict[str, float]:
 
 
 def one_run(
-    server: EmbeddedMariaDB,
+    server: ThrowawayMariaDB,
     work: Path,
     name: str,
     chunks: int,
@@ -160,7 +160,7 @@ def one_run(
     """One pipeline from start to SIGTERM; its figures and the next free ``ticks`` key."""
     from deltalake import DeltaTable
 
-    from sparkcdc.spark.notices import read_notifications
+    from sparkcdc.sinks.delta.notifications import read_notifications
 
     d = work / name
     d.mkdir()
@@ -265,7 +265,7 @@ def mode_label(chunks: int, window: float | None) -> str:
 
 
 def run(
-    server: EmbeddedMariaDB,
+    server: ThrowawayMariaDB,
     work: Path,
     rows: int,
     chunk_modes: list[int],

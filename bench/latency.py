@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 LATENCY_DDL = (
     "CREATE TABLE IF NOT EXISTS bench.ticks (id BIGINT PRIMARY KEY, payload VARCHAR(64), "
@@ -28,7 +28,7 @@ class SteadyLoad(threading.Thread):
 
     def __init__(
         self,
-        server: EmbeddedMariaDB,
+        server: ThrowawayMariaDB,
         rate: int,
         seconds: float,
         per_txn: int = 20,

@@ -1,8 +1,12 @@
-"""Renders ``bench/results.json`` as ``bench/RESULTS.md``."""
+"""Renders ``bench/results.json`` as ``bench/RESULTS.md``, followed by ``bench/history.md``
+(before/after figures of past changes, kept by hand)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+HISTORY = Path(__file__).with_name("history.md")
 
 NOTES = """\
 Profiles of the log reader (cProfile of its thread while it streams the workload above):
@@ -143,6 +147,8 @@ def render(r: dict[str, Any]) -> str:
     if inc:
         out += _incremental(inc)
     out += ["## Where the time goes", "", r.get("notes") or NOTES, ""]
+    if HISTORY.exists():
+        out += [HISTORY.read_text()]
     return "\n".join(out)
 
 

@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from bench import baselines, incremental, latency, snapshot, workload
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 HERE = Path(__file__).resolve().parent
 
 
-def pipeline_yaml(work: Path, server: EmbeddedMariaDB, tables: str, **pipeline: str) -> Path:
+def pipeline_yaml(work: Path, server: ThrowawayMariaDB, tables: str, **pipeline: str) -> Path:
     opts = {"trigger": "1s", "max_bytes": "64MB"} | pipeline
     cfg = work / "pipeline.yaml"
     cfg.write_text(
@@ -68,22 +68,16 @@ def run_available_now(cfg: Path) -> float:
     return time.perf_counter() - started
 
 
-def reader_only(server: EmbeddedMariaDB, rows: int, work: Path) -> baselines.Measurement:
-    """sparkcdc's log reader alone: replication protocol + row decoding into Arrow, drained."""
-    from sparkcdc.config.model import SourceConfig
-    from sparkcdc.sources.mysql.catalog import MySQLCatalog
-    from sparkcdc.sources.mysql.reader import LogReader
-    from sparkcdc.sources.mysql.schema_history import SchemaHistory
-    from sparkcdc.sources.mysql.startup import resolve_startup
+def reader_only(server: ThrowawayMariaDB, rows: int, work: Path) -> baselines.Measurement:
+    """sparkcdc's log reader alone (opened through the source port): replication protocol +
+    row decoding into Arrow, drained."""
+    from sparkcdc.sources.registry import open_source
     from sparkcdc.store.ring import EventStore
 
-    source = SourceConfig(
-        host=server.host, port=server.port, user="root", password="", tables=(r"bench\.events",)
-    )
-    catalog = MySQLCatalog(server.host, server.port, "root", "")
-    start = resolve_startup(catalog, source, "earliest")
+    source = open_source(server.source_config(r"bench\.events"))
+    start = source.startup_offset("earliest")
     store = EventStore(max_bytes=64 * 1024 * 1024, max_items=16384, batch_mode="MEMSIZE")
-    reader = LogReader(source, start, store, SchemaHistory(str(work / "history.jsonl")))
+    reader = source.open_reader(start, store, str(work / "history.jsonl"), 2048)
     seen = 0
     started = time.perf_counter()
     reader.start()
@@ -103,7 +97,7 @@ def reader_only(server: EmbeddedMariaDB, rows: int, work: Path) -> baselines.Mea
 
 
 def throughput(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    server = EmbeddedMariaDB.start(base_dir=str(work))
+    server = ThrowawayMariaDB.start(base_dir=str(work))
     try:
         workload.create_schema(server)
         load = workload.write_changes(server, args.inserts, args.update_rounds)
@@ -142,7 +136,7 @@ def throughput(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 
 def commit_latency(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    server = EmbeddedMariaDB.start(base_dir=str(work))
+    server = ThrowawayMariaDB.start(base_dir=str(work))
     try:
         server.execute("CREATE DATABASE bench", latency.LATENCY_DDL)
         cfg = pipeline_yaml(work, server, r"bench\.ticks", trigger=args.latency_trigger)
@@ -176,7 +170,7 @@ def commit_latency(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 
 def big_transaction(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    server = EmbeddedMariaDB.start(base_dir=str(work))
+    server = ThrowawayMariaDB.start(base_dir=str(work))
     try:
         server.execute("CREATE DATABASE bench")
         workload.write_big_transaction(server, args.big_rows)
@@ -212,7 +206,7 @@ def big_transaction(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 
 def snapshot_section(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    server = EmbeddedMariaDB.start(base_dir=str(work))
+    server = ThrowawayMariaDB.start(base_dir=str(work))
     try:
         return snapshot.run(
             server, work, args.snapshot_rows, args.snapshot_parallelism, args.snapshot_chunk_size
@@ -222,7 +216,7 @@ def snapshot_section(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 
 def incremental_section(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    server = EmbeddedMariaDB.start(base_dir=str(work))
+    server = ThrowawayMariaDB.start(base_dir=str(work))
     try:
         return incremental.run(
             server,

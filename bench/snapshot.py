@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 JAR = "/usr/share/java/mariadb-java-client.jar"
 TABLE = "bench.snap"
@@ -45,7 +45,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 SPLITS = Path("sparkcdc") / "snapshot" / "splits" / TABLE
 
 
-def load(server: EmbeddedMariaDB, rows: int) -> float:
+def load(server: ThrowawayMariaDB, rows: int) -> float:
     """``rows`` dense keys in one INSERT … SELECT (kept out of the binlog: only read here)."""
     started = time.perf_counter()
     server.execute(
@@ -149,7 +149,7 @@ def _union(spans: list[tuple[float, float]]) -> float:
 
 
 def sparkcdc_snapshot(
-    server: EmbeddedMariaDB,
+    server: ThrowawayMariaDB,
     work: Path,
     rows: int,
     parallelism: int,
@@ -202,7 +202,7 @@ def sparkcdc_snapshot(
         "splits": len(splits),
         "chunk_reads": len(spans),
         "split_rows": sum(int(s["rows"]) for s in splits),
-        "window_changes": sum(int(s.get("window_changes", 0)) for s in splits),
+        "changes_between": sum(int(s.get("changes_between", 0)) for s in splits),
         "chunk_read_task_s": sum(b - a for a, b in spans),
         "chunk_read_wall_s": _union(spans),
         "batches": len(batches),
@@ -215,7 +215,7 @@ def sparkcdc_snapshot(
     }
 
 
-def jdbc(server: EmbeddedMariaDB, work: Path, rows: int, parallelism: list[int]) -> list[dict]:
+def jdbc(server: ThrowawayMariaDB, work: Path, rows: int, parallelism: list[int]) -> list[dict]:
     """Spark JDBC → Parquet in a child process (``python -m bench.snapshot jdbc``)."""
     if not Path(JAR).exists():
         raise RuntimeError(f"{JAR} is missing: install Debian's libmariadb-java (bench.sh does)")
@@ -269,7 +269,7 @@ def jdbc_child(port: int, rows: int, out: Path, parallelism: list[int]) -> None:
     print(json.dumps({"runs": runs}), flush=True)
 
 
-def connectorx(server: EmbeddedMariaDB, parallelism: list[int]) -> list[dict[str, Any]]:
+def connectorx(server: ThrowawayMariaDB, parallelism: list[int]) -> list[dict[str, Any]]:
     import connectorx as cx
 
     url = f"mysql://root:@127.0.0.1:{server.port}/bench"
@@ -285,7 +285,7 @@ def connectorx(server: EmbeddedMariaDB, parallelism: list[int]) -> list[dict[str
     return runs
 
 
-def run(server: EmbeddedMariaDB, work: Path, rows: int, parallelism: list[int],
+def run(server: ThrowawayMariaDB, work: Path, rows: int, parallelism: list[int],
         chunk_size: int) -> dict[str, Any]:  # fmt: skip
     """The whole section on a running server (the table is loaded here, once)."""
     other = OtherCpu()

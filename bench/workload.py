@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 TABLE_DDL = (
     "CREATE TABLE bench.events (id BIGINT PRIMARY KEY, account INT NOT NULL, "
@@ -29,7 +29,7 @@ class Workload:
         return self.inserts + self.updated_rows
 
 
-def create_schema(server: EmbeddedMariaDB) -> None:
+def create_schema(server: ThrowawayMariaDB) -> None:
     server.execute(
         "CREATE DATABASE IF NOT EXISTS bench",
         TABLE_DDL,
@@ -40,7 +40,7 @@ def create_schema(server: EmbeddedMariaDB) -> None:
     )
 
 
-def write_changes(server: EmbeddedMariaDB, inserts: int, update_rounds: int) -> Workload:
+def write_changes(server: ThrowawayMariaDB, inserts: int, update_rounds: int) -> Workload:
     """``inserts`` single-row transactions, then ``update_rounds`` updates of every row."""
     started = time.perf_counter()
     server.execute(f"CALL bench.singles(0, {inserts})")
@@ -49,7 +49,7 @@ def write_changes(server: EmbeddedMariaDB, inserts: int, update_rounds: int) -> 
     return Workload(inserts, inserts * update_rounds, time.perf_counter() - started)
 
 
-def write_big_transaction(server: EmbeddedMariaDB, rows: int) -> None:
+def write_big_transaction(server: ThrowawayMariaDB, rows: int) -> None:
     """One transaction inserting ``rows`` rows (MariaDB's sequence engine makes the keys)."""
     server.execute(
         "CREATE TABLE IF NOT EXISTS bench.big (id BIGINT PRIMARY KEY, note VARCHAR(64), "

@@ -11,16 +11,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
 @pytest.fixture(scope="session")
-def mariadb() -> Iterator[EmbeddedMariaDB]:
+def mariadb() -> Iterator[ThrowawayMariaDB]:
     """A private MariaDB server for the whole session (root, empty password)."""
-    server = EmbeddedMariaDB.start()
+    server = ThrowawayMariaDB.start()
     try:
         yield server
     finally:
@@ -28,7 +28,7 @@ def mariadb() -> Iterator[EmbeddedMariaDB]:
 
 
 @pytest.fixture
-def db(mariadb: EmbeddedMariaDB, request: pytest.FixtureRequest) -> str:
+def db(mariadb: ThrowawayMariaDB, request: pytest.FixtureRequest) -> str:
     """A database of the test's own, created empty (named after the test)."""
     name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:48]
     name = f"t_{name}"

@@ -9,12 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 
 def write_config(
     tmp: Path,
-    server: EmbeddedMariaDB,
+    server: ThrowawayMariaDB,
     tables: str,
     *,
     startup: str = "earliest",
@@ -38,7 +38,7 @@ def write_config(
     return cfg
 
 
-def log_end(server: EmbeddedMariaDB) -> str:
+def log_end(server: ThrowawayMariaDB) -> str:
     """``position:<file>:<pos>`` of the binlog's end now: a pipeline starting there reads only
     what the test writes afterwards, not the whole shared server's history."""
     file, pos = server.query("SHOW MASTER STATUS")[0][:2]

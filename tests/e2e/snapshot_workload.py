@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Any
 
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 ITEMS = (
     "CREATE TABLE {db}.items (id BIGINT PRIMARY KEY, version INT NOT NULL, "
@@ -17,7 +17,7 @@ ITEMS = (
 )
 
 
-def load_items(server: EmbeddedMariaDB, db: str, rows: int) -> None:
+def load_items(server: ThrowawayMariaDB, db: str, rows: int) -> None:
     """``rows`` items with the even ids 2..2*rows (odd ids are free for inserts inside)."""
     server.execute(
         ITEMS.format(db=db),
@@ -29,7 +29,7 @@ def load_items(server: EmbeddedMariaDB, db: str, rows: int) -> None:
 class Writer(threading.Thread):
     """Commits :meth:`transaction` over and over (autocommit off) until :meth:`halt`."""
 
-    def __init__(self, server: EmbeddedMariaDB, db: str, seed: int, pause: float):
+    def __init__(self, server: ThrowawayMariaDB, db: str, seed: int, pause: float):
         super().__init__(daemon=True)
         self.server, self.db, self.pause = server, db, pause
         self.rng = random.Random(seed)
@@ -62,7 +62,9 @@ class Churn(Writer):
     """Random small transactions on ``items``: updates, deletes, inserts inside the key range,
     below the first key and beyond the last, and primary-key updates."""
 
-    def __init__(self, server: EmbeddedMariaDB, db: str, top: int, seed: int, pause: float = 0.002):
+    def __init__(
+        self, server: ThrowawayMariaDB, db: str, top: int, seed: int, pause: float = 0.002
+    ):
         super().__init__(server, db, seed, pause)
         self.top = top
         self._low = 0
@@ -101,12 +103,12 @@ class Transfers(Writer):
 
     TOTAL_PER_ACCOUNT = 1000
 
-    def __init__(self, server: EmbeddedMariaDB, db: str, accounts: int, seed: int):
+    def __init__(self, server: ThrowawayMariaDB, db: str, accounts: int, seed: int):
         super().__init__(server, db, seed, pause=0.001)
         self.accounts = accounts
 
     @classmethod
-    def create(cls, server: EmbeddedMariaDB, db: str, accounts: int) -> None:
+    def create(cls, server: ThrowawayMariaDB, db: str, accounts: int) -> None:
         server.execute(
             f"CREATE TABLE {db}.accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL)",
             f"INSERT INTO {db}.accounts SELECT seq, {cls.TOTAL_PER_ACCOUNT} "

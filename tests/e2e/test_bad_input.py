@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB, free_port
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB, free_port
 from tests.e2e.cli import run, write_config
 
 pytestmark = [pytest.mark.mariadb]
@@ -32,27 +32,27 @@ def fails_with(cfg: Path, *fragments: str, command: str = "run") -> str:
 
 
 @pytest.fixture
-def table(mariadb: EmbeddedMariaDB, db: str) -> str:
+def table(mariadb: ThrowawayMariaDB, db: str) -> str:
     mariadb.execute(
         f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT)", f"INSERT INTO {db}.t VALUES (1, 1)"
     )
     return rf"{db}\.t"
 
 
-def test_wrong_password(mariadb: EmbeddedMariaDB, table: str, tmp_path: Path) -> None:
+def test_wrong_password(mariadb: ThrowawayMariaDB, table: str, tmp_path: Path) -> None:
     cfg = write_config(tmp_path, mariadb, table, password="not-the-password")
     fails_with(cfg, "root", "password")
     assert committed_offsets(tmp_path) == []
 
 
-def test_nothing_listens_on_the_port(mariadb: EmbeddedMariaDB, table: str, tmp_path: Path) -> None:
+def test_nothing_listens_on_the_port(mariadb: ThrowawayMariaDB, table: str, tmp_path: Path) -> None:
     cfg = write_config(tmp_path, mariadb, table)
     cfg.write_text(cfg.read_text().replace(f"port: {mariadb.port}", f"port: {free_port()}"))
     fails_with(cfg, "source.port", command="check")
 
 
 def test_user_without_replication_privileges(
-    mariadb: EmbeddedMariaDB, table: str, tmp_path: Path
+    mariadb: ThrowawayMariaDB, table: str, tmp_path: Path
 ) -> None:
     mariadb.execute(
         "CREATE USER IF NOT EXISTS 'norepl'@'%' IDENTIFIED BY 'pw'",
@@ -64,7 +64,7 @@ def test_user_without_replication_privileges(
     assert committed_offsets(tmp_path) == []
 
 
-def test_binlog_format_not_row(mariadb: EmbeddedMariaDB, table: str, tmp_path: Path) -> None:
+def test_binlog_format_not_row(mariadb: ThrowawayMariaDB, table: str, tmp_path: Path) -> None:
     cfg = write_config(tmp_path, mariadb, table)
     mariadb.execute("SET GLOBAL binlog_format = 'STATEMENT'")
     try:
@@ -73,30 +73,30 @@ def test_binlog_format_not_row(mariadb: EmbeddedMariaDB, table: str, tmp_path: P
         mariadb.execute("SET GLOBAL binlog_format = 'ROW'")
 
 
-def test_table_filter_matching_nothing(mariadb: EmbeddedMariaDB, db: str, tmp_path: Path) -> None:
+def test_table_filter_matching_nothing(mariadb: ThrowawayMariaDB, db: str, tmp_path: Path) -> None:
     cfg = write_config(tmp_path, mariadb, rf"{db}\.no_such_table")
     fails_with(cfg, "no_such_table")
 
 
-def test_table_without_key(mariadb: EmbeddedMariaDB, db: str, tmp_path: Path) -> None:
+def test_table_without_key(mariadb: ThrowawayMariaDB, db: str, tmp_path: Path) -> None:
     mariadb.execute(f"CREATE TABLE {db}.heap (a INT, b INT)")
     cfg = write_config(tmp_path, mariadb, rf"{db}\.heap")
     fails_with(cfg, "heap", "key_columns")
 
 
-def test_table_without_key_to_snapshot(mariadb: EmbeddedMariaDB, db: str, tmp_path: Path) -> None:
+def test_table_without_key_to_snapshot(mariadb: ThrowawayMariaDB, db: str, tmp_path: Path) -> None:
     mariadb.execute(f"CREATE TABLE {db}.heap (a INT, b INT)")
     cfg = write_config(tmp_path, mariadb, rf"{db}\.heap", startup="initial")
     fails_with(cfg, "heap", "source.snapshot.chunk_key_columns", command="check")
 
 
-def test_purged_start_position(mariadb: EmbeddedMariaDB, table: str, tmp_path: Path) -> None:
+def test_purged_start_position(mariadb: ThrowawayMariaDB, table: str, tmp_path: Path) -> None:
     cfg = write_config(tmp_path, mariadb, table, startup="position:mysql-bin.000999:4")
     fails_with(cfg, "mysql-bin.000999")
     assert committed_offsets(tmp_path) == []
 
 
-def test_unknown_startup_mode(mariadb: EmbeddedMariaDB, table: str, tmp_path: Path) -> None:
+def test_unknown_startup_mode(mariadb: ThrowawayMariaDB, table: str, tmp_path: Path) -> None:
     cfg = write_config(tmp_path, mariadb, table, startup="yesterday")
     fails_with(cfg, "source.startup", command="check")
 
@@ -105,3 +105,15 @@ def test_malformed_yaml(tmp_path: Path) -> None:
     cfg = tmp_path / "pipeline.yaml"
     cfg.write_text("source: {type: mysql, host: [unclosed\nsink: {}\n")
     fails_with(cfg, "line", command="check")
+
+
+def test_a_mysql_server_is_refused_rather_than_streamed(tmp_path: Path) -> None:
+    """A server that says it is MySQL 8 (a MariaDB told to report that version): MySQL's
+    binlog writes GTID events sparkcdc does not read yet, so ``check`` and ``run`` stop with a
+    sentence instead of streaming and missing every change."""
+    with ThrowawayMariaDB.start(extra_args=["--version=8.0.36"]) as mysql:
+        mysql.execute("CREATE DATABASE shop", "CREATE TABLE shop.t (id INT PRIMARY KEY)")
+        cfg = write_config(tmp_path, mysql, r"shop\.t")
+        for command in ("check", "run"):
+            fails_with(cfg, "is MySQL 8.0.36", "only MariaDB", command=command)
+    assert committed_offsets(tmp_path) == []

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from tests.e2e.cli import available_now, log_end, write_config
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.spark, pytest.mark.slow]
@@ -28,13 +28,12 @@ OVERHEAD = 448 * 2**20
 
 
 def test_one_million_row_transaction_in_bounded_memory(
-    mariadb: EmbeddedMariaDB, db: str, tmp_path: Path
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path
 ) -> None:
     start = log_end(mariadb)
     mariadb.execute(
         f"CREATE TABLE {db}.big (id BIGINT PRIMARY KEY, note VARCHAR(64), amount DECIMAL(12,2))",
-        f"INSERT INTO {db}.big SELECT seq, CONCAT('row-', seq), seq * 0.5 "
-        f"FROM seq_1_to_{ROWS}",
+        f"INSERT INTO {db}.big SELECT seq, CONCAT('row-', seq), seq * 0.5 FROM seq_1_to_{ROWS}",
         database=db,
     )
     cfg = write_config(

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from tests.e2e.cli import available_now, crash, log_end, start, write_config
 from tests.e2e.workload import DDL, ChangeWorkload
 
@@ -34,7 +34,7 @@ def changelog_identities(path: Path) -> Counter[tuple[str, int, int]]:
     return seen
 
 
-def source_rows(server: EmbeddedMariaDB, db: str) -> list[tuple[object, ...]]:
+def source_rows(server: ThrowawayMariaDB, db: str) -> list[tuple[object, ...]]:
     return server.query(
         "SELECT id, version, balance, owner, updated, flags FROM accounts ORDER BY id", db
     )
@@ -52,7 +52,7 @@ def version(path: Path) -> int:
     return DeltaTable(str(path)).version() if DeltaTable.is_deltatable(str(path)) else -1
 
 
-def test_kill_9_mid_stream_then_restart(mariadb: EmbeddedMariaDB, tmp_path: Path) -> None:
+def test_kill_9_mid_stream_then_restart(mariadb: ThrowawayMariaDB, tmp_path: Path) -> None:
     """TRIALS crashes of one pipeline, each while a part of the workload runs and at a random
     moment after the restarted pipeline wrote again (the later ones while it catches up with
     what it missed); a last restart catches up with everything."""

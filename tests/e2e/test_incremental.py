@@ -27,9 +27,9 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sinks.delta.notifications import read_notifications
 from sparkcdc.snapshot.signals import signal_table_ddl
-from sparkcdc.spark.notices import read_notifications
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from tests.e2e.cli import crash, log_end, start, write_config
 from tests.e2e.snapshot_workload import ITEMS, Churn, load_items
 
@@ -90,7 +90,7 @@ def launch() -> Iterator[Launch]:
             crash(proc)
 
 
-def recreate(server: EmbeddedMariaDB, *dbs: str) -> None:
+def recreate(server: ThrowawayMariaDB, *dbs: str) -> None:
     for db in dbs:
         server.execute(f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}")
 
@@ -147,13 +147,13 @@ def replica(path: Path, columns: list[str] = COLUMNS) -> list[tuple[Any, ...]]:
     return sorted(tuple(r[c] for c in columns) for r in rows)
 
 
-def source(server: EmbeddedMariaDB, db: str, table: str = "items") -> list[tuple[Any, ...]]:
+def source(server: ThrowawayMariaDB, db: str, table: str = "items") -> list[tuple[Any, ...]]:
     rows = server.query(f"SELECT {', '.join(COLUMNS)} FROM {table}", db)
     return sorted(tuple(r) for r in rows)
 
 
 def caught_up(
-    proc: subprocess.Popen[bytes], server: EmbeddedMariaDB, lake: Path, tables: list[str]
+    proc: subprocess.Popen[bytes], server: ThrowawayMariaDB, lake: Path, tables: list[str]
 ) -> None:
     """Wait until the replica of every ``db.table`` equals its source (the writers stopped)."""
 
@@ -223,7 +223,7 @@ def check_progress(lake: Path, table: str) -> list[int]:
 
 
 def test_incremental_snapshot_under_a_concurrent_workload(
-    mariadb: EmbeddedMariaDB, tmp_path: Path, launch: Launch
+    mariadb: ThrowawayMariaDB, tmp_path: Path, launch: Launch
 ) -> None:
     db, other = "inc_load", "inc_other"
     recreate(mariadb, db, other)
@@ -266,7 +266,7 @@ def test_incremental_snapshot_under_a_concurrent_workload(
 
 
 def test_signals_through_the_signal_table(
-    mariadb: EmbeddedMariaDB, tmp_path: Path, launch: Launch
+    mariadb: ThrowawayMariaDB, tmp_path: Path, launch: Launch
 ) -> None:
     db = "inc_signals"
     recreate(mariadb, db)
@@ -322,7 +322,7 @@ def test_signals_through_the_signal_table(
 
 
 def test_kill_9_mid_incremental_snapshot_resumes(
-    mariadb: EmbeddedMariaDB, tmp_path: Path, launch: Launch
+    mariadb: ThrowawayMariaDB, tmp_path: Path, launch: Launch
 ) -> None:
     """TRIALS crashes in one incremental snapshot, each at a random moment after a new chunk
     (the later ones while the snapshot is resuming from the one before)."""
@@ -380,7 +380,7 @@ def test_kill_9_mid_incremental_snapshot_resumes(
 
 
 def test_tables_added_to_a_running_pipeline_are_snapshotted(
-    mariadb: EmbeddedMariaDB, tmp_path: Path, launch: Launch
+    mariadb: ThrowawayMariaDB, tmp_path: Path, launch: Launch
 ) -> None:
     db = "inc_added"
     recreate(mariadb, db)

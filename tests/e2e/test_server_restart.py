@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from tests.e2e.cli import start, write_config
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.spark]
 
 
 @pytest.fixture
-def own_server(tmp_path: Path) -> Iterator[EmbeddedMariaDB]:
+def own_server(tmp_path: Path) -> Iterator[ThrowawayMariaDB]:
     """A server of this test's own: restarting it must not disturb other tests."""
-    server = EmbeddedMariaDB.start(base_dir=str(tmp_path))
+    server = ThrowawayMariaDB.start(base_dir=str(tmp_path))
     try:
         yield server
     finally:
@@ -41,7 +41,7 @@ def wait_for_rows(path: Path, rows: int, timeout: float = 180) -> int:
     return seen
 
 
-def test_server_restart_mid_stream(own_server: EmbeddedMariaDB, tmp_path: Path) -> None:
+def test_server_restart_mid_stream(own_server: ThrowawayMariaDB, tmp_path: Path) -> None:
     server = own_server
     server.execute("CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY, v INT)")
     cfg = write_config(tmp_path, server, r"app\.t", trigger="300ms")
@@ -74,7 +74,7 @@ def test_server_restart_mid_stream(own_server: EmbeddedMariaDB, tmp_path: Path) 
 
 
 def test_a_server_gone_mid_snapshot_is_one_sentence(
-    own_server: EmbeddedMariaDB, tmp_path: Path
+    own_server: ThrowawayMariaDB, tmp_path: Path
 ) -> None:
     """The server dies while chunks are read (no reconnecting inside a snapshot task): the run
     ends with the source's sentence alone, not Spark's report of the failed query above it."""

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from tests.e2e.cli import available_now, crash, run, start, write_config
 from tests.e2e.snapshot_workload import Churn, Transfers, load_items
 
@@ -43,7 +43,7 @@ def replica(path: Path, columns: list[str]) -> list[tuple[Any, ...]]:
     return sorted(tuple(r[c] for c in columns) for r in rows)
 
 
-def source_items(server: EmbeddedMariaDB, db: str) -> list[tuple[Any, ...]]:
+def source_items(server: ThrowawayMariaDB, db: str) -> list[tuple[Any, ...]]:
     return sorted(tuple(r) for r in server.query("SELECT id, version, name, amount FROM items", db))
 
 
@@ -79,7 +79,7 @@ def check_changelog(path: Path) -> None:
 
 
 def test_initial_snapshot_under_concurrent_writes_then_the_log(
-    mariadb: EmbeddedMariaDB, tmp_path: Path
+    mariadb: ThrowawayMariaDB, tmp_path: Path
 ) -> None:
     db = "snap_initial"
     mariadb.execute(f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}")
@@ -125,7 +125,7 @@ def test_initial_snapshot_under_concurrent_writes_then_the_log(
 
 
 def test_kill_9_mid_snapshot_resumes_without_rereading_finished_splits(
-    mariadb: EmbeddedMariaDB, tmp_path: Path
+    mariadb: ThrowawayMariaDB, tmp_path: Path
 ) -> None:
     """TRIALS crashes in one snapshot, each at a random moment after new splits finished (the
     later ones while the snapshot resumes from the crash before): no restart reads a split
@@ -175,7 +175,7 @@ def test_kill_9_mid_snapshot_resumes_without_rereading_finished_splits(
 
 
 def test_snapshot_mode_copies_every_key_shape_consistently_and_exits(
-    mariadb: EmbeddedMariaDB, tmp_path: Path
+    mariadb: ThrowawayMariaDB, tmp_path: Path
 ) -> None:
     db = "snap_shapes"
     mariadb.execute(
@@ -230,7 +230,7 @@ def test_snapshot_mode_copies_every_key_shape_consistently_and_exits(
     assert sum(b for _, b in balances) == 500 * Transfers.TOTAL_PER_ACCOUNT
 
 
-def _grow(server: EmbeddedMariaDB, db: str) -> Any:
+def _grow(server: ThrowawayMariaDB, db: str) -> Any:
     """Inserts into ``growing`` until the returned function is called (it returns the count)."""
     import threading
 

@@ -9,8 +9,8 @@ import pytest
 from deltalake import DeltaTable
 
 from sparkcdc.demo import compare
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
-from sparkcdc.sources.mysql.catalog import MySQLCatalog
+from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from tests.e2e.cli import available_now, log_end, write_config
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.spark]
@@ -57,7 +57,7 @@ ROWS = (
 )
 
 
-def assert_replica_equals_source(server: EmbeddedMariaDB, lake: Path, db: str, table: str) -> None:
+def assert_replica_equals_source(server: ThrowawayMariaDB, lake: Path, db: str, table: str) -> None:
     with MySQLCatalog(server.host, server.port, server.user, server.password) as catalog:
         schema = catalog.load_schema(db, table)
     expected = compare.canonical_rows(compare.source_rows(server, schema), schema)
@@ -72,7 +72,7 @@ def assert_replica_equals_source(server: EmbeddedMariaDB, lake: Path, db: str, t
         assert not diff, f"row {want[0]} differs (column: (source, replica)): {diff}"
 
 
-def test_every_type_round_trips(mariadb: EmbeddedMariaDB, db: str, tmp_path: Path) -> None:
+def test_every_type_round_trips(mariadb: ThrowawayMariaDB, db: str, tmp_path: Path) -> None:
     mariadb.execute("SET GLOBAL time_zone = '+00:00'")
     start = log_end(mariadb)
     mariadb.execute(ALL_TYPES.format(db=db), *(r.format(db=db) for r in ROWS))
@@ -84,7 +84,7 @@ def test_every_type_round_trips(mariadb: EmbeddedMariaDB, db: str, tmp_path: Pat
 
 
 def test_add_column_mid_stream_evolves_the_replica(
-    mariadb: EmbeddedMariaDB, db: str, tmp_path: Path
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path
 ) -> None:
     start = log_end(mariadb)
     mariadb.execute(

@@ -13,7 +13,7 @@ import random
 import threading
 from collections import Counter
 
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 DDL = (
     "CREATE TABLE {db}.accounts (id BIGINT PRIMARY KEY, version INT NOT NULL, "
@@ -25,7 +25,7 @@ DDL = (
 class ChangeWorkload(threading.Thread):
     """Writes at least ``changes`` identified changes in random transactions of 1–50 changes."""
 
-    def __init__(self, server: EmbeddedMariaDB, db: str, changes: int, seed: int) -> None:
+    def __init__(self, server: ThrowawayMariaDB, db: str, changes: int, seed: int) -> None:
         super().__init__(daemon=True)
         self.server, self.db, self.target, self.rng = server, db, changes, random.Random(seed)
         self.expected: Counter[tuple[str, int, int]] = Counter()

@@ -8,33 +8,33 @@ from pathlib import Path
 import pytest
 
 from sparkcdc.core.errors import (
-    BinlogNotReady,
     ConfigError,
     ConnectionFailed,
+    LogNotReady,
     MissingPrivilege,
     NoTablesMatched,
     TableWithoutKey,
 )
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB, free_port
-from sparkcdc.sources.mysql.catalog import MySQLCatalog
+from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB, free_port
 
 pytestmark = pytest.mark.mariadb
 
 
 @pytest.fixture
-def catalog(mariadb: EmbeddedMariaDB) -> Iterator[MySQLCatalog]:
+def catalog(mariadb: ThrowawayMariaDB) -> Iterator[MySQLCatalog]:
     with MySQLCatalog(mariadb.host, mariadb.port, "root", "") as cat:
         yield cat
 
 
-def test_fixture_server_is_ready(catalog: MySQLCatalog, mariadb: EmbeddedMariaDB) -> None:
+def test_fixture_server_is_ready(catalog: MySQLCatalog, mariadb: ThrowawayMariaDB) -> None:
     catalog.check_ready()
     user, password = mariadb.create_cdc_user("cdc_ready", "pw-ready")
     with MySQLCatalog(mariadb.host, mariadb.port, user, password) as cat:
         cat.check_ready(["anything"])
 
 
-def test_user_without_replication_privileges(mariadb: EmbeddedMariaDB, db: str) -> None:
+def test_user_without_replication_privileges(mariadb: ThrowawayMariaDB, db: str) -> None:
     mariadb.execute(
         "CREATE USER IF NOT EXISTS 'reader'@'%' IDENTIFIED BY 'pw'",
         f"GRANT SELECT ON `{db}`.* TO 'reader'@'%'",
@@ -57,7 +57,7 @@ def test_user_without_replication_privileges(mariadb: EmbeddedMariaDB, db: str) 
         mariadb.execute("DROP USER IF EXISTS 'reader'@'%'")
 
 
-def test_wrong_password(mariadb: EmbeddedMariaDB) -> None:
+def test_wrong_password(mariadb: ThrowawayMariaDB) -> None:
     with pytest.raises(ConnectionFailed) as err:
         MySQLCatalog(mariadb.host, mariadb.port, "root", "not-the-password")
     text = str(err.value)
@@ -79,11 +79,11 @@ def test_closed_port() -> None:
     [("binlog_format", "STATEMENT", "ROW"), ("binlog_row_image", "MINIMAL", "FULL")],
 )
 def test_binlog_not_ready(
-    catalog: MySQLCatalog, mariadb: EmbeddedMariaDB, variable: str, bad: str, good: str
+    catalog: MySQLCatalog, mariadb: ThrowawayMariaDB, variable: str, bad: str, good: str
 ) -> None:
     mariadb.execute(f"SET GLOBAL {variable}={bad}")
     try:
-        with pytest.raises(BinlogNotReady) as err:
+        with pytest.raises(LogNotReady) as err:
             catalog.check_ready()
         text = str(err.value)
         assert f"{variable} is {bad}" in text and f"SET GLOBAL {variable}={good}" in text
@@ -93,7 +93,7 @@ def test_binlog_not_ready(
     catalog.check_ready()
 
 
-def test_match_tables(catalog: MySQLCatalog, mariadb: EmbeddedMariaDB, db: str) -> None:
+def test_match_tables(catalog: MySQLCatalog, mariadb: ThrowawayMariaDB, db: str) -> None:
     mariadb.execute(
         f"CREATE TABLE `{db}`.orders (id INT PRIMARY KEY)",
         f"CREATE TABLE `{db}`.order_items (id INT PRIMARY KEY)",
@@ -116,7 +116,7 @@ def test_match_tables(catalog: MySQLCatalog, mariadb: EmbeddedMariaDB, db: str) 
 
 
 def test_load_schema_many_types_composite_key(
-    catalog: MySQLCatalog, mariadb: EmbeddedMariaDB, db: str
+    catalog: MySQLCatalog, mariadb: ThrowawayMariaDB, db: str
 ) -> None:
     mariadb.execute(
         f"""CREATE TABLE `{db}`.t (
@@ -151,7 +151,7 @@ def test_load_schema_many_types_composite_key(
     assert "`ts` timestamp" in schema.spark_ddl()
 
 
-def test_table_without_key(catalog: MySQLCatalog, mariadb: EmbeddedMariaDB, db: str) -> None:
+def test_table_without_key(catalog: MySQLCatalog, mariadb: ThrowawayMariaDB, db: str) -> None:
     mariadb.execute(f"CREATE TABLE `{db}`.log (a INT, b VARCHAR(5))")
     with pytest.raises(TableWithoutKey) as err:
         catalog.load_schema(db, "log")
@@ -162,7 +162,7 @@ def test_table_without_key(catalog: MySQLCatalog, mariadb: EmbeddedMariaDB, db: 
         catalog.load_schema(db, "log", key_columns=["nope"])
 
 
-def test_offsets(catalog: MySQLCatalog, mariadb: EmbeddedMariaDB, db: str) -> None:
+def test_offsets(catalog: MySQLCatalog, mariadb: ThrowawayMariaDB, db: str) -> None:
     mariadb.execute(
         f"CREATE TABLE `{db}`.k (id INT PRIMARY KEY)", f"INSERT INTO `{db}`.k VALUES (1)"
     )
@@ -178,15 +178,15 @@ def test_offsets(catalog: MySQLCatalog, mariadb: EmbeddedMariaDB, db: str) -> No
 
 
 def test_server_without_binary_log(tmp_path: Path) -> None:
-    server = EmbeddedMariaDB.start(base_dir=tmp_path, extra_args=["--skip-log-bin"])
+    server = ThrowawayMariaDB.start(base_dir=tmp_path, extra_args=["--skip-log-bin"])
     try:
         with MySQLCatalog(server.host, server.port, "root", "") as cat:
-            with pytest.raises(BinlogNotReady) as err:
+            with pytest.raises(LogNotReady) as err:
                 cat.check_ready()
             assert err.value.fields["variable"] == "log_bin" and "--log-bin" in str(err.value)
-            with pytest.raises(BinlogNotReady):
+            with pytest.raises(LogNotReady):
                 cat.current_offset()
-            with pytest.raises(BinlogNotReady):
+            with pytest.raises(LogNotReady):
                 cat.binlog_files()
     finally:
         server.stop()

@@ -18,14 +18,15 @@ import pyarrow as pa
 import pytest
 
 from sparkcdc.config.model import SourceConfig
-from sparkcdc.core.chunk import KeyColumn, KeyValue
+from sparkcdc.core.chunk import KeyValue
 from sparkcdc.core.convert import arrow_type, decode_images
 from sparkcdc.core.errors import ConfigError, SourceError
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
-from sparkcdc.sources.mysql.catalog import MySQLCatalog
-from sparkcdc.sources.mysql.chunks import CHUNK_SCHEMA, MySQLChunks
-from sparkcdc.sources.mysql.typed_chunk import typed_chunk_schema
+from sparkcdc.sources.mysql.chunks.dialect import CHUNK_SCHEMA, MySQLChunks
+from sparkcdc.sources.mysql.chunks.typed import typed_chunk_schema
+from sparkcdc.sources.mysql.schema.column_types import key_column
+from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from tests.integration.test_decoder import (
     ALL_TYPES,
     COLUMNS,
@@ -97,7 +98,7 @@ ROW7: dict[str, Any] = {
 }
 
 
-def source_for(server: EmbeddedMariaDB) -> SourceConfig:
+def source_for(server: ThrowawayMariaDB) -> SourceConfig:
     return SourceConfig(
         host=server.host,
         port=server.port,
@@ -108,12 +109,12 @@ def source_for(server: EmbeddedMariaDB) -> SourceConfig:
 
 
 @contextlib.contextmanager
-def chunks_of(server: EmbeddedMariaDB) -> Iterator[MySQLChunks]:
+def chunks_of(server: ThrowawayMariaDB) -> Iterator[MySQLChunks]:
     with MySQLChunks(source_for(server)) as dialect:
         yield dialect
 
 
-def insert(server: EmbeddedMariaDB, db: str, table: str, row: dict[str, Any]) -> None:
+def insert(server: ThrowawayMariaDB, db: str, table: str, row: dict[str, Any]) -> None:
     with contextlib.closing(server.connect(db)) as conn, conn.cursor() as cur:
         cur.execute("SET sql_mode = '', time_zone = '+05:00'")
         names = ", ".join(f"`{n}`" for n in row)
@@ -155,7 +156,7 @@ def by_key(table: Any) -> dict[str, str]:
     return dict(zip(keys, afters, strict=True))
 
 
-def fill_all_types(mariadb: EmbeddedMariaDB, db: str) -> TableSchema:
+def fill_all_types(mariadb: ThrowawayMariaDB, db: str) -> TableSchema:
     """The decoder's all-types table with rows MIN, MAX, NULL, MISC, 5, 6, 7 and 200 rows of
     random doubles and float32s (ids 8..207)."""
     mariadb.execute(ALL_TYPES, database=db)
@@ -176,7 +177,7 @@ def fill_all_types(mariadb: EmbeddedMariaDB, db: str) -> TableSchema:
     return load_schema(mariadb, db, "all_types")
 
 
-def test_chunk_rows_are_the_binlog_row_images(mariadb: EmbeddedMariaDB, db: str) -> None:
+def test_chunk_rows_are_the_binlog_row_images(mariadb: ThrowawayMariaDB, db: str) -> None:
     start = master_status(mariadb)
     schema = fill_all_types(mariadb, db)
     changes = read_changes(mariadb, start, master_status(mariadb), {schema.name: schema})
@@ -240,7 +241,7 @@ def assert_typed_as_decoded(typed: pa.Table, plain: pa.Table, schema: TableSchem
         assert got.equals(want), column.name
 
 
-def test_typed_chunks_are_the_decoded_row_images(mariadb: EmbeddedMariaDB, db: str) -> None:
+def test_typed_chunks_are_the_decoded_row_images(mariadb: ThrowawayMariaDB, db: str) -> None:
     schema = fill_all_types(mariadb, db)
     mariadb.execute("SET GLOBAL time_zone = '+03:00'")  # typed reads must not depend on it
     try:
@@ -283,7 +284,7 @@ def test_typed_chunks_are_the_decoded_row_images(mariadb: EmbeddedMariaDB, db: s
 
 
 def test_dates_are_read_as_they_are_until_a_chunk_shows_a_zero_date(
-    mariadb: EmbeddedMariaDB, db: str
+    mariadb: ThrowawayMariaDB, db: str
 ) -> None:
     """DATE and DATETIME are selected as they are (the guard against zero dates costs the
     server) until a chunk of the table holds one: connectorx refuses zero and partly-zero dates
@@ -333,7 +334,7 @@ CREATE TABLE comp (
 )"""
 
 
-def composite_rows(mariadb: EmbeddedMariaDB, db: str) -> list[tuple[int, str, str]]:
+def composite_rows(mariadb: ThrowawayMariaDB, db: str) -> list[tuple[int, str, str]]:
     mariadb.execute(COMPOSITE, database=db)
     rows = [
         (a, b, f"2024-01-0{d}T00:00:00.{d:06d}")
@@ -346,7 +347,7 @@ def composite_rows(mariadb: EmbeddedMariaDB, db: str) -> list[tuple[int, str, st
     return rows
 
 
-def test_composite_key_ranges(mariadb: EmbeddedMariaDB, db: str) -> None:
+def test_composite_key_ranges(mariadb: ThrowawayMariaDB, db: str) -> None:
     rows = composite_rows(mariadb, db)  # created in key order
     schema = load_schema(mariadb, db, "comp")
     bounds: list[KeyValue | None] = [
@@ -400,7 +401,7 @@ def test_composite_key_ranges(mariadb: EmbeddedMariaDB, db: str) -> None:
         assert located == [1, 2, 3]
 
 
-def test_case_insensitive_string_keys(mariadb: EmbeddedMariaDB, db: str) -> None:
+def test_case_insensitive_string_keys(mariadb: ThrowawayMariaDB, db: str) -> None:
     mariadb.execute(
         "CREATE TABLE s (k VARCHAR(20) COLLATE utf8mb4_general_ci PRIMARY KEY, v INT)",
         "CREATE TABLE l (k VARCHAR(20) CHARACTER SET latin1 COLLATE latin1_bin PRIMARY KEY)",
@@ -467,7 +468,7 @@ KEY_TYPES: list[tuple[str, list[str], list[Any]]] = [
     ("sql_type", "literals", "values"), KEY_TYPES, ids=[t[0] for t in KEY_TYPES]
 )
 def test_every_key_type_bounds_chunks(
-    mariadb: EmbeddedMariaDB, db: str, sql_type: str, literals: list[str], values: list[Any]
+    mariadb: ThrowawayMariaDB, db: str, sql_type: str, literals: list[str], values: list[Any]
 ) -> None:
     mariadb.execute(f"CREATE TABLE k (k {sql_type} PRIMARY KEY, n INT)", database=db)
     with contextlib.closing(mariadb.connect(db)) as conn, conn.cursor() as cur:
@@ -493,7 +494,7 @@ def test_every_key_type_bounds_chunks(
         assert_typed_as_decoded(typed, dialect.read_chunk(schema, keys, None, None), schema)
 
 
-def test_key_columns_refusals_counts_and_watermark(mariadb: EmbeddedMariaDB, db: str) -> None:
+def test_key_columns_refusals_counts_and_watermark(mariadb: ThrowawayMariaDB, db: str) -> None:
     mariadb.execute(
         "CREATE TABLE e (id INT PRIMARY KEY, f FLOAT, t TEXT, d DECIMAL(7,2) UNSIGNED)",
         database=db,
@@ -506,7 +507,7 @@ def test_key_columns_refusals_counts_and_watermark(mariadb: EmbeddedMariaDB, db:
             with pytest.raises(ConfigError, match=f"Column {name} of {db}.e has type"):
                 dialect.key_columns(db, "e", [name])
         assert dialect.key_columns(db, "e", ["d"]) == [
-            KeyColumn("d", "decimal", unsigned=True, precision=7, scale=2)
+            key_column("d", "decimal", unsigned=True, precision=7, scale=2)
         ]
         keys = dialect.key_columns(db, "e", ["id"])
         assert dialect.key_range(db, "e", keys) is None
@@ -524,7 +525,7 @@ def test_key_columns_refusals_counts_and_watermark(mariadb: EmbeddedMariaDB, db:
             assert dialect.watermark() == cat.current_offset()
 
 
-def test_null_chunk_key_values_sort_first(mariadb: EmbeddedMariaDB, db: str) -> None:
+def test_null_chunk_key_values_sort_first(mariadb: ThrowawayMariaDB, db: str) -> None:
     """A configured chunk key may hold NULLs: they order before every value, as in ORDER BY."""
     mariadb.execute(
         "CREATE TABLE n (k INT NULL, s VARCHAR(5) NULL, v INT)",
@@ -553,7 +554,7 @@ def test_null_chunk_key_values_sort_first(mariadb: EmbeddedMariaDB, db: str) -> 
         assert seen == ordered
 
 
-def test_credentials_in_the_url_and_errors(mariadb: EmbeddedMariaDB, db: str) -> None:
+def test_credentials_in_the_url_and_errors(mariadb: ThrowawayMariaDB, db: str) -> None:
     """A password with URL metacharacters reaches connectorx intact and never shows in errors."""
     password = "p@ss:w/rd#%?&+ x"
     user, _ = mariadb.create_cdc_user("chunk_reader", password)

@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
-from sparkcdc.sources.mysql import connect as module
-from sparkcdc.sources.mysql.connect import connect
+from sparkcdc.sources.mysql.server import connect as module
+from sparkcdc.sources.mysql.server.connect import connect
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 pytestmark = pytest.mark.mariadb
 
 
 def test_connections_share_one_preferred_tls_context(
-    mariadb: EmbeddedMariaDB, monkeypatch: pytest.MonkeyPatch
+    mariadb: ThrowawayMariaDB, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     loads: list[ssl.SSLContext] = []
     real = ssl.SSLContext.load_default_certs
@@ -40,7 +40,7 @@ def test_connections_share_one_preferred_tls_context(
     assert contexts[0].verify_mode == ssl.CERT_NONE and not contexts[0].check_hostname
 
 
-def test_tls_options_are_pymysql_s(mariadb: EmbeddedMariaDB, tmp_path: Any) -> None:
+def test_tls_options_are_pymysql_s(mariadb: ThrowawayMariaDB, tmp_path: Any) -> None:
     missing = tmp_path / "missing-ca.pem"
     with pytest.raises(OSError):  # PyMySQL loads the named CA file itself
         connect(host=mariadb.host, port=mariadb.port, user="root", ssl_ca=str(missing))

@@ -16,12 +16,13 @@ from typing import Any
 import pytest
 
 from sparkcdc.core.errors import SourceError
-from sparkcdc.core.schema import BINARY_TYPES, Column, TableSchema
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
-from sparkcdc.sources.mysql import events as ev
-from sparkcdc.sources.mysql.catalog import MySQLCatalog
-from sparkcdc.sources.mysql.protocol import ReplicationConnection
-from sparkcdc.sources.mysql.rows import RowsDecoder
+from sparkcdc.core.schema import Column, TableSchema
+from sparkcdc.sources.mysql.binlog import events as ev
+from sparkcdc.sources.mysql.binlog.protocol import ReplicationConnection
+from sparkcdc.sources.mysql.binlog.rows import RowsDecoder
+from sparkcdc.sources.mysql.schema.column_types import BINARY_TYPES, column
+from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 pytestmark = pytest.mark.mariadb
 
@@ -31,7 +32,13 @@ Event = tuple[ev.EventHeader, ev.FormatDescription | None, bytes]
 
 
 def iter_events(
-    host: str, port: int, user: str, password: str, file: str, pos: int, server_id: int,
+    host: str,
+    port: int,
+    user: str,
+    password: str,
+    file: str,
+    pos: int,
+    server_id: int,
     stop: tuple[str, int] | None = None,
 ) -> Iterator[Event]:
     """Raw events from ``file:pos`` with checksums on, each with the format description in
@@ -60,7 +67,9 @@ Change = tuple[str, str, str | None, str | None, str | None]
 
 
 def read_changes(
-    server: EmbeddedMariaDB, start: tuple[str, int], stop: tuple[str, int],
+    server: ThrowawayMariaDB,
+    start: tuple[str, int],
+    stop: tuple[str, int],
     schemas: dict[str, TableSchema],
 ) -> list[Change]:
     """Every row change between ``start`` and ``stop`` of the tables in ``schemas``."""
@@ -86,12 +95,12 @@ def read_changes(
     return changes
 
 
-def master_status(server: EmbeddedMariaDB) -> tuple[str, int]:
+def master_status(server: ThrowawayMariaDB) -> tuple[str, int]:
     file, pos = server.query("SHOW MASTER STATUS")[0][:2]
     return str(file), int(pos)
 
 
-def load_schema(server: EmbeddedMariaDB, db: str, table: str) -> TableSchema:
+def load_schema(server: ThrowawayMariaDB, db: str, table: str) -> TableSchema:
     with MySQLCatalog(server.host, server.port, server.user, server.password) as catalog:
         return catalog.load_schema(db, table)
 
@@ -124,7 +133,7 @@ def expected_json(col: Column, value: Any) -> Any:
     return value
 
 
-def snapshot(server: EmbeddedMariaDB, schema: TableSchema) -> dict[int, dict[str, Any]]:
+def snapshot(server: ThrowawayMariaDB, schema: TableSchema) -> dict[int, dict[str, Any]]:
     """The table's rows as the server returns them (UTC session), as expected JSON values."""
     with contextlib.closing(server.connect(schema.db)) as conn, conn.cursor() as cur:
         cur.execute("SET time_zone = '+00:00'")
@@ -226,7 +235,7 @@ ROW5 = (
 )
 
 
-def test_every_type_round_trips(mariadb: EmbeddedMariaDB, db: str) -> None:
+def test_every_type_round_trips(mariadb: ThrowawayMariaDB, db: str) -> None:
     mariadb.execute(ALL_TYPES, database=db)
     schema = load_schema(mariadb, db, "all_types")
     start = master_status(mariadb)
@@ -235,18 +244,29 @@ def test_every_type_round_trips(mariadb: EmbeddedMariaDB, db: str) -> None:
         cur.execute(f"INSERT INTO all_types ({COLUMNS}) VALUES {MIN_ROW}, {MAX_ROW}, {NULL_ROW}")
         cur.execute(f"INSERT INTO all_types ({COLUMNS}) VALUES {MISC_ROW}, {ROW5}")
         inserted = snapshot(mariadb, schema)
-        cur.execute("UPDATE all_types SET ti = 5, vc = NULL, tm6 = '-01:00:00.25', biu = 7,"
-                    " d6530 = 1, j = '{\"k\": 1}', bin = 'x', dt6 = NULL WHERE id = 4")
-        cur.execute("UPDATE all_types SET ti = 1, tx = 'now set', dt3 = '2001-02-03 04:05:06.7',"
-                    " ts0 = '2010-10-10 10:10:10', s = 'y', e = 'a' WHERE id = 3")
+        cur.execute(
+            "UPDATE all_types SET ti = 5, vc = NULL, tm6 = '-01:00:00.25', biu = 7,"
+            " d6530 = 1, j = '{\"k\": 1}', bin = 'x', dt6 = NULL WHERE id = 4"
+        )
+        cur.execute(
+            "UPDATE all_types SET ti = 1, tx = 'now set', dt3 = '2001-02-03 04:05:06.7',"
+            " ts0 = '2010-10-10 10:10:10', s = 'y', e = 'a' WHERE id = 3"
+        )
         updated = snapshot(mariadb, schema)
         cur.execute("DELETE FROM all_types WHERE id IN (1, 2)")
     stop = master_status(mariadb)
 
     changes = read_changes(mariadb, start, stop, {schema.name: schema})
     assert [(c[1], c[2]) for c in changes] == [
-        ("c", "[1]"), ("c", "[2]"), ("c", "[3]"), ("c", "[4]"), ("c", "[5]"),
-        ("u", "[4]"), ("u", "[3]"), ("d", "[1]"), ("d", "[2]"),
+        ("c", "[1]"),
+        ("c", "[2]"),
+        ("c", "[3]"),
+        ("c", "[4]"),
+        ("c", "[5]"),
+        ("u", "[4]"),
+        ("u", "[3]"),
+        ("d", "[1]"),
+        ("d", "[2]"),
     ]
     for table, op, key, before, after in changes:
         assert table == "all_types"
@@ -276,7 +296,7 @@ def test_every_type_round_trips(mariadb: EmbeddedMariaDB, db: str) -> None:
     assert json.loads(misc)["c"] == "ab" and json.loads(misc)["vc"] == "ab  "
 
 
-def test_partial_row_images_and_multibyte_null_bitmaps(mariadb: EmbeddedMariaDB, db: str) -> None:
+def test_partial_row_images_and_multibyte_null_bitmaps(mariadb: ThrowawayMariaDB, db: str) -> None:
     cols = ", ".join(f"c{i} INT" for i in range(20))
     mariadb.execute(f"CREATE TABLE wide (id BIGINT PRIMARY KEY, {cols}, note TEXT)", database=db)
     schema = load_schema(mariadb, db, "wide")
@@ -296,7 +316,7 @@ def test_partial_row_images_and_multibyte_null_bitmaps(mariadb: EmbeddedMariaDB,
     assert json.loads(changes[2][3] or "") == {"id": 1} and changes[2][4] is None
 
 
-def test_schema_out_of_date_is_named(mariadb: EmbeddedMariaDB, db: str) -> None:
+def test_schema_out_of_date_is_named(mariadb: ThrowawayMariaDB, db: str) -> None:
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(5))", database=db)
     schema = load_schema(mariadb, db, "t")
     start = master_status(mariadb)
@@ -304,19 +324,20 @@ def test_schema_out_of_date_is_named(mariadb: EmbeddedMariaDB, db: str) -> None:
     stop = master_status(mariadb)
     maps = [
         ev.parse_table_map(data, fd)
-        for h, fd, data in iter_events(mariadb.host, mariadb.port, mariadb.user, "",
-                                       *start, next(_server_ids), stop)
+        for h, fd, data in iter_events(
+            mariadb.host, mariadb.port, mariadb.user, "", *start, next(_server_ids), stop
+        )
         if h.type == ev.TABLE_MAP and fd is not None
     ]
     short = TableSchema(db, "t", schema.columns[:1], ("id",))
     with pytest.raises(SourceError, match=f"{db}.t"):
         RowsDecoder(maps[0], short)
-    wrong = TableSchema(db, "t", (schema.columns[0], Column("a", "date")), ("id",))
+    wrong = TableSchema(db, "t", (schema.columns[0], column("a", "date")), ("id",))
     with pytest.raises(SourceError, match="out of date"):
         RowsDecoder(maps[0], wrong)
 
 
-def test_compressed_binlog_events_are_refused(mariadb: EmbeddedMariaDB, db: str) -> None:
+def test_compressed_binlog_events_are_refused(mariadb: ThrowawayMariaDB, db: str) -> None:
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, a TEXT)", database=db)
     schema = load_schema(mariadb, db, "t")
     start = master_status(mariadb)
@@ -330,7 +351,7 @@ def test_compressed_binlog_events_are_refused(mariadb: EmbeddedMariaDB, db: str)
         read_changes(mariadb, start, stop, {schema.name: schema})
 
 
-def test_long_char_wide_enum_and_set(mariadb: EmbeddedMariaDB, db: str) -> None:
+def test_long_char_wide_enum_and_set(mariadb: ThrowawayMariaDB, db: str) -> None:
     members = [f"m{i}" for i in range(300)]
     flags = [f"f{i}" for i in range(20)]
     enum = ",".join(f"'{m}'" for m in members)
@@ -354,17 +375,22 @@ def test_long_char_wide_enum_and_set(mariadb: EmbeddedMariaDB, db: str) -> None:
     assert second == {"id": 2, "c": "short", "b": None, "e": "m0", "s": ""}
 
 
-def test_v2_rows_events_decode_like_v1(mariadb: EmbeddedMariaDB, db: str) -> None:
+def test_v2_rows_events_decode_like_v1(mariadb: ThrowawayMariaDB, db: str) -> None:
     """MySQL 8 writes rows events v2: the same body after a length-prefixed extra-data block."""
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(10))", database=db)
     schema = load_schema(mariadb, db, "t")
     start = master_status(mariadb)
-    mariadb.execute("INSERT INTO t VALUES (1, 'a'), (2, NULL)", "UPDATE t SET a = 'b'",
-                    "DELETE FROM t", database=db)
+    mariadb.execute(
+        "INSERT INTO t VALUES (1, 'a'), (2, NULL)",
+        "UPDATE t SET a = 'b'",
+        "DELETE FROM t",
+        database=db,
+    )
     stop = master_status(mariadb)
     decoder: RowsDecoder | None = None
-    for header, fd, data in iter_events(mariadb.host, mariadb.port, mariadb.user, "",
-                                        *start, next(_server_ids), stop):
+    for header, fd, data in iter_events(
+        mariadb.host, mariadb.port, mariadb.user, "", *start, next(_server_ids), stop
+    ):
         if fd is None:
             continue
         if header.type == ev.TABLE_MAP:

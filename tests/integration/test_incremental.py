@@ -21,12 +21,12 @@ from deltalake import DeltaTable
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from sparkcdc.config.model import SnapshotConfig, SourceConfig
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sinks.delta.notifications import read_notifications
+from sparkcdc.sinks.delta.sink import DeltaSink
 from sparkcdc.snapshot.signals import Signal, new_signal_id, signal_data, write_file_signal
-from sparkcdc.spark.notices import read_notifications
-from sparkcdc.spark.options import SourceOptions, source_options
-from sparkcdc.spark.sink import DeltaSink
-from sparkcdc.spark.source import MySQLCDCStreamReader
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
+from sparkcdc.spark.stream.options import SourceOptions, source_options
+from sparkcdc.spark.stream.reader import ChangeStreamReader
 
 pytestmark = [pytest.mark.mariadb]
 
@@ -34,7 +34,7 @@ pytestmark = [pytest.mark.mariadb]
 class Stream:
     """A stream reader and a Delta sink, stepped one micro-batch at a time."""
 
-    def __init__(self, server: EmbeddedMariaDB, db: str, tmp: Path, chunk: int = 100) -> None:
+    def __init__(self, server: ThrowawayMariaDB, db: str, tmp: Path, chunk: int = 100) -> None:
         file, pos = server.query("SHOW MASTER STATUS")[0][:2]
         source = SourceConfig(
             host=server.host,
@@ -60,7 +60,7 @@ class Stream:
         )
         self.options = SourceOptions.parse(opts)
         self.sink = DeltaSink(str(tmp / "lake"), app_id="sparkcdc-test")
-        self.reader = MySQLCDCStreamReader(self.options)
+        self.reader = ChangeStreamReader(self.options)
         self.offset: dict = self.reader.initialOffset()
         self.batch = 0
 
@@ -118,7 +118,7 @@ def replica(tmp: Path, db: str, table: str) -> list[tuple[Any, ...]]:
     return sorted((r["id"], r["v"]) for r in rows)
 
 
-def source_rows(server: EmbeddedMariaDB, db: str, table: str) -> list[tuple[Any, ...]]:
+def source_rows(server: ThrowawayMariaDB, db: str, table: str) -> list[tuple[Any, ...]]:
     return sorted(tuple(r) for r in server.query(f"SELECT id, v FROM {table}", db))
 
 
@@ -140,7 +140,7 @@ def assert_no_stale_reads(tmp: Path, db: str, table: str) -> None:
 
 
 @pytest.fixture
-def stream(mariadb: EmbeddedMariaDB, db: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+def stream(mariadb: ThrowawayMariaDB, db: str, tmp_path: Path):  # type: ignore[no-untyped-def]
     mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))", database=db)
     values = ", ".join(f"({i}, 'v{i}')" for i in range(1, 1001))
     mariadb.execute(f"INSERT INTO t VALUES {values}", database=db)
@@ -151,7 +151,7 @@ def stream(mariadb: EmbeddedMariaDB, db: str, tmp_path: Path):  # type: ignore[n
 
 
 def test_a_signal_snapshots_a_table_while_the_log_flows(
-    mariadb: EmbeddedMariaDB, db: str, tmp_path: Path, stream: Stream
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path, stream: Stream
 ) -> None:
     mariadb.execute("INSERT INTO t VALUES (5000, 'after-start')", database=db)
     stream.signal("execute-snapshot", [f"{db}.t"])
@@ -181,7 +181,7 @@ CHANGES = {
     [1, 3],  # the first window reads in the foreground, later ones were read ahead
 )
 def test_window_changes_win(
-    mariadb: EmbeddedMariaDB, db: str, tmp_path: Path, stream: Stream, change: str, window: int
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path, stream: Stream, change: str, window: int
 ) -> None:
     # two chunks of 100 keys per window: window w reads keys 200 * (w - 1) + 1 ..
     stream.reader.incremental.windows.seconds = 0.0
@@ -203,7 +203,7 @@ def test_window_changes_win(
 
 
 def test_where_snapshots_only_the_matching_rows(
-    mariadb: EmbeddedMariaDB, db: str, tmp_path: Path, stream: Stream
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path, stream: Stream
 ) -> None:
     # the replica is wiped of its rows first, so only what the snapshot writes is there
     mariadb.execute("CREATE TABLE u (id INT PRIMARY KEY, v VARCHAR(20))", database=db)
@@ -218,7 +218,7 @@ def test_where_snapshots_only_the_matching_rows(
 
 
 def test_pause_resume_and_stop(
-    mariadb: EmbeddedMariaDB, db: str, tmp_path: Path, stream: Stream
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path, stream: Stream
 ) -> None:
     stream.reader.incremental.windows.seconds = 0.0  # one round of chunks per window
     stream.signal("execute-snapshot", [f"{db}.t"])
@@ -242,7 +242,7 @@ def test_pause_resume_and_stop(
 
 
 def test_a_second_execute_of_a_running_table_is_skipped(
-    mariadb: EmbeddedMariaDB, db: str, tmp_path: Path, stream: Stream
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path, stream: Stream
 ) -> None:
     stream.reader.incremental.windows.seconds = 0.0
     stream.signal("execute-snapshot", [f"{db}.t"])
@@ -255,7 +255,7 @@ def test_a_second_execute_of_a_running_table_is_skipped(
 
 
 def test_a_table_dropped_mid_snapshot_stops_its_run_not_the_stream(
-    mariadb: EmbeddedMariaDB, db: str, tmp_path: Path, stream: Stream
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path, stream: Stream
 ) -> None:
     stream.reader.incremental.windows.seconds = 0.0
     stream.signal("execute-snapshot", [f"{db}.t"])

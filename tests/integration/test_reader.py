@@ -17,15 +17,15 @@ from typing import Any
 import pytest
 
 from sparkcdc.config.model import SourceConfig
-from sparkcdc.core.errors import BinlogPurged, ConfigError, ConnectionFailed
+from sparkcdc.core.errors import ConfigError, ConnectionFailed, LogPositionGone
 from sparkcdc.core.logitem import LogItem
-from sparkcdc.core.offset import BinlogOffset
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
-from sparkcdc.sources.mysql.catalog import MySQLCatalog
-from sparkcdc.sources.mysql.reader import LogReader
-from sparkcdc.sources.mysql.schema_history import SchemaHistory
-from sparkcdc.sources.mysql.startup import resolve_startup
-from sparkcdc.spark.delivery import DeliveryQueue
+from sparkcdc.sources.mysql.binlog.reader import LogReader
+from sparkcdc.sources.mysql.offset import BinlogOffset
+from sparkcdc.sources.mysql.schema.history import SchemaHistory
+from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
+from sparkcdc.sources.mysql.server.startup import resolve_startup
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
+from sparkcdc.spark.stream.delivery import DeliveryQueue
 from sparkcdc.store.ring import EventStore
 
 pytestmark = pytest.mark.mariadb
@@ -33,20 +33,17 @@ pytestmark = pytest.mark.mariadb
 _server_ids = itertools.count(7100)
 
 
-def source_for(server: EmbeddedMariaDB, pattern: str) -> SourceConfig:
-    return SourceConfig(
-        host=server.host, port=server.port, user=server.user, password=server.password,
-        tables=(pattern,), server_id=next(_server_ids),
-    )
+def source_for(server: ThrowawayMariaDB, pattern: str) -> SourceConfig:
+    return server.source_config(pattern, server_id=next(_server_ids))
 
 
-def latest(server: EmbeddedMariaDB) -> BinlogOffset:
+def latest(server: ThrowawayMariaDB) -> BinlogOffset:
     with catalog_of(server) as cat:
         return cat.current_offset()
 
 
 @contextlib.contextmanager
-def catalog_of(server: EmbeddedMariaDB) -> Iterator[MySQLCatalog]:
+def catalog_of(server: ThrowawayMariaDB) -> Iterator[MySQLCatalog]:
     cat = MySQLCatalog(server.host, server.port, server.user, server.password)
     try:
         yield cat
@@ -57,11 +54,19 @@ def catalog_of(server: EmbeddedMariaDB) -> Iterator[MySQLCatalog]:
 class Harness:
     """A reader streaming into a real store, and a consumer that gets and acks everything."""
 
-    def __init__(self, source: SourceConfig, start: BinlogOffset, history: Path,
-                 item_rows: int = 2048, max_items: int = 4096, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        source: SourceConfig,
+        start: BinlogOffset,
+        history: Path,
+        item_rows: int = 2048,
+        max_items: int = 4096,
+        **kwargs: Any,
+    ) -> None:
         self.store = EventStore(max_bytes=64 << 20, max_items=max_items)
-        self.reader = LogReader(source, start, self.store, SchemaHistory(history),
-                                item_rows=item_rows, **kwargs)
+        self.reader = LogReader(
+            source, start, self.store, SchemaHistory(history), item_rows=item_rows, **kwargs
+        )
         self.items: list[LogItem] = []
         self.reader.start()
         # schemas are read from the catalog when the reader starts: let it do so before the
@@ -100,8 +105,9 @@ def harnesses() -> Iterator[list[Harness]]:
 
 
 def change_rows(items: list[LogItem]) -> list[dict[str, Any]]:
-    return [r for it in items if it.batch is not None and not it.is_ddl
-            for r in it.batch.to_pylist()]
+    return [
+        r for it in items if it.batch is not None and not it.is_ddl for r in it.batch.to_pylist()
+    ]
 
 
 def ddl_items(items: list[LogItem]) -> list[LogItem]:
@@ -109,10 +115,12 @@ def ddl_items(items: list[LogItem]) -> list[LogItem]:
 
 
 def test_multi_row_transactions_ops_offsets_orders(
-    mariadb: EmbeddedMariaDB, db: str, tmp_path: Path, harnesses: list[Harness]
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path, harnesses: list[Harness]
 ) -> None:
-    mariadb.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(20))",
-                    f"CREATE TABLE `{db}`.u (id INT PRIMARY KEY, n INT)")
+    mariadb.execute(
+        f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(20))",
+        f"CREATE TABLE `{db}`.u (id INT PRIMARY KEY, n INT)",
+    )
     start = latest(mariadb)
     h = Harness(source_for(mariadb, rf"{db}\..*"), start, tmp_path / "h.jsonl")
     harnesses.append(h)
@@ -131,10 +139,18 @@ def test_multi_row_transactions_ops_offsets_orders(
     announce = h.items[0]
     assert announce.is_ddl and announce.after == start
     assert {(r["table"], r["op"], r["ddl"]) for r in announce.batch.to_pylist()} == {
-        ("t", "s", None), ("u", "s", None)}
+        ("t", "s", None),
+        ("u", "s", None),
+    }
     first, second = rows[:6], rows[6:]
     assert [(r["table"], r["op"]) for r in first] == [
-        ("t", "c"), ("t", "c"), ("t", "c"), ("u", "c"), ("t", "u"), ("t", "d")]
+        ("t", "c"),
+        ("t", "c"),
+        ("t", "c"),
+        ("u", "c"),
+        ("t", "u"),
+        ("t", "d"),
+    ]
     assert [r["transaction"]["total_order"] for r in first] == [1, 2, 3, 4, 5, 6]
     assert [r["transaction"]["data_collection_order"] for r in first] == [1, 2, 3, 1, 4, 5]
     assert [r["source"]["row"] for r in first] == [0, 1, 2, 0, 0, 0]
@@ -157,7 +173,7 @@ def test_multi_row_transactions_ops_offsets_orders(
 
 
 def test_big_transaction_is_split_and_resumes_at_inner_offset(
-    mariadb: EmbeddedMariaDB, db: str, tmp_path: Path, harnesses: list[Harness]
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path, harnesses: list[Harness]
 ) -> None:
     mariadb.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v INT)")
     start = latest(mariadb)
@@ -175,8 +191,7 @@ def test_big_transaction_is_split_and_resumes_at_inner_offset(
     assert [it.rows for it in items] == [10, 10, 10, 5]
     txn_start = items[0].after
     assert [it.after.skip for it in items] == [10, 20, 30, 0]
-    assert all((it.after.file, it.after.pos) == (txn_start.file, txn_start.pos)
-               for it in items[:3])
+    assert all((it.after.file, it.after.pos) == (txn_start.file, txn_start.pos) for it in items[:3])
     assert items[3].after == latest(mariadb)
     assert [json.loads(r["after"])["id"] for r in rows] == list(range(1, 36))
     assert [r["transaction"]["total_order"] for r in rows] == list(range(1, 36))
@@ -194,32 +209,43 @@ def test_big_transaction_is_split_and_resumes_at_inner_offset(
 
 
 def test_ddl_mid_stream_comes_in_order_and_later_rows_follow_it(
-    mariadb: EmbeddedMariaDB, db: str, tmp_path: Path, harnesses: list[Harness]
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path, harnesses: list[Harness]
 ) -> None:
     mariadb.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v INT)")
     start = latest(mariadb)
     history = SchemaHistory(tmp_path / "h.jsonl")
     h = Harness(source_for(mariadb, rf"{db}\..*"), start, tmp_path / "h.jsonl")
     harnesses.append(h)
-    mariadb.execute("INSERT INTO t VALUES (1, 1)",
-                    "ALTER TABLE t ADD COLUMN note VARCHAR(10) DEFAULT 'x'",
-                    "INSERT INTO t VALUES (2, 2, 'two')",
-                    "CREATE TABLE born (id INT PRIMARY KEY)",
-                    "INSERT INTO born VALUES (7)",
-                    "RENAME TABLE born TO grown",
-                    "TRUNCATE TABLE grown",
-                    "DROP TABLE grown", database=db)
+    mariadb.execute(
+        "INSERT INTO t VALUES (1, 1)",
+        "ALTER TABLE t ADD COLUMN note VARCHAR(10) DEFAULT 'x'",
+        "INSERT INTO t VALUES (2, 2, 'two')",
+        "CREATE TABLE born (id INT PRIMARY KEY)",
+        "INSERT INTO born VALUES (7)",
+        "RENAME TABLE born TO grown",
+        "TRUNCATE TABLE grown",
+        "DROP TABLE grown",
+        database=db,
+    )
     h.until(lambda items: len(ddl_items(items)) >= 6)
-    kinds = [("ddl" if it.is_ddl else "rows" if it.batch is not None else "marker")
-             for it in h.items]
+    kinds = [
+        ("ddl" if it.is_ddl else "rows" if it.batch is not None else "marker") for it in h.items
+    ]
     kinds = [k for k in kinds if k != "marker"]
     assert kinds == ["ddl", "rows", "ddl", "rows", "ddl", "rows", "ddl", "ddl", "ddl"]
-    changes = [(r["table"], json.loads(r["after"])) for it in ddl_items(h.items)
-               for r in it.batch.to_pylist()]
+    changes = [
+        (r["table"], json.loads(r["after"]))
+        for it in ddl_items(h.items)
+        for r in it.batch.to_pylist()
+    ]
     assert changes == [
-        ("t", {"kind": "announce"}), ("t", {"kind": "alter"}), ("born", {"kind": "create"}),
-        ("grown", {"kind": "rename", "from": f"{db}.born"}), ("grown", {"kind": "truncate"}),
-        ("grown", {"kind": "drop"})]
+        ("t", {"kind": "announce"}),
+        ("t", {"kind": "alter"}),
+        ("born", {"kind": "create"}),
+        ("grown", {"kind": "rename", "from": f"{db}.born"}),
+        ("grown", {"kind": "truncate"}),
+        ("grown", {"kind": "drop"}),
+    ]
     alter = ddl_items(h.items)[1]
     (row,) = alter.batch.to_pylist()
     assert row["op"] == "s" and row["table"] == "t" and row["ddl"].startswith("ALTER TABLE")
@@ -245,23 +271,27 @@ def test_ddl_mid_stream_comes_in_order_and_later_rows_follow_it(
 
 
 def test_purged_start_closes_the_store_with_the_error(
-    mariadb: EmbeddedMariaDB, db: str, tmp_path: Path
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path
 ) -> None:
     mariadb.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY)")
     store = EventStore()
-    reader = LogReader(source_for(mariadb, rf"{db}\.t"), BinlogOffset("mysql-bin.999999", 4),
-                       store, SchemaHistory(tmp_path / "h.jsonl"))
+    reader = LogReader(
+        source_for(mariadb, rf"{db}\.t"),
+        BinlogOffset("mysql-bin.999999", 4),
+        store,
+        SchemaHistory(tmp_path / "h.jsonl"),
+    )
     reader.start()
     reader.join(20)
     assert not reader.running
-    assert isinstance(reader.error, BinlogPurged) and "mysql-bin.999999" in str(reader.error)
-    with pytest.raises(BinlogPurged):
+    assert isinstance(reader.error, LogPositionGone) and "mysql-bin.999999" in str(reader.error)
+    with pytest.raises(LogPositionGone):
         while store.get(timeout=1) is not None:
             pass
 
 
 def test_stop_is_prompt_while_the_stream_is_idle(
-    mariadb: EmbeddedMariaDB, db: str, tmp_path: Path
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path
 ) -> None:
     mariadb.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY)")
     h = Harness(source_for(mariadb, rf"{db}\.t"), latest(mariadb), tmp_path / "h.jsonl")
@@ -274,10 +304,12 @@ def test_stop_is_prompt_while_the_stream_is_idle(
 
 
 def test_progress_markers_for_other_tables(
-    mariadb: EmbeddedMariaDB, db: str, tmp_path: Path, harnesses: list[Harness]
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path, harnesses: list[Harness]
 ) -> None:
-    mariadb.execute(f"CREATE TABLE `{db}`.mine (id INT PRIMARY KEY)",
-                    f"CREATE TABLE `{db}`.other (id INT PRIMARY KEY)")
+    mariadb.execute(
+        f"CREATE TABLE `{db}`.mine (id INT PRIMARY KEY)",
+        f"CREATE TABLE `{db}`.other (id INT PRIMARY KEY)",
+    )
     start = latest(mariadb)
     h = Harness(source_for(mariadb, rf"{db}\.mine"), start, tmp_path / "h.jsonl")
     harnesses.append(h)
@@ -308,7 +340,7 @@ def txn_ends(items: list[LogItem]) -> list[tuple[int, BinlogOffset]]:
 
 
 def test_restart_at_boundary_gives_exactly_the_following_transactions(
-    mariadb: EmbeddedMariaDB, db: str, tmp_path: Path, harnesses: list[Harness]
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path, harnesses: list[Harness]
 ) -> None:
     mariadb.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY)")
     start = latest(mariadb)
@@ -337,7 +369,7 @@ def test_restart_at_boundary_gives_exactly_the_following_transactions(
 
 
 def test_a_replay_ends_at_any_boundary_also_inside_coalesced_items(
-    mariadb: EmbeddedMariaDB, db: str, tmp_path: Path, harnesses: list[Harness]
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path, harnesses: list[Harness]
 ) -> None:
     mariadb.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY)")
     start = latest(mariadb)
@@ -346,8 +378,9 @@ def test_a_replay_ends_at_any_boundary_also_inside_coalesced_items(
         for i in range(300):  # single-row transactions, a backlog when the reader starts
             cur.execute(f"INSERT INTO t VALUES ({i})")
             if i % 50 == 49:  # and a bigger one now and then, split into items of 16 rows
-                cur.execute("INSERT INTO t VALUES " + ",".join(f"({-i * 100 - j})"
-                                                               for j in range(1, 41)))
+                cur.execute(
+                    "INSERT INTO t VALUES " + ",".join(f"({-i * 100 - j})" for j in range(1, 41))
+                )
     h = Harness(source, start, tmp_path / "h.jsonl", item_rows=16)
     harnesses.append(h)
     expected = [json.loads(r["after"])["id"] for r in h.until_rows(300 + 6 * 40)]
@@ -378,8 +411,12 @@ def test_a_replay_ends_at_any_boundary_also_inside_coalesced_items(
         offsets = sorted(rows_at)
         for end in sorted(set(offsets[::7] + inner[::3] + offsets[-1:])):
             taken = queue.take(end, wait_more, deadline_s=30)
-            got += [json.loads(r["after"])["id"] for b in taken.batches for r in b.to_pylist()
-                    if r["op"] != "s"]
+            got += [
+                json.loads(r["after"])["id"]
+                for b in taken.batches
+                for r in b.to_pylist()
+                if r["op"] != "s"
+            ]
             assert got == expected[: rows_at[end]], end
             queue.commit(end)
         assert got == expected
@@ -387,7 +424,7 @@ def test_a_replay_ends_at_any_boundary_also_inside_coalesced_items(
         reader.stop()
 
 
-def settle_checkpoint(server: EmbeddedMariaDB, timeout: float = 10.0) -> None:
+def settle_checkpoint(server: ThrowawayMariaDB, timeout: float = 10.0) -> None:
     """Wait for the binlog checkpoint event that MariaDB writes into a new binlog file a moment
     after a FLUSH (it moves the end of the log without a transaction)."""
     current = server.query("SHOW MASTER STATUS")[0][0]
@@ -401,7 +438,7 @@ def settle_checkpoint(server: EmbeddedMariaDB, timeout: float = 10.0) -> None:
 
 
 def test_startup_modes_resolve_where_they_say(
-    mariadb: EmbeddedMariaDB, db: str, tmp_path: Path, harnesses: list[Harness]
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path, harnesses: list[Harness]
 ) -> None:
     mariadb.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY)")
     source = source_for(mariadb, rf"{db}\.t")
@@ -428,8 +465,7 @@ def test_startup_modes_resolve_where_they_say(
         second = rows[1]
         by_gtid = resolve_startup(cat, source, f"gtid:{before_second.gtid}")
         assert by_gtid == before_second and by_gtid.gtid == before_second.gtid
-        by_pos = resolve_startup(cat, source,
-                                 f"position:{before_second.file}:{before_second.pos}")
+        by_pos = resolve_startup(cat, source, f"position:{before_second.file}:{before_second.pos}")
         assert by_pos == before_second and by_pos.gtid == before_second.gtid
         by_ts = resolve_startup(cat, source, f"timestamp:{second['source']['ts_ms']}")
         assert by_ts == before_second
@@ -437,11 +473,11 @@ def test_startup_modes_resolve_where_they_say(
         future = resolve_startup(cat, source, f"timestamp:{int(time.time() * 1000) + 60_000}")
         assert future == end and future.gtid == end.gtid
 
-        with pytest.raises(BinlogPurged, match="mysql-bin.999999"):
+        with pytest.raises(LogPositionGone, match="mysql-bin.999999"):
             resolve_startup(cat, source, "position:mysql-bin.999999:4")
         with pytest.raises(ConfigError, match="not the start of a transaction"):
             resolve_startup(cat, source, f"position:{before_second.file}:{before_second.pos + 1}")
-        with pytest.raises(BinlogPurged):
+        with pytest.raises(LogPositionGone):
             resolve_startup(cat, source, "gtid:0-1-999999999")
         with pytest.raises(ConfigError) as info:
             resolve_startup(cat, source, "yesterday")
@@ -453,7 +489,7 @@ def test_startup_modes_resolve_where_they_say(
     assert [json.loads(r["after"])["id"] for r in g.until_rows(2)] == [2, 3]
 
 
-def binlog_dumps(server: EmbeddedMariaDB, h: Harness, timeout: float = 20.0) -> list[Any]:
+def binlog_dumps(server: ThrowawayMariaDB, h: Harness, timeout: float = 20.0) -> list[Any]:
     """The server's binlog dump connections, waiting for one (the reader may be reconnecting,
     which it does only once the consumer makes room in the store)."""
     deadline = time.monotonic() + timeout
@@ -466,7 +502,10 @@ def binlog_dumps(server: EmbeddedMariaDB, h: Harness, timeout: float = 20.0) -> 
 
 
 def test_killed_connection_reconnects_without_gap_or_duplicate(
-    mariadb: EmbeddedMariaDB, db: str, tmp_path: Path, harnesses: list[Harness],
+    mariadb: ThrowawayMariaDB,
+    db: str,
+    tmp_path: Path,
+    harnesses: list[Harness],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     mariadb.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v INT, pad TEXT)")
@@ -477,8 +516,12 @@ def test_killed_connection_reconnects_without_gap_or_duplicate(
         with contextlib.closing(mariadb.connect(db)) as conn, conn.cursor() as cur:
             for i in txn_ids:
                 cur.execute("BEGIN")
-                cur.execute("INSERT INTO t VALUES " + ",".join(  # ~40 kB per transaction
-                    f"({i * 100 + j}, 0, REPEAT('x', 2000))" for j in range(20)))
+                cur.execute(
+                    "INSERT INTO t VALUES "
+                    + ",".join(  # ~40 kB per transaction
+                        f"({i * 100 + j}, 0, REPEAT('x', 2000))" for j in range(20)
+                    )
+                )
                 cur.execute(f"UPDATE t SET v = 1 WHERE id BETWEEN {i * 100} AND {i * 100 + 4}")
                 cur.execute("COMMIT")
 
@@ -486,8 +529,9 @@ def test_killed_connection_reconnects_without_gap_or_duplicate(
     # (and a kill lands anywhere, often inside a transaction); the rest arrives while streaming
     write(range(200))
     caplog.set_level(logging.INFO, logger="sparkcdc.reader")
-    h = Harness(source_for(mariadb, rf"{db}\.t"), start, tmp_path / "h.jsonl", item_rows=7,
-                max_items=8)  # a small store: the reader often waits inside a transaction
+    h = Harness(
+        source_for(mariadb, rf"{db}\.t"), start, tmp_path / "h.jsonl", item_rows=7, max_items=8
+    )  # a small store: the reader often waits inside a transaction
     harnesses.append(h)
     writer = threading.Thread(target=write, args=(range(200, txns),))
     writer.start()
@@ -513,10 +557,14 @@ def test_killed_connection_reconnects_without_gap_or_duplicate(
 
 
 def test_server_restart_is_survived_and_a_long_outage_gives_up(tmp_path: Path) -> None:
-    with EmbeddedMariaDB.start() as server:  # a server of its own: this test stops it
+    with ThrowawayMariaDB.start() as server:  # a server of its own: this test stops it
         server.execute("CREATE DATABASE shop", "CREATE TABLE shop.t (id INT PRIMARY KEY)")
-        h = Harness(source_for(server, r"shop\.t"), latest(server), tmp_path / "h.jsonl",
-                    reconnect_timeout=4.0)
+        h = Harness(
+            source_for(server, r"shop\.t"),
+            latest(server),
+            tmp_path / "h.jsonl",
+            reconnect_timeout=4.0,
+        )
         try:
             server.execute(*(f"INSERT INTO shop.t VALUES ({i})" for i in range(10)))
             h.until_rows(10)

@@ -11,9 +11,9 @@ import pytest
 
 from sparkcdc.core.errors import TableWithoutKey
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
-from sparkcdc.sources.mysql.catalog import MySQLCatalog
-from sparkcdc.sources.mysql.schema_tracker import SchemaTracker
+from sparkcdc.sources.mysql.schema.tracker import SchemaTracker
+from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 pytestmark = pytest.mark.mariadb
 
@@ -91,7 +91,7 @@ def catalog_schema(cat: MySQLCatalog, db: str, table: str) -> TableSchema:
     try:
         return cat.load_schema(db, table)
     except TableWithoutKey:
-        first = cat._rows(
+        first = cat.query(
             "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
             "AND TABLE_NAME = %s AND ORDINAL_POSITION = 1",
             (db, table),
@@ -101,7 +101,7 @@ def catalog_schema(cat: MySQLCatalog, db: str, table: str) -> TableSchema:
 
 
 def assert_same(
-    tracker: SchemaTracker, cat: MySQLCatalog, mariadb: EmbeddedMariaDB, db: str, after: str
+    tracker: SchemaTracker, cat: MySQLCatalog, mariadb: ThrowawayMariaDB, db: str, after: str
 ) -> None:
     tables = sorted(
         r[0]
@@ -119,7 +119,7 @@ def assert_same(
         assert mine.primary_key == truth.primary_key, (after, table)
 
 
-def test_tracker_agrees_with_the_server(mariadb: EmbeddedMariaDB, db: str) -> None:
+def test_tracker_agrees_with_the_server(mariadb: ThrowawayMariaDB, db: str) -> None:
     with MySQLCatalog(mariadb.host, mariadb.port, "root", "") as cat:
         tracker = SchemaTracker({}, include=lambda d, t: d == db)
         for sql in CREATES + ALTERS:
@@ -129,7 +129,7 @@ def test_tracker_agrees_with_the_server(mariadb: EmbeddedMariaDB, db: str) -> No
             assert_same(tracker, cat, mariadb, db, sql)
 
 
-def test_tracker_from_catalog_schemas(mariadb: EmbeddedMariaDB, db: str) -> None:
+def test_tracker_from_catalog_schemas(mariadb: ThrowawayMariaDB, db: str) -> None:
     """Tables known only from the catalog (no CREATE seen) follow ALTERs too, with the table
     charsets the catalog reports."""
     for sql in CREATES:
@@ -146,7 +146,7 @@ def test_tracker_from_catalog_schemas(mariadb: EmbeddedMariaDB, db: str) -> None
             assert_same(tracker, cat, mariadb, db, sql)
 
 
-def test_database_default_charset(mariadb: EmbeddedMariaDB, db: str) -> None:
+def test_database_default_charset(mariadb: ThrowawayMariaDB, db: str) -> None:
     other = f"{db}_l1"
     statements = [
         f"CREATE DATABASE `{other}` CHARACTER SET latin1",
@@ -231,7 +231,7 @@ def random_clause(rng: random.Random, columns: list[str], serial: list[int]) -> 
 
 
 @pytest.mark.parametrize("seed", range(int(os.environ.get("SPARKCDC_DDL_SEEDS", "3"))))
-def test_random_alters_agree_with_the_server(mariadb: EmbeddedMariaDB, db: str, seed: int) -> None:
+def test_random_alters_agree_with_the_server(mariadb: ThrowawayMariaDB, db: str, seed: int) -> None:
     rng = random.Random(seed)
     serial = [2]
     create = "CREATE TABLE r (c1 INT NOT NULL, c2 VARCHAR(10), PRIMARY KEY (c1))"

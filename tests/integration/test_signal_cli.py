@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
 from sparkcdc.snapshot.signals import parse_signal, signal_table_ddl
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from tests.unit.test_signals import cli
 
 pytestmark = pytest.mark.mariadb
 
 
-def pipeline_file(tmp_path: Path, mariadb: EmbeddedMariaDB, signal_table: str) -> Path:
+def pipeline_file(tmp_path: Path, mariadb: ThrowawayMariaDB, signal_table: str) -> Path:
     cfg = tmp_path / "pipeline.yaml"
     cfg.write_text(
         f"source: {{host: {mariadb.host}, port: {mariadb.port}, user: {mariadb.user}, "
@@ -25,7 +25,7 @@ def pipeline_file(tmp_path: Path, mariadb: EmbeddedMariaDB, signal_table: str) -
     return cfg
 
 
-def test_execute_snapshot_is_inserted(tmp_path: Path, mariadb: EmbeddedMariaDB, db: str) -> None:
+def test_execute_snapshot_is_inserted(tmp_path: Path, mariadb: ThrowawayMariaDB, db: str) -> None:
     name = f"{db}.signals"
     mariadb.execute(signal_table_ddl(name))
     cfg = pipeline_file(tmp_path, mariadb, name)
@@ -50,7 +50,7 @@ def test_execute_snapshot_is_inserted(tmp_path: Path, mariadb: EmbeddedMariaDB, 
 
 
 def test_a_missing_signal_table_is_named_with_its_ddl(
-    tmp_path: Path, mariadb: EmbeddedMariaDB, db: str
+    tmp_path: Path, mariadb: ThrowawayMariaDB, db: str
 ) -> None:
     name = f"{db}.signals"
     done = cli("signal", "pause-snapshot", "--config", str(pipeline_file(tmp_path, mariadb, name)))
@@ -60,7 +60,7 @@ def test_a_missing_signal_table_is_named_with_its_ddl(
 
 
 def test_a_user_who_may_not_insert_is_told_the_grant(
-    tmp_path: Path, mariadb: EmbeddedMariaDB, db: str
+    tmp_path: Path, mariadb: ThrowawayMariaDB, db: str
 ) -> None:
     name = f"{db}.signals"
     mariadb.execute(

@@ -12,27 +12,27 @@ import pytest
 
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.chunk import KeyColumn, Split
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
 from sparkcdc.snapshot.scan import scan_run, scan_split_at
 from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
-from sparkcdc.sources.mysql.catalog import MySQLCatalog
-from sparkcdc.sources.mysql.chunks import MySQLChunks
-from sparkcdc.sources.mysql.window import window_changes
+from sparkcdc.sources.mysql.binlog.backfill import changes_between
+from sparkcdc.sources.mysql.chunks.dialect import MySQLChunks
+from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 pytestmark = pytest.mark.mariadb
 
 
-def source(server: EmbeddedMariaDB, db: str) -> SourceConfig:
+def source(server: ThrowawayMariaDB, db: str) -> SourceConfig:
     return SourceConfig("127.0.0.1", server.port, "root", "", (rf"{db}\..*",), "earliest", 6301)
 
 
 @pytest.fixture
-def chunks(mariadb: EmbeddedMariaDB, db: str) -> Iterator[MySQLChunks]:
+def chunks(mariadb: ThrowawayMariaDB, db: str) -> Iterator[MySQLChunks]:
     with MySQLChunks(source(mariadb, db)) as found:
         yield found
 
 
-def rows_in(server: EmbeddedMariaDB, db: str, where: str) -> dict[int, tuple[object, ...]]:
+def rows_in(server: ThrowawayMariaDB, db: str, where: str) -> dict[int, tuple[object, ...]]:
     return {r[0]: tuple(r) for r in server.query(f"SELECT id, v FROM t WHERE {where}", db)}
 
 
@@ -47,7 +47,7 @@ def as_rows(table: pa.Table) -> dict[int, tuple[object, ...]]:
 
 
 def scan(
-    server: EmbeddedMariaDB,
+    server: ThrowawayMariaDB,
     db: str,
     chunks: MySQLChunks,
     split: Split,
@@ -64,7 +64,7 @@ def scan(
         schema,
         keys,
         chunks,
-        lambda d, t, lo, hi: window_changes(src, d, t, lo, hi, 6302),
+        lambda d, t, lo, hi: changes_between(src, d, t, lo, hi, 6302),
         hook,
         typed=typed,
         low=low,  # type: ignore[arg-type]
@@ -86,7 +86,7 @@ WRITES = (
 @pytest.mark.parametrize("typed", [False, True], ids=["images", "typed"])
 @pytest.mark.parametrize("stage", ["low", "chunk"])
 def test_writes_inside_the_window_are_applied_to_the_chunk(
-    mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks, stage: str, typed: bool
+    mariadb: ThrowawayMariaDB, db: str, chunks: MySQLChunks, stage: str, typed: bool
 ) -> None:
     mariadb.execute(
         "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
@@ -109,7 +109,7 @@ def test_writes_inside_the_window_are_applied_to_the_chunk(
 
 @pytest.mark.parametrize("typed", [False, True], ids=["images", "typed"])
 def test_a_split_read_after_another_starts_its_window_at_that_ones_high_watermark(
-    mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks, typed: bool
+    mariadb: ThrowawayMariaDB, db: str, chunks: MySQLChunks, typed: bool
 ) -> None:
     """As a split task reads its splits: the next split takes no low watermark of its own.
     Writes between the first split's high watermark and the second's SELECT are in the
@@ -143,7 +143,7 @@ def test_a_split_read_after_another_starts_its_window_at_that_ones_high_watermar
 
 
 def test_a_run_of_splits_is_read_in_one_window_and_each_split_made_exact(
-    mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks
+    mariadb: ThrowawayMariaDB, db: str, chunks: MySQLChunks
 ) -> None:
     """Four consecutive splits in one SELECT: writes forced into the window (inside splits,
     below, beyond, and a key moved from one split to another) are replayed onto the split
@@ -174,7 +174,7 @@ def test_a_run_of_splits_is_read_in_one_window_and_each_split_made_exact(
     keys = chunks.key_columns(db, "t", ["id"])
     src = source(mariadb, db)
     results = scan_run(
-        run, schema, keys, chunks, lambda d, t, lo, hi: window_changes(src, d, t, lo, hi, 6302),
+        run, schema, keys, chunks, lambda d, t, lo, hi: changes_between(src, d, t, lo, hi, 6302),
         hook, typed=True,
     )  # fmt: skip
     assert stages == [(s, i) for s in ("low", "chunk", "high") for i in range(4)]
@@ -187,7 +187,9 @@ def test_a_run_of_splits_is_read_in_one_window_and_each_split_made_exact(
     assert 265 in as_rows(results[2].rows) and 110 not in as_rows(results[1].rows)
 
 
-def test_a_quiet_window_is_not_read(mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks) -> None:
+def test_a_quiet_window_is_not_read(
+    mariadb: ThrowawayMariaDB, db: str, chunks: MySQLChunks
+) -> None:
     mariadb.execute(
         "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
         "INSERT INTO t VALUES (1, 'a'), (2, 'b')",
@@ -200,7 +202,7 @@ def test_a_quiet_window_is_not_read(mariadb: EmbeddedMariaDB, db: str, chunks: M
 
 @pytest.mark.parametrize("typed", [False, True], ids=["images", "typed"])
 def test_the_batch_scan_rewinds_to_its_fixed_point(
-    mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks, typed: bool
+    mariadb: ThrowawayMariaDB, db: str, chunks: MySQLChunks, typed: bool
 ) -> None:
     mariadb.execute(
         "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))",
@@ -224,7 +226,7 @@ def test_the_batch_scan_rewinds_to_its_fixed_point(
         schema,
         keys,
         chunks,
-        lambda d, t, lo, hi: window_changes(src, d, t, lo, hi, 6303),
+        lambda d, t, lo, hi: changes_between(src, d, t, lo, hi, 6303),
         at,
         hook,
         typed=typed,
@@ -240,7 +242,7 @@ def splits_of(chunks: MySQLChunks, db: str, keys: list[KeyColumn], size: int) ->
     return out
 
 
-def count(server: EmbeddedMariaDB, db: str, split: Split, where: Callable[[Split], str]) -> int:
+def count(server: ThrowawayMariaDB, db: str, split: Split, where: Callable[[Split], str]) -> int:
     return int(server.query(f"SELECT COUNT(*) FROM t WHERE {where(split)}", db)[0][0])
 
 
@@ -251,7 +253,7 @@ def int_range(split: Split) -> str:
 
 
 def test_even_chunks_cover_a_dense_key_and_skew_never_makes_a_giant_chunk(
-    mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks
+    mariadb: ThrowawayMariaDB, db: str, chunks: MySQLChunks
 ) -> None:
     mariadb.execute(
         "CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR(20))",
@@ -270,7 +272,7 @@ def test_even_chunks_cover_a_dense_key_and_skew_never_makes_a_giant_chunk(
 
 
 def test_uneven_chunks_of_a_case_insensitive_string_key(
-    mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks
+    mariadb: ThrowawayMariaDB, db: str, chunks: MySQLChunks
 ) -> None:
     mariadb.execute(
         "CREATE TABLE t (id VARCHAR(20) COLLATE utf8mb4_general_ci PRIMARY KEY, v INT)",
@@ -292,7 +294,7 @@ def test_uneven_chunks_of_a_case_insensitive_string_key(
 
 
 def test_an_empty_table_is_one_open_split(
-    mariadb: EmbeddedMariaDB, db: str, chunks: MySQLChunks
+    mariadb: ThrowawayMariaDB, db: str, chunks: MySQLChunks
 ) -> None:
     mariadb.execute("CREATE TABLE t (a INT, b VARCHAR(5), PRIMARY KEY (a, b))", database=db)
     keys = chunks.key_columns(db, "t", ["a", "b"])

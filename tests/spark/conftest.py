@@ -18,7 +18,7 @@ def spark() -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
     import sparkcdc.spark
-    from sparkcdc.spark.pythonpath import use_compiled_pyspark
+    from sparkcdc.spark.runtime.pythonpath import use_compiled_pyspark
 
     use_compiled_pyspark()
     session = (
@@ -27,11 +27,11 @@ def spark() -> Iterator[Any]:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.python.daemon.module", "sparkcdc.spark.daemon")
+        .config("spark.python.daemon.module", "sparkcdc.spark.runtime.worker_daemon")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
-    sparkcdc.spark.register(session)
+    sparkcdc.spark.register(session, "mysql", "tests.fakes")
     try:
         yield session
     finally:

@@ -12,18 +12,19 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from sparkcdc.core.event import ENVELOPE_SCHEMA, OP_NOTICE
-from sparkcdc.spark import notices
-from sparkcdc.spark.notices import (
+from sparkcdc.core.event import OP_NOTICE, envelope_schema
+from sparkcdc.core.offset_events import notice_batch
+from sparkcdc.sinks.delta import notifications
+from sparkcdc.sinks.delta.notifications import (
     NOTIFICATIONS_DIR,
-    notice_batch,
     notification_rows,
     read_notifications,
     write_notifications,
 )
-from sparkcdc.spark.sink import DeltaSink
-from tests.spark.envelopes import Changes
-from tests.spark.test_sink import ACCOUNTS
+from sparkcdc.sinks.delta.sink import DeltaSink
+from sparkcdc.sources.mysql.offset import BinlogOffset
+from tests.cases.envelopes import Changes
+from tests.cases.schemas import ACCOUNTS
 
 FILE = "mysql-bin.000003"
 CHUNK: dict[str, Any] = {
@@ -32,7 +33,8 @@ CHUNK: dict[str, Any] = {
 
 
 def events(*notes: tuple[str, str, dict[str, Any]], pos: int = 500, ts_ms: int = 7) -> pa.Table:
-    return pa.Table.from_batches([notice_batch(list(notes), FILE, pos, "0-1-5", ts_ms)])
+    at = BinlogOffset(FILE, pos, "0-1-5")
+    return pa.Table.from_batches([notice_batch(list(notes), at, ts_ms)])
 
 
 def batch(*parts: pa.Table) -> pa.Table:
@@ -41,7 +43,7 @@ def batch(*parts: pa.Table) -> pa.Table:
 
 def test_notice_batch_builds_envelope_rows() -> None:
     rows = events(("shop", "orders", CHUNK), ("", "", {"type": "completed"}))
-    assert rows.schema.equals(ENVELOPE_SCHEMA)
+    assert rows.schema.equals(envelope_schema(BinlogOffset))
     got = rows.to_pylist()
     assert [r["op"] for r in got] == [OP_NOTICE, OP_NOTICE]
     assert [(r["db"], r["table"]) for r in got] == [("shop", "orders"), ("", "")]
@@ -50,9 +52,11 @@ def test_notice_batch_builds_envelope_rows() -> None:
     assert [(r["source"]["file"], r["source"]["pos"], r["source"]["row"]) for r in got] == [
         (FILE, 500, 0), (FILE, 500, 1),
     ]  # fmt: skip
+    place = BinlogOffset(FILE, 500).position()
+    assert [r["source"]["position"] for r in got] == [f"{place}:0000000000"] * 2
     assert got[0]["source"]["db"] == "shop" and got[0]["source"]["ts_ms"] == 7
     assert got[0]["transaction"] is None
-    assert notice_batch([], FILE, 1, "", 0).num_rows == 0
+    assert notice_batch([], BinlogOffset(FILE, 1), 0).num_rows == 0
 
 
 def test_notifications_are_kept_in_order(tmp_path: Path) -> None:
@@ -72,12 +76,13 @@ def test_notifications_are_kept_in_order(tmp_path: Path) -> None:
     ]  # fmt: skip
     assert kept[1] == {
         "batch_id": 0, "index": 1, "type": "chunk", "db": "shop", "table": "orders",
-        "details": json.dumps(CHUNK), "file": FILE, "pos": 100, "ts_ms": 7,
+        "details": json.dumps(CHUNK),
+        "position": f"{BinlogOffset(FILE, 100).position()}:0000000000", "ts_ms": 7,
     }  # fmt: skip
     assert kept[3]["db"] == "" and kept[3]["table"] == ""
     columns = pa.schema(DeltaTable(str(tmp_path / NOTIFICATIONS_DIR)).schema().to_arrow()).names
     assert columns == [
-        "batch_id", "index", "type", "db", "table", "details", "file", "pos", "ts_ms",
+        "batch_id", "index", "type", "db", "table", "details", "position", "ts_ms",
     ]  # fmt: skip
 
 
@@ -157,11 +162,12 @@ def test_every_kind_of_notification_in_words() -> None:
         '{"type": "resumed"}': "incremental snapshot of shop.orders resumed",
     }  # fmt: skip
     for details, words in said.items():
-        assert notices.describe("shop", "orders", details) == words
-    logged = notices.describe("", "", '{"type": "log", "message": "hi"}')
+        assert notifications.describe("shop", "orders", details) == words
+    logged = notifications.describe("", "", '{"type": "log", "message": "hi"}')
     assert logged == "incremental snapshots: hi"
 
 
 def test_an_unknown_notification_is_told_as_it_came() -> None:
-    assert notices.describe("", "", '{"type": "new"}') == 'incremental snapshots: {"type": "new"}'
-    assert notices.describe("a", "b", "not json") == "incremental snapshot of a.b: not json"
+    said = notifications.describe("", "", '{"type": "new"}')
+    assert said == 'incremental snapshots: {"type": "new"}'
+    assert notifications.describe("a", "b", "not json") == "incremental snapshot of a.b: not json"

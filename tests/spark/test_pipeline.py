@@ -15,22 +15,19 @@ import pytest
 from deltalake import DeltaTable
 
 from sparkcdc.config.model import Config, PipelineConfig, SinkConfig, SourceConfig, StoreConfig
-from sparkcdc.core.errors import BinlogPurged, ConfigError
-from sparkcdc.core.schema import Column, TableSchema
-from sparkcdc.embedded.mariadb import free_port
-from sparkcdc.spark.checkpoint import clear_torn_first_offset, snapshot_ahead
-from sparkcdc.spark.pipeline import (
-    SPARK_LOG_LEVEL,
-    Progress,
-    run_pipeline,
-    spark_log_level,
-)
-from tests.spark.fake_log import FakeLog
+from sparkcdc.core.errors import ConfigError, LogPositionGone
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.sources.mysql.schema.column_types import column
+from sparkcdc.sources.mysql.throwaway import free_port
+from sparkcdc.spark.pipeline.checkpoint import clear_torn_first_offset, snapshot_ahead
+from sparkcdc.spark.pipeline.progress import Progress
+from sparkcdc.spark.pipeline.run import run_pipeline
+from sparkcdc.spark.pipeline.session import SPARK_LOG_LEVEL, spark_log_level
+from tests.fakes.database import FakeLog
 
 pytestmark = pytest.mark.spark
 
-ITEMS = TableSchema("shop", "items", (Column("id", "int"), Column("v", "varchar")), ("id",))
-FAKE = "tests.spark.fake_log:FakeReaders"
+ITEMS = TableSchema("shop", "items", (column("id", "int"), column("v", "varchar")), ("id",))
 
 
 def inserts(lo: int, hi: int) -> list[list[object]]:
@@ -42,7 +39,9 @@ def inserts(lo: int, hi: int) -> list[list[object]]:
 
 def config(tmp: Path) -> Config:
     return Config(
-        source=SourceConfig(str(tmp / "log.jsonl"), 0, "cdc", "", (r"shop\..*",), "earliest"),
+        source=SourceConfig(
+            str(tmp / "log.jsonl"), 0, "cdc", "", (r"shop\..*",), "earliest", "tests.fakes"
+        ),
         sink=SinkConfig(str(tmp / "lake")),
         pipeline=PipelineConfig(
             checkpoint=str(tmp / "checkpoint"),
@@ -59,11 +58,11 @@ def test_a_log_reader_error_fails_the_run_with_its_sentence(tmp_path: Path) -> N
     sentence = (
         "binlog file mysql-bin.000001 was purged on the server; restart with startup: latest."
     )
-    log.fail("BinlogPurged", sentence)
+    log.fail("LogPositionGone", sentence)
     log.commit(inserts(10, 20))
     seen: list[Progress] = []
-    with pytest.raises(BinlogPurged) as caught:
-        run_pipeline(config(tmp_path), progress=seen.append, reader_factory=FAKE)
+    with pytest.raises(LogPositionGone) as caught:
+        run_pipeline(config(tmp_path), progress=seen.append)
     assert str(caught.value) == sentence
 
 
@@ -74,13 +73,13 @@ def test_sigterm_lets_the_batch_in_flight_commit(tmp_path: Path) -> None:
         f"""
         import os, sys
         from sparkcdc.config.model import *
-        from sparkcdc.spark.pipeline import run_pipeline
+        from sparkcdc.spark.pipeline.run import run_pipeline
         cfg = Config(SourceConfig({str(tmp_path / "log.jsonl")!r}, 0, "cdc", "",
-                                  ("shop\\\\..*",), "earliest"),
+                                  ("shop\\\\..*",), "earliest", "tests.fakes"),
                      SinkConfig({str(tmp_path / "lake")!r}),
                      PipelineConfig({str(tmp_path / "checkpoint")!r}, 0.2, StoreConfig(),
                                     "local[2]"))
-        n = run_pipeline(cfg, reader_factory={FAKE!r})
+        n = run_pipeline(cfg)
         print("batches", n, flush=True)
         os._exit(0)
         """
@@ -145,7 +144,7 @@ def test_a_wrong_spark_log_level_is_named_before_anything_runs(
 ) -> None:
     monkeypatch.setenv(SPARK_LOG_LEVEL, "loud")
     with pytest.raises(ConfigError, match="SPARKCDC_SPARK_LOG_LEVEL='loud' is not a log level"):
-        run_pipeline(config(tmp_path), reader_factory=FAKE)
+        run_pipeline(config(tmp_path))
     assert not (tmp_path / "checkpoint").exists()
     monkeypatch.setenv(SPARK_LOG_LEVEL, " warn")
     assert spark_log_level() == "WARN"
@@ -173,7 +172,7 @@ def test_a_first_offset_torn_by_kill_9_does_not_block_the_restart(tmp_path: Path
     offsets.mkdir(parents=True)
     (offsets / ".0.3f1c9a2e-51b4-4c3e-9d7a-1f0e8b2c4d6a.tmp").write_text("v1\n")
     (offsets / "..0.3f1c9a2e-51b4-4c3e-9d7a-1f0e8b2c4d6a.tmp.crc").write_bytes(b"crc")
-    run_pipeline(config(tmp_path), available_now=True, reader_factory=FAKE)
+    run_pipeline(config(tmp_path), available_now=True)
     assert DeltaTable(str(tmp_path / "lake" / "shop" / "items")).count() == 10
     assert (offsets / "0").exists()
 

@@ -12,57 +12,16 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from sparkcdc.core.event import ENVELOPE_SCHEMA
-from sparkcdc.core.schema import Column, TableSchema
-from sparkcdc.spark.sink import DeltaSink
-from tests.spark.envelopes import Changes
+from sparkcdc.core.event import envelope_schema
+from sparkcdc.sinks.delta.sink import DeltaSink
+from sparkcdc.sources.mysql.offset import BinlogOffset
+from sparkcdc.sources.mysql.schema.column_types import column
+from tests.cases.envelopes import Changes
+from tests.cases.schemas import ACCOUNTS, ALL_TYPES, ROW_JSON
 
 pytestmark = pytest.mark.spark
 
 UTC = dt.UTC
-
-ALL_TYPES = TableSchema(
-    "shop",
-    "types",
-    (
-        Column("id", "int"),
-        Column("ti", "tinyint"),
-        Column("tu", "tinyint", unsigned=True),
-        Column("si", "smallint"),
-        Column("mi", "mediumint", unsigned=True),
-        Column("iu", "int", unsigned=True),
-        Column("bi", "bigint"),
-        Column("bu", "bigint", unsigned=True),
-        Column("d", "decimal", precision=38, scale=10),
-        Column("dwide", "decimal", precision=65, scale=30),
-        Column("f", "float"),
-        Column("db", "double"),
-        Column("bits", "bit", length=64),
-        Column("y", "year"),
-        Column("s", "varchar", length=40, charset="utf8mb4"),
-        Column("j", "json"),
-        Column("e", "enum", values=("a", "b")),
-        Column("st", "set", values=("x", "y")),
-        Column("bin", "binary", length=4),
-        Column("blob", "blob"),
-        Column("day", "date"),
-        Column("dtm", "datetime", fsp=6),
-        Column("ts", "timestamp", fsp=6),
-        Column("tm", "time", fsp=6),
-    ),
-    primary_key=("id",),
-)
-
-ROW_JSON: dict[str, Any] = {
-    "id": 1, "ti": -128, "tu": 255, "si": -32768, "mi": 16777215, "iu": 4294967295,
-    "bi": -9223372036854775808, "bu": 18446744073709551615,
-    "d": "1234567890123456789012345678.0123456789",
-    "dwide": "12345678901234567890123456789012345.123456789012345678901234567890",
-    "f": 3.4028235e38, "db": 2.2250738585072014e-308, "bits": 18446744073709551615, "y": 2155,
-    "s": "grüße 🎉", "j": '{"k": [1, 2]}', "e": "b", "st": "x,y", "bin": "AQAAAA==",
-    "blob": "AAD/AA==", "day": "0000-00-00", "dtm": "9999-12-31T23:59:59.999999",
-    "ts": "2038-01-19T03:14:07.999999Z", "tm": "-838:59:59.000000",
-}  # fmt: skip
 
 EXPECTED: dict[str, Any] = {
     "id": 1, "ti": -128, "tu": 255, "si": -32768, "mi": 16777215, "iu": 4294967295,
@@ -76,21 +35,10 @@ EXPECTED: dict[str, Any] = {
     "ts": dt.datetime(2038, 1, 19, 3, 14, 7, 999999, tzinfo=UTC), "tm": "-838:59:59.000000",
 }  # fmt: skip
 
-ACCOUNTS = TableSchema(
-    "shop",
-    "accounts",
-    (
-        Column("id", "bigint"),
-        Column("owner", "varchar"),
-        Column("balance", "decimal", precision=10, scale=2),
-    ),
-    primary_key=("id",),
-)
-
 
 def write(spark: Any, sink: DeltaSink, changes: Changes, batch_id: int) -> None:
     table = changes.table()
-    assert table.schema.equals(ENVELOPE_SCHEMA)
+    assert table.schema.equals(envelope_schema(BinlogOffset))
     sink(spark.createDataFrame(table), batch_id)
 
 
@@ -165,7 +113,7 @@ def test_the_same_batch_id_again_writes_nothing_twice(spark: Any, tmp_path: Path
 
 def test_add_column_evolves_replica_and_change_log(spark: Any, tmp_path: Path) -> None:
     a = ACCOUNTS
-    b = a.with_columns((*a.columns, Column("note", "text")))
+    b = a.with_columns((*a.columns, column("note", "text")))
     sink = DeltaSink(str(tmp_path), "test")
     first = {"id": 1, "owner": "o", "balance": "1.00"}
     write(spark, sink, Changes().schema(a).change("c", a, after=first), 0)

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from tests.e2e.snapshot_workload import Transfers
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.spark]
 
 
-def reader(spark: Any, server: EmbeddedMariaDB, table: str, **options: str) -> Any:
+def reader(spark: Any, server: ThrowawayMariaDB, table: str, **options: str) -> Any:
     r = (
         spark.read.format("mysql-cdc")
         .option("host", "127.0.0.1")
@@ -29,7 +29,7 @@ def reader(spark: Any, server: EmbeddedMariaDB, table: str, **options: str) -> A
 
 
 def test_a_batch_read_is_one_consistent_cut_while_transfers_go_on(
-    spark: Any, mariadb: EmbeddedMariaDB, db: str
+    spark: Any, mariadb: ThrowawayMariaDB, db: str
 ) -> None:
     Transfers.create(mariadb, db, 4000)
     transfers = Transfers(mariadb, db, 4000, seed=11)
@@ -46,7 +46,7 @@ def test_a_batch_read_is_one_consistent_cut_while_transfers_go_on(
 
 
 def test_typed_columns_and_a_table_without_a_primary_key(
-    spark: Any, mariadb: EmbeddedMariaDB, db: str
+    spark: Any, mariadb: ThrowawayMariaDB, db: str
 ) -> None:
     mariadb.execute(
         "CREATE TABLE t (code INT NOT NULL, name VARCHAR(20), amount DECIMAL(30,10), "

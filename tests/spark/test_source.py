@@ -1,4 +1,4 @@
-"""The ``mysql-cdc`` stream source under a local SparkSession, fed by a fake log reader: every
+"""The change stream source under a local SparkSession, fed by the fake source: every
 change once (also across split transactions), restarts resume from the checkpoint, and a
 micro-batch replayed after a crash is rebuilt exactly even when the new reader cuts items
 differently."""
@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 
-from sparkcdc.core.offset import BinlogOffset
-from sparkcdc.core.schema import Column, TableSchema
-from tests.spark.fake_log import FakeLog
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.sources.mysql.schema.column_types import column
+from tests.fakes.database import FakeLog
+from tests.fakes.offset import FakeOffset
 
 pytestmark = pytest.mark.spark
 
-ITEMS = TableSchema("shop", "items", (Column("id", "int"), Column("v", "varchar")), ("id",))
+ITEMS = TableSchema("shop", "items", (column("id", "int"), column("v", "varchar")), ("id",))
 
 
 def insert(ids: range) -> list[list[Any]]:
@@ -40,12 +41,11 @@ def make_log(tmp: Path, sizes: list[int]) -> tuple[FakeLog, list[int]]:
 
 def stream(spark: Any, tmp: Path, on_batch: Any, item_rows: int = 3, **extra: str) -> None:
     reader = (
-        spark.readStream.format("mysql-cdc")
+        spark.readStream.format("fake-cdc")
         .option("host", str(tmp / "log.jsonl"))
         .option("user", "cdc")
         .option("tables", r"shop\..*")
         .option("schema_history", str(tmp / "schema_history.jsonl"))
-        .option("reader_factory", "tests.spark.fake_log:FakeReaders")
         .option("startup", "earliest")
         .option("item_rows", str(item_rows))
         .option("max_bytes", "16384")
@@ -82,9 +82,9 @@ class Collect:
         return [i for b in sorted(self.batches) for i in self.batches[b]]
 
 
-def batch_end(tmp: Path, batch_id: int) -> BinlogOffset:
+def batch_end(tmp: Path, batch_id: int) -> FakeOffset:
     lines = (tmp / "checkpoint" / "offsets" / str(batch_id)).read_text().splitlines()
-    return BinlogOffset.from_json(json.loads(lines[-1]))
+    return FakeOffset.from_json(json.loads(lines[-1]))
 
 
 def test_every_change_once_in_log_order_with_split_transactions(spark: Any, tmp_path: Path) -> None:
@@ -181,3 +181,54 @@ def test_the_real_binlog_resumes_exactly_after_a_restart(
         f"UPDATE `{db}`.t SET v = 'b' WHERE id < 3", f"DELETE FROM `{db}`.t WHERE id = 19"
     )
     assert run() == [("u", "[0]"), ("u", "[1]"), ("u", "[2]"), ("d", "[19]")]
+
+
+def acks(tmp: Path) -> list[FakeOffset]:
+    """The offsets the stream acknowledged to the fake source, in order."""
+    path = tmp / "log.jsonl.acks"
+    if not path.exists():
+        return []
+    return [FakeOffset.from_json(json.loads(line)) for line in path.read_text().splitlines()]
+
+
+class WatchAcks(Collect):
+    """Collect, also recording what was acknowledged when each batch started to be written."""
+
+    def __init__(self, tmp: Path, crash_when: Any = None) -> None:
+        super().__init__(crash_when)
+        self.tmp = tmp
+        self.acked_before: dict[int, list[FakeOffset]] = {}
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        self.acked_before[batch_id] = acks(self.tmp)
+        super().__call__(df, batch_id)
+
+
+def test_the_source_is_acknowledged_only_after_the_batch_commits(
+    spark: Any, tmp_path: Path
+) -> None:
+    """``ack(end)`` reaches the source only once Spark committed the batch ending at ``end``:
+    never while the batch is written, never for a batch that failed; after a restart the
+    replayed batch's end is acknowledged once it commits."""
+    _, ids = make_log(tmp_path, [1, 5, 400, 2, 300, 1])
+    first = WatchAcks(tmp_path, crash_when=lambda batch_id: batch_id == 2)
+    with pytest.raises(Exception, match="crash in batch"):
+        stream(spark, tmp_path, first)
+    assert sorted(first.batches) == [0, 1, 2]
+    for batch_id, acked in first.acked_before.items():
+        assert all(a < batch_end(tmp_path, batch_id) for a in acked), batch_id
+    failed = batch_end(tmp_path, 2)
+    assert all(a < failed for a in acks(tmp_path)), "a failed batch was acknowledged"
+    assert batch_end(tmp_path, 1) in acks(tmp_path)  # committed before batch 2 was planned
+
+    second = WatchAcks(tmp_path)
+    stream(spark, tmp_path, second)
+    assert first.ids()[: -len(first.batches[2])] + second.ids() == ids
+    for batch_id, acked in second.acked_before.items():
+        assert all(a < batch_end(tmp_path, batch_id) for a in acked), batch_id
+    done = acks(tmp_path)
+    assert done == sorted(done)
+    ends = {batch_end(tmp_path, b) for b in [*first.batches, *second.batches]}
+    assert set(done) <= ends
+    assert len(second.batches) > 1
+    assert failed in done, "the replayed batch committed but was never acknowledged"

@@ -12,25 +12,25 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from sparkcdc.core.chunk import KeyColumn, Split
+from sparkcdc.core.chunk import Split
 from sparkcdc.core.event import OP_CHUNK, OP_SCHEMA
-from sparkcdc.core.offset import BinlogOffset
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sinks.delta.sink import DeltaSink
 from sparkcdc.snapshot.correct import typed_rows
-from sparkcdc.snapshot.state import SplitResult, SplitStore
-from sparkcdc.sources.mysql.chunks import MySQLChunks
-from sparkcdc.spark.options import SourceOptions
-from sparkcdc.spark.sink import DeltaSink
-from sparkcdc.spark.snapshot import SplitTask
-from sparkcdc.spark.snapshot_phase import SnapshotPhase
-from sparkcdc.spark.source import MySQLCDCStreamReader
-from sparkcdc.spark.split_reads import RUN_ROWS, read_split_task, runs
-from tests.spark.envelopes import Changes
-from tests.spark.test_sink import ACCOUNTS
-from tests.spark.test_stored_chunks import images
+from sparkcdc.snapshot.split_store import SplitResult, SplitStore
+from sparkcdc.sources.mysql.chunks.dialect import MySQLChunks
+from sparkcdc.sources.mysql.offset import BinlogOffset
+from sparkcdc.sources.mysql.schema.column_types import key_column
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
+from sparkcdc.spark.snapshot.phase import SnapshotPhase
+from sparkcdc.spark.snapshot.planner import SplitTask
+from sparkcdc.spark.snapshot.split_task import RUN_ROWS, read_split_task, runs
+from sparkcdc.spark.stream.options import SourceOptions
+from sparkcdc.spark.stream.reader import ChangeStreamReader
+from tests.cases.envelopes import Changes
+from tests.cases.schemas import ACCOUNTS, images
 
 A = ACCOUNTS
-META = {"shop.accounts": {"schema": A.to_json(), "keys": [KeyColumn("id", "bigint").to_json()]}}
+META = {"shop.accounts": {"schema": A.to_json(), "keys": [key_column("id", "bigint").to_json()]}}
 
 
 def options(tmp_path: Path, store: SplitStore, **extra: str) -> SourceOptions:
@@ -79,10 +79,10 @@ def test_each_chunk_names_its_run_s_files_and_the_sink_commits_each_run_once(
     """Five finished splits replayed in one task with runs of two: three pairs of files, each
     chunk's ``k`` event naming its run's, each change-log row at its own split's high
     watermark; the tables hold every row once, in three files each."""
-    store = SplitStore(tmp_path / "snapshot")
+    store = SplitStore(tmp_path / "snapshot", BinlogOffset)
     splits = kept_splits(store, 5)
     opts = options(tmp_path, store, chunk_size=str(RUN_ROWS // 2))
-    task = SplitTask(0, [s.to_json() for s in splits], META, 7001)
+    task = SplitTask(0, [s.to_json() for s in splits], META, 0)
     events = list(read_split_task(opts, task))
     assert [e.column("op")[0].as_py() for e in events] == [OP_CHUNK] * 5
     found = refs(events)
@@ -105,13 +105,16 @@ def test_each_chunk_names_its_run_s_files_and_the_sink_commits_each_run_once(
     assert sorted((r["after"]["id"], r["source"]["pos"], r["source"]["row"]) for r in rows) == [
         (2 * i + k, 1000 + i, k - 1) for i in range(5) for k in (1, 2)
     ]
+    got = sorted((r["after"]["id"], r["source"]["position"]) for r in rows)
+    place = [BinlogOffset("mysql-bin.000001", 1000 + i).position() for i in range(5)]
+    assert got == [(2 * i + k, f"{place[i]}:0000000000") for i in range(5) for k in (1, 2)]
 
 
 @pytest.mark.parametrize("tasks", [2, 1])
 def test_the_announcement_goes_with_the_first_split_task(tmp_path: Path, tasks: int) -> None:
     """A table's first batch: its schema row comes first out of the first split task, and no
     task is spent on it alone (it would hold a slot while the split tasks wait)."""
-    store = SplitStore(tmp_path / "snapshot")
+    store = SplitStore(tmp_path / "snapshot", BinlogOffset)
     splits = [s.to_json() for s in kept_splits(store, 2)]
     groups = [splits[:1], splits[1:]] if tasks == 2 else [splits]
     end = {
@@ -123,7 +126,7 @@ def test_the_announcement_goes_with_the_first_split_task(tmp_path: Path, tasks: 
     opts = options(tmp_path, store, parallelism=str(tasks))
     parts = SnapshotPhase(opts).partitions(end)
     assert [type(p) for p in parts] == [SplitTask] * tasks
-    reader = MySQLCDCStreamReader(opts)
+    reader = ChangeStreamReader(opts)
     sent = [list(reader.read(p)) for p in parts]
     ops = [[e.column("op").to_pylist() for e in task] for task in sent]
     assert ops[0][0] == [OP_SCHEMA] and ops[0][1:] == [[OP_CHUNK]] * (3 - tasks)
@@ -135,7 +138,7 @@ def test_the_announcement_goes_with_the_first_split_task(tmp_path: Path, tasks: 
 
 @pytest.mark.mariadb
 def test_a_task_reads_each_run_of_an_integer_key_in_one_query(
-    tmp_path: Path, mariadb: EmbeddedMariaDB, db: str
+    tmp_path: Path, mariadb: ThrowawayMariaDB, db: str
 ) -> None:
     """Ten fresh splits of an integer key go in runs of 5, 3, 1 and 1 splits: four queries,
     each run in one window; every chunk holds its own key range. With a split kept in the
@@ -145,7 +148,7 @@ def test_a_task_reads_each_run_of_an_integer_key_in_one_query(
         "INSERT INTO t SELECT seq, CONCAT('v', seq) FROM seq_1_to_1000",
         database=db,
     )
-    store = SplitStore(tmp_path / "snapshot")
+    store = SplitStore(tmp_path / "snapshot", BinlogOffset)
     opts = SourceOptions.parse(
         {"host": "127.0.0.1", "port": str(mariadb.port), "user": "root", "tables": rf"{db}\.t",
          "schema_history": str(tmp_path / "history.jsonl"), "snapshot_dir": str(store.root),
@@ -164,7 +167,7 @@ def test_a_task_reads_each_run_of_an_integer_key_in_one_query(
 
     def read(task_splits: list[Split]) -> tuple[int, list[dict[str, Any]]]:
         before = prepared()
-        task = SplitTask(0, [s.to_json() for s in task_splits], meta, 7001)
+        task = SplitTask(0, [s.to_json() for s in task_splits], meta, 0)
         events = list(read_split_task(opts, task))
         return prepared() - before, refs(events)
 

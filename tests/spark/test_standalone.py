@@ -19,14 +19,15 @@ import pytest
 from deltalake import DeltaTable
 
 from sparkcdc.config.model import Config, PipelineConfig, SinkConfig, SourceConfig, StoreConfig
-from sparkcdc.core.schema import Column, TableSchema
-from sparkcdc.spark.pipeline import run_pipeline
-from tests.spark.fake_log import FakeLog
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.sources.mysql.schema.column_types import column
+from sparkcdc.spark.pipeline.run import run_pipeline
+from tests.fakes.database import FakeLog
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 SPARK_HOME = Path(pyspark.__file__).parent
-ITEMS = TableSchema("shop", "items", (Column("id", "int"), Column("v", "varchar")), ("id",))
+ITEMS = TableSchema("shop", "items", (column("id", "int"), column("v", "varchar")), ("id",))
 
 
 def free_port() -> int:
@@ -115,7 +116,9 @@ def test_a_stream_runs_on_separate_executor_jvms(cluster: tuple[str, Path], tmp_
              for i in range(lo, lo + 30)]
         )  # fmt: skip
     config = Config(
-        source=SourceConfig(str(tmp_path / "log.jsonl"), 0, "cdc", "", (r"shop\..*",), "earliest"),
+        source=SourceConfig(
+            str(tmp_path / "log.jsonl"), 0, "cdc", "", (r"shop\..*",), "earliest", "tests.fakes"
+        ),
         sink=SinkConfig(str(tmp_path / "lake")),
         pipeline=PipelineConfig(
             checkpoint=str(tmp_path / "checkpoint"),
@@ -130,9 +133,7 @@ def test_a_stream_runs_on_separate_executor_jvms(cluster: tuple[str, Path], tmp_
             },
         ),
     )
-    batches = run_pipeline(
-        config, available_now=True, reader_factory="tests.spark.fake_log:FakeReaders"
-    )
+    batches = run_pipeline(config, available_now=True)
     assert batches >= 1
     replica = DeltaTable(str(tmp_path / "lake" / "shop" / "items")).to_pyarrow_table()
     assert sorted(replica.column("id").to_pylist()) == ids

@@ -15,29 +15,25 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from sparkcdc.core.chunk import KeyColumn, Split
+from sparkcdc.core.chunk import Split
 from sparkcdc.core.errors import ConfigError, SinkError
-from sparkcdc.core.event import snapshot_batch
-from sparkcdc.core.offset import BinlogOffset
-from sparkcdc.core.schema import Column, TableSchema
+from sparkcdc.core.offset_events import snapshot_batch
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.sinks.delta import chunk_files
+from sparkcdc.sinks.delta.chunk_rows import disjoint
+from sparkcdc.sinks.delta.sink import DeltaSink
 from sparkcdc.snapshot.correct import typed_rows
-from sparkcdc.snapshot.state import SplitResult, SplitStore
-from sparkcdc.spark import chunk_files
-from sparkcdc.spark.mark import BatchMark
-from sparkcdc.spark.options import SourceOptions
-from sparkcdc.spark.sink import DeltaSink
-from sparkcdc.spark.snapshot import SplitTask
-from sparkcdc.spark.split_reads import chunk_event, keep_run, read_split_task
-from sparkcdc.spark.stored import disjoint
-from tests.spark.envelopes import Changes
-from tests.spark.test_sink import ACCOUNTS, ALL_TYPES, ROW_JSON
+from sparkcdc.snapshot.split_store import SplitResult, SplitStore
+from sparkcdc.sources.mysql.offset import BinlogOffset
+from sparkcdc.sources.mysql.schema.column_types import column, key_column
+from sparkcdc.spark.incremental.batch_mark import BatchMark
+from sparkcdc.spark.snapshot.planner import SplitTask
+from sparkcdc.spark.snapshot.split_task import keep_run, kept_chunk_event, read_split_task
+from sparkcdc.spark.stream.options import SourceOptions
+from tests.cases.envelopes import Changes
+from tests.cases.schemas import ACCOUNTS, ALL_TYPES, ROW_JSON, images
 
 HIGH = BinlogOffset("mysql-bin.000001", 4242, "0-1-9")
-
-
-def images(schema: TableSchema, rows: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
-    keys = [json.dumps([r[k] for k in schema.key], separators=(",", ":")) for r in rows]
-    return keys, [json.dumps(r) for r in rows]
 
 
 def stored_chunk(
@@ -54,16 +50,15 @@ def stored_chunk(
     result = SplitResult(split, typed_rows(schema)(keys, texts), HIGH, HIGH, 0.0, 1.5)
     written = chunk_files.files_of([result], schema, store, fresh=True) if files else None
     store.put(result)
-    return chunk_event(result, schema, store.rows_path(split), written)
+    return kept_chunk_event(result, schema, store.rows_path(split), written)
 
 
 def read_events(schema: TableSchema, rows: list[dict[str, Any]]) -> pa.RecordBatch:
     """The same chunk as ``r`` events (what ``snapshot_delivery = rows`` sends)."""
     keys, texts = images(schema, rows)
     return snapshot_batch(
-        pa.array(keys), pa.array(texts), schema.db, schema.table, schema.schema_id(),
-        server_id=0, file=HIGH.file, pos=HIGH.pos, gtid=HIGH.gtid, ts_ms=1500,
-    )  # fmt: skip
+        pa.array(keys), pa.array(texts), schema.db, schema.table, schema.schema_id(), HIGH, 1500
+    )
 
 
 def batch(*parts: pa.Table | pa.RecordBatch) -> pa.Table:
@@ -84,7 +79,7 @@ def operations(path: Path) -> list[str]:
 def test_a_stored_chunk_writes_what_its_read_events_write(tmp_path: Path) -> None:
     rows = [{**ROW_JSON, "id": i, "s": f"row {i}"} for i in range(1, 6)]
     rows[2]["day"] = "2024-02-30"  # an invalid date: null both ways
-    store = SplitStore(tmp_path / "store")
+    store = SplitStore(tmp_path / "store", BinlogOffset)
     by_store, by_rows = DeltaSink(str(tmp_path / "a"), "p"), DeltaSink(str(tmp_path / "b"), "p")
     announce = Changes().schema(ALL_TYPES).table()
     by_store.write(batch(announce, stored_chunk(store, ALL_TYPES, 0, rows)), 0)
@@ -100,12 +95,13 @@ def test_a_stored_chunk_writes_what_its_read_events_write(tmp_path: Path) -> Non
         (HIGH.file, HIGH.pos, HIGH.gtid, True)
     }
     assert sorted(s["row"] for s in sources) == [0, 1, 2, 3, 4]
+    assert {s["position"] for s in sources} == {f"{HIGH.position()}:0000000000"}
     assert operations(tmp_path / "a" / "shop" / "types")[-1] == "WRITE"  # appended
 
 
 def test_chunks_are_appended_until_the_log_reaches_the_table(tmp_path: Path) -> None:
     a = ACCOUNTS
-    store = SplitStore(tmp_path / "store")
+    store = SplitStore(tmp_path / "store", BinlogOffset)
     sink = DeltaSink(str(tmp_path / "lake"), "p")
 
     def acct(i: int, owner: str) -> dict[str, Any]:
@@ -137,7 +133,7 @@ def test_a_replica_with_rows_gets_merged_chunks(tmp_path: Path, kept: str) -> No
     """Also when the task wrote the chunk's data files: they are not used."""
     a = ACCOUNTS
     chunk_of = stored_chunk if kept == "in the store" else task_chunk
-    store = SplitStore(tmp_path / "store")
+    store = SplitStore(tmp_path / "store", BinlogOffset)
     old = DeltaSink(str(tmp_path / "lake"), "old pipeline")
     old.write(
         Changes().schema(a).change("c", a, after={"id": 1, "owner": "x", "balance": "1"}).table(), 0
@@ -152,7 +148,7 @@ def test_a_replica_with_rows_gets_merged_chunks(tmp_path: Path, kept: str) -> No
 
 def test_a_mixed_batch_keeps_log_order_around_a_chunk(tmp_path: Path) -> None:
     a = ACCOUNTS
-    store = SplitStore(tmp_path / "store")
+    store = SplitStore(tmp_path / "store", BinlogOffset)
     sink = DeltaSink(str(tmp_path / "lake"), "p")
     before = (
         Changes(pos=100).schema(a).change("c", a, after={"id": 9, "owner": "i", "balance": "9"})
@@ -170,7 +166,7 @@ def test_a_mixed_batch_keeps_log_order_around_a_chunk(tmp_path: Path) -> None:
 
 
 def test_a_missing_chunk_file_stops_the_batch_with_a_sentence(tmp_path: Path) -> None:
-    store = SplitStore(tmp_path / "store")
+    store = SplitStore(tmp_path / "store", BinlogOffset)
     chunk = stored_chunk(store, ACCOUNTS, 0, [{"id": 1, "owner": "o", "balance": "1"}])
     store.release(Split("shop.accounts", 0, None, None))
     sink = DeltaSink(str(tmp_path / "lake"), "p")
@@ -185,7 +181,7 @@ def test_a_split_stored_for_the_other_delivery_is_refused_by_name(
     """A replayed split returns what is stored; stored for the other delivery, it cannot be
     sent as asked (typed rows have no row images, row images are not typed): one sentence."""
     a = ACCOUNTS
-    store = SplitStore(tmp_path / "snapshot")
+    store = SplitStore(tmp_path / "snapshot", BinlogOffset)
     rows = [{"id": 1, "owner": "o", "balance": "1.00"}]
     keys, texts = images(a, rows)
     split = Split("shop.accounts", 0, None, None)
@@ -200,8 +196,9 @@ def test_a_split_stored_for_the_other_delivery_is_refused_by_name(
          "schema_history": str(tmp_path / "history.jsonl"), "snapshot_dir": str(store.root),
          "snapshot_delivery": read_as}
     )  # fmt: skip
-    meta = {"shop.accounts": {"schema": a.to_json(), "keys": [KeyColumn("id", "bigint").to_json()]}}
-    task = SplitTask(0, [split.to_json()], meta, 7001)
+    keys = [key_column("id", "bigint").to_json()]
+    meta = {"shop.accounts": {"schema": a.to_json(), "keys": keys}}
+    task = SplitTask(0, [split.to_json()], meta, 0)
     with pytest.raises(ConfigError, match=f"read for snapshot_delivery={stored_as}; keep"):
         list(read_split_task(options, task))
 
@@ -220,7 +217,7 @@ def acct(i: int, owner: str) -> dict[str, Any]:
 
 def test_an_incremental_chunk_updates_the_rows_the_log_wrote(tmp_path: Path) -> None:
     a = ACCOUNTS
-    store = SplitStore(tmp_path / "store")
+    store = SplitStore(tmp_path / "store", BinlogOffset)
     sink = DeltaSink(str(tmp_path / "lake"), "p")
     logged = Changes().schema(a).change("c", a, after=acct(1, "a"))
     sink.write(logged.change("c", a, after=acct(2, "b")).table(), 0)
@@ -234,7 +231,7 @@ def test_an_incremental_chunk_updates_the_rows_the_log_wrote(tmp_path: Path) -> 
 
 def test_an_incremental_chunk_after_log_events_in_one_batch(tmp_path: Path) -> None:
     a = ACCOUNTS
-    store = SplitStore(tmp_path / "store")
+    store = SplitStore(tmp_path / "store", BinlogOffset)
     sink = DeltaSink(str(tmp_path / "lake"), "p")
     sink.write(Changes().schema(a).change("c", a, after=acct(1, "a")).table(), 0)
     log_events = Changes(pos=2000).change("u", a, acct(1, "a"), acct(1, "a2")).table()
@@ -254,7 +251,7 @@ def test_incremental_chunks_are_appended_only_where_the_replica_holds_none_of_th
     """Incremental snapshots of a table that starts empty: a chunk is appended when no data
     file's key range reaches its own, else merged (an append could duplicate keys)."""
     a = ACCOUNTS
-    store = SplitStore(tmp_path / "store")
+    store = SplitStore(tmp_path / "store", BinlogOffset)
     sink = DeltaSink(str(tmp_path / "lake"), "p")
     sink.write(Changes().schema(a).table(), 0)
     sink.write(batch(incremental(stored_chunk(store, a, 0, [acct(1, "a"), acct(6, "f")]))), 1)
@@ -280,7 +277,7 @@ def test_incremental_chunks_are_appended_only_where_the_replica_holds_none_of_th
 
 def test_an_incremental_chunk_beside_log_events_of_its_table_is_merged(tmp_path: Path) -> None:
     a = ACCOUNTS
-    store = SplitStore(tmp_path / "store")
+    store = SplitStore(tmp_path / "store", BinlogOffset)
     sink = DeltaSink(str(tmp_path / "lake"), "p")
     sink.write(Changes().schema(a).table(), 0)
     mixed = batch(
@@ -295,7 +292,7 @@ def test_an_incremental_chunk_beside_log_events_of_its_table_is_merged(tmp_path:
 
 def test_a_replayed_incremental_chunk_writes_nothing_twice(tmp_path: Path) -> None:
     a = ACCOUNTS
-    store = SplitStore(tmp_path / "store")
+    store = SplitStore(tmp_path / "store", BinlogOffset)
     lake = tmp_path / "lake"
     sink = DeltaSink(str(lake), "p")
     sink.write(Changes().schema(a).change("c", a, after=acct(1, "a")).table(), 0)
@@ -333,7 +330,7 @@ def test_disjoint_needs_one_integer_key_and_statistics(tmp_path: Path) -> None:
 
 
 ORDERS = TableSchema(
-    "shop", "orders", (Column("id", "bigint"), Column("n", "int")), primary_key=("id",)
+    "shop", "orders", (column("id", "bigint"), column("n", "int")), primary_key=("id",)
 )
 ORDER_ROW = {"id": 1, "n": 3}
 
@@ -362,7 +359,7 @@ def test_the_batch_mark_falls_between_the_stream_and_the_chunks(tmp_path: Path) 
     incremental snapshot, whatever their order in the batch."""
     a, o = ACCOUNTS, ORDERS
     lake = tmp_path / "lake"
-    store = SplitStore(tmp_path / "store")
+    store = SplitStore(tmp_path / "store", BinlogOffset)
     mark = RecordingMark(tmp_path / "batch.mark", lake)
     sink = DeltaSink(str(lake), "p", mark=mark)
     sink.write(Changes().schema(a).schema(o).table(), 0)
@@ -387,7 +384,7 @@ def test_the_data_files_a_task_wrote_are_committed_as_the_sink_writes_the_chunk(
     rows = [{**ROW_JSON, "id": i, "s": f"row {i}"} for i in range(1, 6)]
     rows[2]["day"] = "2024-02-30"  # an invalid date: null both ways
     more = [{**ROW_JSON, "id": i, "s": None} for i in range(6, 9)]
-    store = SplitStore(tmp_path / "store")
+    store = SplitStore(tmp_path / "store", BinlogOffset)
     by_files, by_rows = DeltaSink(str(tmp_path / "a"), "p"), DeltaSink(str(tmp_path / "b"), "p")
     announce = Changes().schema(ALL_TYPES).table()
     first = batch(announce, task_chunk(store, ALL_TYPES, 0, rows))
@@ -428,7 +425,7 @@ def test_a_run_read_again_after_a_crash_replaces_the_files_its_first_attempt_lef
     again (maybe at a later high watermark, with other rows) and the run's files must hold the
     new rows; a run of finished splits replayed keeps the files it has."""
     a = ACCOUNTS
-    store = SplitStore(tmp_path / "store")
+    store = SplitStore(tmp_path / "store", BinlogOffset)
     splits = [Split("shop.accounts", i, None, None) for i in (0, 1)]
 
     def result(i: int, owner: str, high: BinlogOffset) -> SplitResult:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from sparkcdc.spark.warm import warm
+from sparkcdc.spark.runtime.worker_warmup import warm
 
 
 class Probe(DataSource):
@@ -34,7 +34,7 @@ class ProbeReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[tuple[int, bool, str]]:
         import pyspark
 
-        warmed = "sparkcdc.sources.mysql.chunks" in sys.modules
+        warmed = "sparkcdc.sources.mysql.chunks.dialect" in sys.modules
         yield os.getpid(), warmed, str(pyspark.__file__)
 
 

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import struct
 import zlib
+from pathlib import Path
 
 import pytest
 
 from sparkcdc.core.errors import SourceError
-from sparkcdc.core.schema import Column, TableSchema
-from sparkcdc.sources.mysql import events as ev
-from sparkcdc.sources.mysql import tablemap as tm
-from sparkcdc.sources.mysql import values
-from sparkcdc.sources.mysql.rows import RowsDecoder
-from sparkcdc.sources.mysql.tablemap import TableMap
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.sources.mysql.binlog import events as ev
+from sparkcdc.sources.mysql.binlog import tablemap as tm
+from sparkcdc.sources.mysql.binlog import values
+from sparkcdc.sources.mysql.binlog.rows import RowsDecoder
+from sparkcdc.sources.mysql.binlog.tablemap import TableMap
+from sparkcdc.sources.mysql.schema.column_types import column
 
 
 def event(type_: int, body: bytes, checksum: bool = True, next_pos: int = 1000) -> bytes:
@@ -22,8 +24,46 @@ def event(type_: int, body: bytes, checksum: bool = True, next_pos: int = 1000) 
     return data + struct.pack("<I", zlib.crc32(data)) if checksum else data
 
 
-POST_HEADERS = bytes([56, 13, 0, 8, 0, 18, 0, 4, 4, 4, 4, 18, 0, 0, 228, 0, 4, 26, 8, 0, 0, 0,
-                      8, 8, 8, 2, 0, 0, 0, 10, 10, 10]) + bytes(128) + bytes([4, 19, 4, 0, 13])
+POST_HEADERS = (
+    bytes(
+        [
+            56,
+            13,
+            0,
+            8,
+            0,
+            18,
+            0,
+            4,
+            4,
+            4,
+            4,
+            18,
+            0,
+            0,
+            228,
+            0,
+            4,
+            26,
+            8,
+            0,
+            0,
+            0,
+            8,
+            8,
+            8,
+            2,
+            0,
+            0,
+            0,
+            10,
+            10,
+            10,
+        ]
+    )
+    + bytes(128)
+    + bytes([4, 19, 4, 0, 13])
+)
 
 
 def fde(version: str = "10.11.6-MariaDB-log", algorithm: int | None = 1) -> bytes:
@@ -68,10 +108,15 @@ def test_gtid_and_gtid_list() -> None:
     assert str(gtid) == "3-7-99"
     trx = ev.parse_gtid(event(ev.GTID, struct.pack("<QIBQ", 5, 0, 2, 77) + bytes(6)), FD)
     assert not trx.standalone and trx.flags == ev.FL_GROUP_COMMIT_ID
-    body = struct.pack("<I", 2 | 1 << 28) + struct.pack("<IIQ", 0, 1, 10) + struct.pack(
-        "<IIQ", 5, 2, 1 << 40)
+    body = (
+        struct.pack("<I", 2 | 1 << 28)
+        + struct.pack("<IIQ", 0, 1, 10)
+        + struct.pack("<IIQ", 5, 2, 1 << 40)
+    )
     assert [str(g) for g in ev.parse_gtid_list(event(ev.GTID_LIST, body), FD)] == [
-        "0-1-10", f"5-2-{1 << 40}"]
+        "0-1-10",
+        f"5-2-{1 << 40}",
+    ]
 
 
 def test_query_skips_status_vars() -> None:
@@ -92,26 +137,68 @@ def test_packed_integers() -> None:
 
 
 def test_table_map_metadata() -> None:
-    types = bytes([tm.T_LONG, tm.T_VARCHAR, tm.T_NEWDECIMAL, tm.T_BIT, tm.T_STRING, tm.T_STRING,
-                   tm.T_DATETIME2, tm.T_BLOB, tm.T_DOUBLE, tm.T_DATE])
-    meta = (struct.pack("<H", 1020) + bytes([14, 2]) + bytes([2, 1]) + bytes([tm.T_ENUM, 1])
-            + bytes([tm.T_STRING, 40]) + bytes([6]) + bytes([2]) + bytes([8]))
+    types = bytes(
+        [
+            tm.T_LONG,
+            tm.T_VARCHAR,
+            tm.T_NEWDECIMAL,
+            tm.T_BIT,
+            tm.T_STRING,
+            tm.T_STRING,
+            tm.T_DATETIME2,
+            tm.T_BLOB,
+            tm.T_DOUBLE,
+            tm.T_DATE,
+        ]
+    )
+    meta = (
+        struct.pack("<H", 1020)
+        + bytes([14, 2])
+        + bytes([2, 1])
+        + bytes([tm.T_ENUM, 1])
+        + bytes([tm.T_STRING, 40])
+        + bytes([6])
+        + bytes([2])
+        + bytes([8])
+    )
     body = struct.pack("<Q", 0x123456789A)[:6] + b"\x01\x00" + b"\x04shop\0\x06orders\0"
     body += bytes([len(types)]) + types + bytes([len(meta)]) + meta + b"\xfe\x02"
     body += b"\x01\x02\x03"  # optional metadata: ignored
     t = ev.parse_table_map(event(ev.TABLE_MAP, body), FD)
     assert (t.table_id, t.db, t.table, t.column_types) == (0x123456789A, "shop", "orders", types)
-    assert t.column_meta == (0, 1020, 14 << 8 | 2, 1 << 8 | 2, tm.T_ENUM << 8 | 1,
-                             tm.T_STRING << 8 | 40, 6, 2, 8, 0)
+    assert t.column_meta == (
+        0,
+        1020,
+        14 << 8 | 2,
+        1 << 8 | 2,
+        tm.T_ENUM << 8 | 1,
+        tm.T_STRING << 8 | 40,
+        6,
+        2,
+        8,
+        0,
+    )
     assert t.nullable == (False, True, True, True, True, True, True, True, False, True)
 
 
-SCHEMA = TableSchema("shop", "orders", (
-    Column("id", "int", unsigned=True, nullable=False), Column("note", "varchar", charset="latin1"),
-    Column("amount", "decimal", precision=14, scale=2),
-), ("id",))
-TMAP = TableMap(1, "shop", "orders", bytes([tm.T_LONG, tm.T_VARCHAR, tm.T_NEWDECIMAL]),
-                (0, 20, 14 << 8 | 2), (False, True, True))
+SCHEMA = TableSchema(
+    "shop",
+    "orders",
+    (
+        column("id", "int", unsigned=True, nullable=False),
+        column("note", "varchar", charset="latin1"),
+        column("amount", "decimal", precision=14, scale=2),
+    ),
+    ("id",),
+)
+TMAP = TableMap(
+    1,
+    "shop",
+    "orders",
+    bytes([tm.T_LONG, tm.T_VARCHAR, tm.T_NEWDECIMAL]),
+    (0, 20, 14 << 8 | 2),
+    (False, True, True),
+)
 
 
 def row(id_: int, note: bytes | None, amount: bytes | None) -> bytes:
@@ -132,8 +219,7 @@ def test_rows_decoder_on_hand_built_events() -> None:
     minus = bytes(b ^ 0xFF for b in bytes([0x80, 0x00, 0x00, 0x00, 0x00, 0x01, 0x05]))
     data = rows_event(row(4294967295, "café €".encode("cp1252"), minus), row(2, None, None))
     assert dec.decode(ev.WRITE_ROWS_V1, data, 0, len(data)) == [
-        ("c", "[4294967295]", None,
-         '{"id":4294967295,"note":"café €","amount":"-1.05"}'),
+        ("c", "[4294967295]", None, '{"id":4294967295,"note":"café €","amount":"-1.05"}'),
         ("c", "[2]", None, '{"id":2,"note":null,"amount":null}'),
     ]
     plus = bytes([0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x63])
@@ -160,10 +246,31 @@ def test_value_helpers() -> None:
 
 def test_rows_header_and_unsupported_columns() -> None:
     body = rows_event(row(1, b"a", bytes([0x80, 0, 0, 0, 0, 0, 1])))
-    assert ev.parse_rows_header(event(ev.WRITE_ROWS_V1, body[:6] + b"\x01\x00" + body[8:]),
-                                FD) == (1, ev.STMT_END_F)
-    uuid = TableSchema("shop", "ids", (Column("id", "int"), Column("u", "uuid")), ("id",))
-    tmap = TableMap(2, "shop", "ids", bytes([tm.T_LONG, tm.T_STRING]), (0, tm.T_STRING << 8 | 16),
-                    (False, True))
+    assert ev.parse_rows_header(event(ev.WRITE_ROWS_V1, body[:6] + b"\x01\x00" + body[8:]), FD) == (
+        1,
+        ev.STMT_END_F,
+    )
+    uuid = TableSchema("shop", "ids", (column("id", "int"), column("u", "uuid")), ("id",))
+    tmap = TableMap(
+        2, "shop", "ids", bytes([tm.T_LONG, tm.T_STRING]), (0, tm.T_STRING << 8 | 16), (False, True)
+    )
     with pytest.raises(SourceError, match="type uuid, which sparkcdc does not decode"):
         RowsDecoder(tmap, uuid)
+
+
+def test_a_mysql_servers_gtid_event_stops_the_reader_with_a_sentence(tmp_path: Path) -> None:
+    """MySQL opens each transaction with a GTID event of its own (33, or 34 without GTIDs):
+    a reader that waits for MariaDB's would drop every change of the transaction silently."""
+    from sparkcdc.config.model import SourceConfig
+    from sparkcdc.sources.mysql.binlog.reader import LogReader
+    from sparkcdc.sources.mysql.offset import BinlogOffset
+    from sparkcdc.sources.mysql.schema.history import SchemaHistory
+    from sparkcdc.store.ring import EventStore
+
+    source = SourceConfig("127.0.0.1", 3306, "cdc", "", (r"shop\..*",))
+    start = BinlogOffset("mysql-bin.000001", 4)
+    reader = LogReader(source, start, EventStore(), SchemaHistory(tmp_path / "h.jsonl"))
+    for kind in (ev.MYSQL_GTID, ev.MYSQL_ANONYMOUS_GTID):
+        gtid = event(kind, bytes(42), next_pos=200)
+        with pytest.raises(SourceError, match="written by a MySQL server"):
+            reader.follow(start, iter([fde("8.0.36"), gtid]))

@@ -9,6 +9,7 @@ import pytest
 from sparkcdc.config.load import load_config, load_config_text
 from sparkcdc.config.model import SnapshotConfig, SourceConfig
 from sparkcdc.core.errors import ConfigError
+from sparkcdc.sources.mysql.settings import MySQLSettings
 
 BASE = """
 source: {type: mysql, host: db.local, port: 3307, user: cdc, password: secret,
@@ -16,6 +17,11 @@ source: {type: mysql, host: db.local, port: 3307, user: cdc, password: secret,
 sink: {type: delta, path: ./lake}
 pipeline: {checkpoint: ./checkpoints/shop, trigger: 1s, store: {max_bytes: 64MB}}
 """
+
+
+def server_ids(source: SourceConfig) -> tuple[int, ...]:
+    """The snapshot readers' server ids of a MySQL source."""
+    return MySQLSettings.of(source).snapshot_ids(source.snapshot.parallelism)
 
 
 def error(text: str) -> ConfigError:
@@ -36,9 +42,10 @@ def test_readme_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     cfg = load_config(cfg_file)
     assert cfg.source.password == "0123"
     assert cfg.source.tables == ("shop\\..*",)
-    assert cfg.source.port == 3306 and cfg.source.server_id == 5701
+    assert cfg.source.port == 3306 and MySQLSettings.of(cfg.source).server_id == 5701
     assert cfg.source.startup == "initial" and cfg.source.snapshot == SnapshotConfig()
-    assert cfg.source.server_id_last is None and cfg.source.snapshot_server_ids == (5702, 5703)
+    assert MySQLSettings.of(cfg.source).server_id_last is None
+    assert server_ids(cfg.source) == (5702, 5703)
     assert cfg.sink.path == str(tmp_path / "lake")
     assert cfg.pipeline.checkpoint == str(tmp_path / "checkpoints" / "shop")
     assert cfg.pipeline.trigger_seconds == 1.0
@@ -68,7 +75,7 @@ pipeline:
         "/base",
     )
     s = cfg.source
-    assert (s.type, s.port, s.password, s.server_id) == ("mysql", 3306, "", 99)
+    assert (s.type, s.port, s.password, MySQLSettings.of(s).server_id) == ("mysql", 3306, "", 99)
     assert s.tables == ("a\\.b",) and s.startup == "gtid:0-1-55,1-2-3"
     assert s.connect_timeout == 0.5
     assert s.key_columns == {"shop.log": ("a", "b"), "shop.x": ("id",)}
@@ -145,6 +152,8 @@ def test_malformed_yaml_names_the_line() -> None:
         ("port: 3307", "port: 70000", "source.port", "1..65535"),
         ("port: 3307", "port: abc", "source.port", "not a whole number"),
         ("type: mysql", "type: postgres", "source.type", "mysql"),
+        ("type: mysql", "type: no_such.module", "source.type", "importing no_such.module failed"),
+        ("type: mysql", "type: os.path", "source.type", "os.path has no SOURCE_TYPE"),
         ("type: delta", "type: iceberg", "sink.type", "delta"),
         ("tables: [", "tables: ['(', ", "source.tables[0]", "regular expression"),
         ("startup: earliest", "startup: earliest, colour: red", "source.colour", "allowed keys"),
@@ -206,16 +215,17 @@ def test_server_id_single_or_range(
     written: str, first: int, last: int | None, snapshot_ids: tuple[int, ...]
 ) -> None:
     s = load_config_text(with_source(f"server_id: {written}", "initial"), "/b").source
-    assert (s.server_id, s.server_id_last, s.snapshot_server_ids) == (first, last, snapshot_ids)
+    ids = MySQLSettings.of(s)
+    assert (ids.server_id, ids.server_id_last, server_ids(s)) == (first, last, snapshot_ids)
     assert s.redacted()["server_id"] == first and s.redacted()["server_id_last"] == last
 
 
 def test_derived_snapshot_server_ids_follow_parallelism() -> None:
     s = load_config_text(with_source("server_id: 10, snapshot: {parallelism: 4}"), "/b").source
-    assert s.snapshot_server_ids == (11, 12, 13, 14)
+    assert server_ids(s) == (11, 12, 13, 14)
     # a range narrower than the snapshot needs is fine when the startup takes no snapshot
     s = load_config_text(with_source("server_id: 7-7, snapshot: {parallelism: 4}"), "/b").source
-    assert (s.server_id, s.snapshot_server_ids) == (7, ())
+    assert (MySQLSettings.of(s).server_id, server_ids(s)) == (7, ())
 
 
 def test_snapshot_settings() -> None:
@@ -246,7 +256,7 @@ pipeline: {checkpoint: /cp}
         distribution_factor_upper=20.0,
         batch_rows=5000,
     )
-    assert cfg.source.snapshot_server_ids == (5702, 5703, 5704, 5705)
+    assert server_ids(cfg.source) == (5702, 5703, 5704, 5705)
     assert cfg.source.redacted()["snapshot"] == {
         "chunk_size": 100,
         "parallelism": 4,
@@ -467,3 +477,9 @@ def test_signal_table_errors(written: str, says: str) -> None:
     key = "source.signal_table"
     assert err.fields["key"] == key and str(err).startswith(f"{key}: ") and says in str(err)
     assert ". " not in str(err).replace("e.g. ", "")
+
+
+@pytest.mark.parametrize("named", ["mariadb", "MariaDB", "MYSQL"])
+def test_a_built_in_type_is_kept_under_its_own_name(named: str) -> None:
+    cfg = load_config_text(BASE.replace("type: mysql", f"type: {named}", 1), "/b")
+    assert cfg.source.type == "mysql"

@@ -8,15 +8,16 @@ import json
 import pyarrow as pa
 
 from sparkcdc.core.convert import BLOCK_BYTES, decode_images
-from sparkcdc.core.schema import Column, TableSchema
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.sources.mysql.schema.column_types import column
 
 SCHEMA = TableSchema(
     "db",
     "t",
     (
-        Column("id", "bigint"),
-        Column("body", "longtext"),
-        Column("amount", "decimal", precision=30, scale=10),
+        column("id", "bigint"),
+        column("body", "longtext"),
+        column("amount", "decimal", precision=30, scale=10),
     ),
     primary_key=("id",),
 )

@@ -9,10 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparkcdc.core.errors import BinlogPurged, ConfigError, SparkCDCError
-from sparkcdc.core.event import ENVELOPE_SCHEMA, EnvelopeBuilder
-from sparkcdc.core.offset import BinlogOffset, file_sequence
-from sparkcdc.core.schema import Column, TableSchema
+from sparkcdc.core.envelope import EnvelopeBuilder
+from sparkcdc.core.errors import ConfigError, LogPositionGone, SparkCDCError
+from sparkcdc.core.event import COMMON_SOURCE_FIELDS, envelope_ddl, envelope_schema
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.sources.mysql.offset import BinlogOffset, file_sequence
+from sparkcdc.sources.mysql.schema.column_types import column
 
 offsets = st.builds(
     BinlogOffset,
@@ -40,6 +42,8 @@ def test_offset_json_round_trip(a: BinlogOffset) -> None:
 def test_offset_from_bad_json_names_the_value() -> None:
     with pytest.raises(ValueError, match="not a binlog offset"):
         BinlogOffset.from_json({"pos": 4})
+    with pytest.raises(ValueError, match="not a binlog offset"):
+        BinlogOffset.from_json({"file": "binlog", "pos": 4})
 
 
 def test_file_order_is_numeric_not_lexical() -> None:
@@ -50,16 +54,16 @@ SCHEMA = TableSchema(
     db="shop",
     table="orders",
     columns=(
-        Column("id", "bigint", unsigned=True, nullable=False),
-        Column("price", "decimal", precision=65, scale=30),
-        Column("small", "decimal", precision=10, scale=2),
-        Column("status", "enum", values=("new", "it's", "a,b")),
-        Column("at", "datetime", fsp=6),
-        Column("ts", "timestamp", fsp=3),
-        Column("t", "time"),
-        Column("raw", "varbinary", length=16),
-        Column("flag", "bit", length=1),
-        Column("tiny", "tinyint", unsigned=True),
+        column("id", "bigint", unsigned=True, nullable=False),
+        column("price", "decimal", precision=65, scale=30),
+        column("small", "decimal", precision=10, scale=2),
+        column("status", "enum", values=("new", "it's", "a,b")),
+        column("at", "datetime", fsp=6),
+        column("ts", "timestamp", fsp=3),
+        column("t", "time"),
+        column("raw", "varbinary", length=16),
+        column("flag", "bit", length=1),
+        column("tiny", "tinyint", unsigned=True),
     ),
     primary_key=("id",),
 )
@@ -90,27 +94,48 @@ def test_schema_json_round_trip_and_id() -> None:
 
 def test_unknown_type_names_the_column() -> None:
     with pytest.raises(ValueError, match="'g' has type 'geometry'"):
-        Column("g", "geometry").spark_type()
+        column("g", "geometry").spark_type()
 
 
 def test_envelope_builder_builds_the_envelope_schema() -> None:
-    b = EnvelopeBuilder()
-    for i in range(3):
-        b.append(
-            "c", "shop", "orders", f"[{i}]", None, f'{{"id":{i}}}', "abc",
-            server_id=1, file="mysql-bin.000001", pos=100, row=i, gtid="0-1-7", ts_ms=5,
-            total_order=i + 1, data_collection_order=i + 1,
-        )
+    b = EnvelopeBuilder(BinlogOffset)
+    changes = [("c", f"[{i}]", None, f'{{"id":{i}}}') for i in range(3)]
+    b.extend(
+        changes, "shop", "orders", "abc", position="0000000001:0000000100", index=0,
+        own=(1, "mysql-bin.000001", 100, None, "0-1-7"), ts_ms=5, transaction="0-1-7",
+        total_order=1, data_collection_order=1,
+    )  # fmt: skip
     batch = b.build()
-    assert batch.schema == ENVELOPE_SCHEMA
+    assert batch.schema == envelope_schema(BinlogOffset)
     assert batch.num_rows == 3
-    assert batch.column("source").field("row").to_pylist() == [0, 1, 2]
+    source = batch.column("source")
+    assert source.field("row").to_pylist() == [0, 1, 2]
+    assert source.field("position").to_pylist() == [
+        f"0000000001:0000000100:000000000{i}" for i in range(3)
+    ]
+    assert source.field("db").to_pylist() == ["shop"] * 3
+    assert source.field("schema").to_pylist() == [None] * 3
     assert batch.column("transaction").field("id").to_pylist() == ["0-1-7"] * 3
+    assert batch.column("transaction").field("total_order").to_pylist() == [1, 2, 3]
     assert pa.Table.from_batches([batch]).column("after").to_pylist()[2] == '{"id":2}'
 
 
+def test_the_source_struct_is_the_common_fields_then_the_sources_own() -> None:
+    names = [f.name for f in envelope_schema(BinlogOffset).field("source").type]
+    assert names[: len(COMMON_SOURCE_FIELDS)] == [
+        "db",
+        "schema",
+        "table",
+        "ts_ms",
+        "snapshot",
+        "position",
+    ]
+    assert names[len(COMMON_SOURCE_FIELDS) :] == ["server_id", "file", "pos", "row", "gtid"]
+    assert "`source` STRUCT<`db`: STRING" in envelope_ddl(BinlogOffset)
+
+
 def test_errors_survive_pickling_with_their_fields() -> None:
-    err = BinlogPurged("binlog file x was purged; restart", file="x")
+    err = LogPositionGone("binlog file x was purged; restart", file="x")
     back = pickle.loads(pickle.dumps(err))
-    assert type(back) is BinlogPurged and str(back) == str(err) and back.fields == {"file": "x"}
+    assert type(back) is LogPositionGone and str(back) == str(err) and back.fields == {"file": "x"}
     assert isinstance(ConfigError("k"), SparkCDCError)

@@ -4,22 +4,13 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from sparkcdc.core.event import EnvelopeBuilder
 from sparkcdc.core.logitem import LogItem
-from sparkcdc.core.offset import BinlogOffset
-from sparkcdc.spark.delivery import DeliveryQueue
+from sparkcdc.sources.mysql.offset import BinlogOffset
+from sparkcdc.spark.stream.delivery import DeliveryQueue
 from sparkcdc.store.ring import EventStore
+from tests.cases.envelopes import rows
 
 F = "mysql-bin.000001"
-
-
-def rows(first: int, count: int, pos: int = 100) -> pa.RecordBatch:
-    b = EnvelopeBuilder()
-    for i in range(first, first + count):
-        b.append("c", "d", "t", f"[{i}]", None, f'{{"id": {i}}}', "s1", server_id=1, file=F,
-                 pos=pos, row=i, gtid="", ts_ms=1000 + i, total_order=i + 1,
-                 data_collection_order=i + 1)  # fmt: skip
-    return b.build()
 
 
 def ids(batches: list[pa.RecordBatch]) -> list[int]:

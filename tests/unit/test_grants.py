@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sparkcdc.sources.mysql.grants import missing_privileges
+from sparkcdc.sources.mysql.server.grants import missing_privileges
 
 TO = " TO `cdc`@`%`"
 

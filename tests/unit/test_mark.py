@@ -6,7 +6,7 @@ import threading
 import time
 from pathlib import Path
 
-from sparkcdc.spark.mark import BatchMark
+from sparkcdc.spark.incremental.batch_mark import BatchMark
 
 
 def test_wait_past_returns_when_the_mark_moves(tmp_path: Path) -> None:

@@ -5,11 +5,17 @@ from __future__ import annotations
 import pytest
 
 from sparkcdc.config.load import load_config_text
-from sparkcdc.config.model import SnapshotConfig
+from sparkcdc.config.model import SnapshotConfig, SourceConfig
 from sparkcdc.core.errors import ConfigError
-from sparkcdc.spark.options import SourceOptions, source_options
+from sparkcdc.sources.mysql.settings import MySQLSettings
+from sparkcdc.spark.stream.options import SourceOptions, source_options
 
 BASE = {"host": "db", "user": "cdc", "tables": r"shop\..*", "schema_history": "/cp/h.jsonl"}
+
+
+def server_ids(source: SourceConfig) -> tuple[int, ...]:
+    """The snapshot readers' server ids of a MySQL source."""
+    return MySQLSettings.of(source).snapshot_ids(source.snapshot.parallelism)
 
 
 def parse(**options: str) -> SourceOptions:
@@ -25,10 +31,18 @@ def error(**options: str) -> ConfigError:
 def test_defaults() -> None:
     o = parse()
     s = o.source
-    assert (s.startup, s.server_id, s.server_id_last) == ("initial", 5701, None)
-    assert s.snapshot == SnapshotConfig() and s.snapshot_server_ids == (5702, 5703)
+    ids = MySQLSettings.of(s)
+    assert (s.startup, ids.server_id, ids.server_id_last) == ("initial", 5701, None)
+    assert s.snapshot == SnapshotConfig() and server_ids(s) == (5702, 5703)
     assert (o.snapshot_dir, o.table) == (None, None)
     assert (s.signal_table, o.signal_dir, s.snapshot.incremental_chunks) == (None, None, 2)
+
+
+def test_options_take_the_pipeline_file_s_forms() -> None:
+    o = parse(connect_timeout="2s", max_bytes="8MB", batch_mode="itemsize", port="3310")
+    assert (o.source.connect_timeout, o.max_bytes, o.batch_mode) == (2.0, 8 * 2**20, "ITEMSIZE")
+    assert o.source.port == 3310
+    assert parse(connect_timeout="0.5", max_bytes="1024").max_bytes == 1024
 
 
 def test_signal_options() -> None:
@@ -60,7 +74,7 @@ def test_snapshot_options() -> None:
         distribution_factor_upper=20.0,
         batch_rows=5000,
     )
-    assert o.source.snapshot_server_ids == (5702, 5703, 5704, 5705)
+    assert server_ids(o.source) == (5702, 5703, 5704, 5705)
     assert o.snapshot_dir == "/cp/sparkcdc/snapshot"
 
 
@@ -75,7 +89,7 @@ def test_snapshot_options() -> None:
 )
 def test_server_id_single_or_range(written: str, first: int, last: int | None) -> None:
     s = parse(server_id=written).source
-    assert (s.server_id, s.server_id_last) == (first, last)
+    assert (MySQLSettings.of(s).server_id, MySQLSettings.of(s).server_id_last) == (first, last)
 
 
 def test_table_for_a_batch_read() -> None:
@@ -177,6 +191,13 @@ def test_round_trip_from_the_pipeline_file() -> None:
         ({"table": "orders"}, "table", "db.table"),
         ({"table": "a.b.c"}, "table", "db.table"),
         ({"tables": "", "table": ""}, "tables", "needs the option 'tables'"),
+        ({"port": "70000"}, "port", "1..65535"),
+        ({"port": "db"}, "port", "not a whole number"),
+        ({"connect_timeout": "soon"}, "connect_timeout", "not a duration"),
+        ({"max_bytes": "64XB"}, "max_bytes", "not a size"),
+        ({"max_items": "0"}, "max_items", "out of range"),
+        ({"item_rows": "none"}, "item_rows", "not a whole number"),
+        ({"batch_mode": "fast"}, "batch_mode", "not one of MEMSIZE, ITEMSIZE"),
     ],
 )
 def test_errors_name_the_option(options: dict[str, str], key: str, says: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from sparkcdc.cli.progress import ProgressPrinter, describe_incremental, describe_snapshot
-from sparkcdc.spark.pipeline import Progress
+from sparkcdc.spark.pipeline.progress import Progress
 
 TABLES = {
     "shop.orders": {

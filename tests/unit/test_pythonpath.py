@@ -1,5 +1,6 @@
 """The Spark Python processes' search path: the installed pyspark before the zips Spark puts
-first (``sitepath/sitecustomize.py``, put on the path by :mod:`sparkcdc.spark.pythonpath`)."""
+first (``worker_site/sitecustomize.py``, put on the path by
+:mod:`sparkcdc.spark.runtime.pythonpath`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pyspark
 
-from sparkcdc.spark.pythonpath import SITE, worker_pythonpath
+from sparkcdc.spark.runtime.pythonpath import SITE, worker_pythonpath
 
 _spec = importlib.util.spec_from_file_location("sitepath_under_test", SITE / "sitecustomize.py")
 assert _spec is not None and _spec.loader is not None

@@ -8,14 +8,15 @@ import os
 import signal
 from pathlib import Path
 
-from sparkcdc.core.offset import BinlogOffset
-from sparkcdc.core.schema import Column, TableSchema
-from sparkcdc.sources.mysql.schema_history import SchemaHistory
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.sources.mysql.offset import BinlogOffset
+from sparkcdc.sources.mysql.schema.column_types import column
+from sparkcdc.sources.mysql.schema.history import SchemaHistory
 
 
 def schema(table: str, *cols: str) -> TableSchema:
     return TableSchema(
-        "shop", table, tuple(Column(c, "int", nullable=False) for c in cols), primary_key=(cols[0],)
+        "shop", table, tuple(column(c, "int", nullable=False) for c in cols), primary_key=(cols[0],)
     )
 
 
@@ -72,7 +73,7 @@ def test_torn_last_line_is_ignored_and_cut(tmp_path: Path) -> None:
 
 def _append_forever(path: str) -> None:
     h = SchemaHistory(path)
-    wide = tuple(Column(f"c{i}", "varchar", length=200, charset="utf8mb4") for i in range(300))
+    wide = tuple(column(f"c{i}", "varchar", length=200, charset="utf8mb4") for i in range(300))
     i = 0
     while True:
         i += 1

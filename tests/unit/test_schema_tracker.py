@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from sparkcdc.core.schema import Column, TableSchema
-from sparkcdc.sources.mysql.ddl_lexer import tokenize
-from sparkcdc.sources.mysql.ddl_parser import Other, parse
-from sparkcdc.sources.mysql.schema_tracker import SchemaTracker
+from sparkcdc.sources.mysql.ddl.lexer import tokenize
+from sparkcdc.sources.mysql.ddl.parser import Other, parse
+from sparkcdc.sources.mysql.schema.column_types import column
+from sparkcdc.sources.mysql.schema.tracker import SchemaTracker
 
 
 def tracker(*ddl: str, include: str | None = None) -> SchemaTracker:
@@ -35,9 +36,9 @@ def test_create_table_types_and_key() -> None:
     assert (change.kind, change.db, change.table) == ("create", "shop", "Orders")
     s = change.schema
     assert s is not None and s.primary_key == ("ID",)
-    assert s.column("id") == Column("ID", "bigint", unsigned=True, nullable=False)
-    assert s.column("total") == Column("total", "decimal", precision=12, scale=2)
-    assert s.column("note") == Column("note", "varchar", length=10, charset="latin1")
+    assert s.column("id") == column("ID", "bigint", unsigned=True, nullable=False)
+    assert s.column("total") == column("total", "decimal", precision=12, scale=2)
+    assert s.column("note") == column("note", "varchar", length=10, charset="latin1")
     assert s.column("st").values == ("new", "it's", "a\\b") and not s.column("st").nullable
     assert s.column("tags").charset == "utf8mb4"
     assert s.column("at").fsp == 3
@@ -72,7 +73,7 @@ def test_alter_table_clauses() -> None:
     assert cols(t, "t") == ["d", "a1", "e2", "c"]
     s = t.get("shop", "t")
     assert s is not None and s.primary_key == ("a1",) and not s.column("a1").nullable
-    assert s.column("c") == Column("c", "bigint", nullable=False)
+    assert s.column("c") == column("c", "bigint", nullable=False)
     t.apply_ddl("shop", "alter table t drop primary key, add primary key (c, d)")
     s = t.get("shop", "t")
     assert s is not None and s.primary_key == ("c", "d") and not s.column("d").nullable
@@ -134,7 +135,7 @@ def test_create_like_and_database_charset() -> None:
 
 
 def test_unknown_statements_are_reported_never_guessed() -> None:
-    loaded = TableSchema("shop", "t", (Column("a", "int", nullable=False),), primary_key=("a",))
+    loaded = TableSchema("shop", "t", (column("a", "int", nullable=False),), primary_key=("a",))
     t = SchemaTracker({}, loader=lambda db, table: loaded)
     t.apply_ddl("shop", "CREATE TABLE t (a INT PRIMARY KEY, b INT)")
     [c] = t.apply_ddl("shop", "ALTER TABLE t FROBNICATE b")
@@ -162,7 +163,7 @@ def test_key_columns_for_tables_without_primary_key() -> None:
 
 def test_catalog_loaded_table_charset_is_inferred() -> None:
     start = TableSchema(
-        "shop", "t", (Column("a", "int"), Column("v", "varchar", length=3, charset="latin1"))
+        "shop", "t", (column("a", "int"), column("v", "varchar", length=3, charset="latin1"))
     )
     t = SchemaTracker({("shop", "t"): start}, charsets=None)
     t.apply_ddl("shop", "ALTER TABLE t ADD w TEXT")
@@ -182,19 +183,19 @@ def test_json_round_trip() -> None:
 @pytest.mark.parametrize(
     ("declared", "expected"),
     [
-        ("INTEGER", Column("c", "int")),
-        ("BOOLEAN", Column("c", "tinyint")),
-        ("SERIAL", Column("c", "bigint", unsigned=True, nullable=False)),
-        ("NUMERIC", Column("c", "decimal", precision=10, scale=0)),
-        ("FLOAT(25)", Column("c", "double")),
-        ("REAL", Column("c", "double")),
-        ("NCHAR(2)", Column("c", "char", length=2, charset="utf8mb3")),
-        ("VARCHAR(4) CHARACTER SET binary", Column("c", "varbinary", length=4)),
-        ("TEXT(1000)", Column("c", "text", length=65535, charset="utf8mb4")),
-        ("JSON", Column("c", "longtext", length=4294967295, charset="utf8mb4")),
-        ("BIT", Column("c", "bit", length=1)),
-        ("TIMESTAMP(6) NULL", Column("c", "timestamp", fsp=6)),
-        ("INT(11) ZEROFILL", Column("c", "int", unsigned=True)),
+        ("INTEGER", column("c", "int")),
+        ("BOOLEAN", column("c", "tinyint")),
+        ("SERIAL", column("c", "bigint", unsigned=True, nullable=False)),
+        ("NUMERIC", column("c", "decimal", precision=10, scale=0)),
+        ("FLOAT(25)", column("c", "double")),
+        ("REAL", column("c", "double")),
+        ("NCHAR(2)", column("c", "char", length=2, charset="utf8mb3")),
+        ("VARCHAR(4) CHARACTER SET binary", column("c", "varbinary", length=4)),
+        ("TEXT(1000)", column("c", "text", length=65535, charset="utf8mb4")),
+        ("JSON", column("c", "longtext", length=4294967295, charset="utf8mb4")),
+        ("BIT", column("c", "bit", length=1)),
+        ("TIMESTAMP(6) NULL", column("c", "timestamp", fsp=6)),
+        ("INT(11) ZEROFILL", column("c", "int", unsigned=True)),
     ],
 )
 def test_type_aliases(declared: str, expected: Column) -> None:

@@ -7,16 +7,17 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from sparkcdc.core.chunk import KeyColumn, Split
-from sparkcdc.core.offset import BinlogOffset
-from sparkcdc.core.schema import Column, TableSchema
+from sparkcdc.core.chunk import Split
+from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.correct import ChunkCorrector
 from sparkcdc.snapshot.handoff import Handoff, HandoffFilter, TableHandoff
 from sparkcdc.snapshot.keyorder import KeyOrder
 from sparkcdc.snapshot.scan import cut, joinable
-from sparkcdc.snapshot.state import SplitResult, SplitStore
+from sparkcdc.snapshot.split_store import SplitResult, SplitStore
+from sparkcdc.sources.mysql.offset import BinlogOffset
+from sparkcdc.sources.mysql.schema.column_types import column, key_column
 
-ID = [KeyColumn("id", "int")]
+ID = [key_column("id", "int")]
 
 
 def row(i: int, v: str) -> str:
@@ -69,6 +70,11 @@ def offset(pos: int) -> BinlogOffset:
     return BinlogOffset("bin.000002", pos, "")
 
 
+def at(pos: int) -> BinlogOffset:
+    """The rows event at ``pos`` of the file ``bin.000002``."""
+    return BinlogOffset("bin.000002", pos)
+
+
 def test_handoff_lets_through_what_each_split_does_not_hold() -> None:
     handoff = Handoff(
         {"db.t": TableHandoff(ID, [(10,), (20,)], [offset(100), offset(200), offset(300)])}
@@ -82,28 +88,28 @@ def test_handoff_lets_through_what_each_split_does_not_hold() -> None:
         ("u", "[6]", row(16, "x"), row(6, "x")),  # moves 16 -> 6: split 0 needs the new key
         ("u", "[17]", row(26, "x"), row(17, "x")),  # 26 -> 17: neither split needs it
     ]
-    kept = keep("db", "t", "bin.000002", 150, changes)
+    kept = keep("db", "t", at(150), changes)
     # the move 16 -> 6 is needed by the new key's split only: it arrives as an insert of 6
     assert kept == [changes[0], ("c", "[6]", None, row(6, "x"))]
     assert keep.dropped == 3
     # 6 -> 16 at 150: split 0 (mark 100) must lose 6, split 1 (mark 200) holds 16 already
     move = ("u", "[16]", row(6, "x"), row(16, "x"))
-    assert keep("db", "t", "bin.000002", 150, [move]) == [("d", "[6]", row(6, "x"), None)]
-    assert keep("db", "t", "bin.000002", 300, changes) == changes  # past the last mark
-    assert keep("db", "other", "bin.000002", 150, changes) == changes  # not snapshotted
-    assert keep("db", "t", "bin.000001", 999, changes[:1]) == []  # an earlier file
+    assert keep("db", "t", at(150), [move]) == [("d", "[6]", row(6, "x"), None)]
+    assert keep("db", "t", at(300), changes) == changes  # past the last mark
+    assert keep("db", "other", at(150), changes) == changes  # not snapshotted
+    assert keep("db", "t", BinlogOffset("bin.000001", 999), changes[:1]) == []  # an earlier file
 
 
 def test_handoff_round_trips_through_its_file(tmp_path: Path) -> None:
     handoff = Handoff({"db.t": TableHandoff(ID, [(10,)], [offset(1), offset(2)])})
     handoff.save(tmp_path / "handoff.json")
-    again = Handoff.load(tmp_path / "handoff.json")
+    again = Handoff.load(tmp_path / "handoff.json", BinlogOffset)
     assert again == handoff
-    assert Handoff.load(tmp_path / "missing.json") is None
+    assert Handoff.load(tmp_path / "missing.json", BinlogOffset) is None
 
 
 def test_numeric_key_order_is_exact_for_decimals_and_composites() -> None:
-    keys = [KeyColumn("a", "decimal", precision=30, scale=10), KeyColumn("b", "int")]
+    keys = [key_column("a", "decimal", precision=30, scale=10), key_column("b", "int")]
     order = KeyOrder(keys, None)
     bounds = [("1.5", 0), ("1.5", 7), ("10", 0)]
     values = [("1.4999999999", 99), ("1.5000", 0), ("1.5", 8), ("9.99", 1), ("10.0", 0)]
@@ -113,7 +119,7 @@ def test_numeric_key_order_is_exact_for_decimals_and_composites() -> None:
 
 
 def test_split_store_keeps_results_until_released(tmp_path: Path) -> None:
-    store = SplitStore(tmp_path)
+    store = SplitStore(tmp_path, BinlogOffset)
     split = Split("db.t", 3, (10,), None)
     assert store.get(split) is None
     rows = chunk({10: "a", 11: "b"})
@@ -163,7 +169,7 @@ def test_a_run_is_cut_at_its_splits_bounds_in_order_or_not() -> None:
 
 def test_only_consecutive_splits_of_a_single_integer_key_that_is_never_null_are_joined() -> None:
     def schema(data_type: str = "int", nullable: bool = False) -> TableSchema:
-        columns = (Column("id", data_type, nullable=nullable), Column("v", "varchar"))
+        columns = (column("id", data_type, nullable=nullable), column("v", "varchar"))
         return TableSchema("db", "t", columns, ("id",))
 
     run = [
@@ -172,15 +178,15 @@ def test_only_consecutive_splits_of_a_single_integer_key_that_is_never_null_are_
         Split("db.t", 2, (20,), None),
     ]
     assert joinable(run, schema(), ID)
-    assert joinable(run, schema("bigint"), [KeyColumn("id", "bigint")])
+    assert joinable(run, schema("bigint"), [key_column("id", "bigint")])
     assert not joinable(run[:1], schema(), ID)  # one split is read by itself
     assert not joinable([run[0], run[2]], schema(), ID)  # not consecutive
     assert not joinable(run, schema(nullable=True), ID)  # a chunk key column with NULLs
     beyond = [Split("db.t", 0, None, (2**40,)), Split("db.t", 1, (2**40,), None)]
     assert not joinable(beyond, schema(), ID)  # a bound an INT column cannot hold
-    assert joinable(beyond, schema("bigint"), [KeyColumn("id", "bigint")])
-    assert not joinable(run, schema("decimal"), [KeyColumn("id", "decimal", precision=10)])
-    names = [KeyColumn("id", "varchar", collation="utf8mb4_general_ci")]
+    assert joinable(beyond, schema("bigint"), [key_column("id", "bigint")])
+    assert not joinable(run, schema("decimal"), [key_column("id", "decimal", precision=10)])
+    names = [key_column("id", "varchar", collation="utf8mb4_general_ci")]
     assert not joinable(run, schema("varchar"), names)  # the server's collation decides
-    two = [KeyColumn("id", "int"), KeyColumn("v", "int")]
+    two = [key_column("id", "int"), key_column("v", "int")]
     assert not joinable(run, schema(), two)

@@ -14,9 +14,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from sparkcdc.core.errors import BinlogPurged, ConfigError
+from sparkcdc.core.errors import ConfigError, LogPositionGone
 from sparkcdc.core.logitem import LogItem
-from sparkcdc.core.offset import BinlogOffset
+from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.store import Batch, EventStore, StoreClosed
 
 _COLUMN = pa.array(range(4096), type=pa.int64())
@@ -311,9 +311,9 @@ def test_close_wakes_every_waiter() -> None:
 def test_close_with_error_is_raised_once_drained() -> None:
     store = EventStore(max_items=8)
     put_all(store, [item(1)])
-    store.close(BinlogPurged("binlog file gone; restart from a snapshot."))
+    store.close(LogPositionGone("binlog file gone; restart from a snapshot."))
     assert store.get() is not None
-    with pytest.raises(BinlogPurged, match="binlog file gone"):
+    with pytest.raises(LogPositionGone, match="binlog file gone"):
         store.get(timeout=None)
 
 

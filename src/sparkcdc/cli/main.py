@@ -29,7 +29,7 @@ EXIT_ERROR = 2
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="sparkcdc", description="Change data capture from MySQL/MariaDB into Delta tables."
+        prog="sparkcdc", description="Change data capture into Delta tables, on Apache Spark."
     )
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="stream changes into the sink")
@@ -72,16 +72,17 @@ def run(argv: Sequence[str] | None = None) -> int:
             return 0
         config = load_config(args.pipeline)
         if args.command == "check":
-            from sparkcdc.spark.pipeline import check_source
+            from sparkcdc.sources.readiness import check_source
+            from sparkcdc.sources.registry import open_source
 
-            schemas = check_source(config)
+            schemas = check_source(open_source(config.source))
             if not quiet:
                 print(f"ok: {len(schemas)} tables ready for change data capture")
                 for schema in schemas:
                     print(f"  {schema.name} (key {', '.join(schema.key)})")
             return 0
         from sparkcdc.cli.progress import ProgressPrinter
-        from sparkcdc.spark.pipeline import run_pipeline
+        from sparkcdc.spark.pipeline.run import run_pipeline
 
         printer = None if quiet else ProgressPrinter()
         try:

@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from sparkcdc.spark.pipeline import Progress
+from sparkcdc.spark.pipeline.progress import Progress
 
 
 def describe(p: Progress) -> str:
@@ -79,7 +79,8 @@ def describe_incremental(figures: dict[str, Any] | None) -> list[str]:
 
 
 class ProgressPrinter:
-    """Callable for :func:`run_pipeline`: redraws one line on a TTY, else logs every ``every`` s."""
+    """Callable for :func:`~sparkcdc.spark.pipeline.run.run_pipeline`: redraws one line on a
+    TTY, else logs every ``every`` s."""
 
     def __init__(self, out: TextIO | None = None, every: float = 10.0) -> None:
         self.out = out or sys.stderr

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkcdc.config.model import Config, SourceConfig
-from sparkcdc.core.errors import ConfigError, MissingPrivilege
+from sparkcdc.core.errors import ConfigError
 from sparkcdc.snapshot.signals import (
     SIGNAL_TYPES,
     Signal,
@@ -25,9 +25,9 @@ from sparkcdc.snapshot.signals import (
     parse_signal,
     signal_data,
     signal_folder,
-    signal_table_ddl,
     write_file_signal,
 )
+from sparkcdc.sources.registry import open_source
 
 CHANNELS = ("table", "file")
 
@@ -107,7 +107,7 @@ def _send_to_folder(config: Config, signal: Signal) -> Path:
 
 
 def _send_to_table(source: SourceConfig, signal: Signal) -> str:
-    """Insert the signal into the signal table (the catalog connection commits each statement)."""
+    """Insert the signal into the signal table through the source's catalog connection."""
     name = source.signal_table
     if not name:
         raise ConfigError(
@@ -115,37 +115,6 @@ def _send_to_table(source: SourceConfig, signal: Signal) -> str:
             "db.table or send the signal with --channel file.",
             key="source.signal_table",
         )
-    from sparkcdc.sources.mysql.catalog import MySQLCatalog
-
-    db, _, table = name.partition(".")
-    quoted = f"`{db}`.`{table}`"
-    with MySQLCatalog(
-        source.host, source.port, source.user, source.password, source.connect_timeout
-    ) as catalog:
-        found = catalog._rows(
-            "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
-            (db, table),
-        )
-        if not found:
-            raise ConfigError(
-                f"The signal table {name} does not exist on {catalog.address} (or "
-                f"'{source.user}' may not see it); create it with {signal_table_ddl(name)} "
-                "and grant that user INSERT on it.",
-                key="source.signal_table",
-            )
-        try:
-            catalog._rows(
-                f"INSERT INTO {quoted} (id, type, data) VALUES (%s, %s, %s)",
-                (signal.id, signal.type, json.dumps(signal.data)),
-            )
-        except MissingPrivilege as exc:
-            current = str(catalog._rows("SELECT CURRENT_USER()")[0][0])
-            account = "'{}'@'{}'".format(*current.rsplit("@", 1)) if "@" in current else current
-            raise MissingPrivilege(
-                f"User {account} may not insert into {name} on {catalog.address}; as an "
-                f"administrator run GRANT INSERT ON {quoted} TO {account}, or send the signal "
-                "with --channel file.",
-                user=source.user,
-                missing=["INSERT"],
-            ) from exc
+    with open_source(source).catalog() as catalog:
+        catalog.write_signal(name, signal.id, signal.type, json.dumps(signal.data))
     return name

@@ -28,6 +28,7 @@ from sparkcdc.config.model import (
     SinkConfig,
     SnapshotConfig,
     SourceConfig,
+    SourceSettings,
     StoreConfig,
 )
 from sparkcdc.config.values import (
@@ -35,23 +36,22 @@ from sparkcdc.config.values import (
     as_duration,
     as_key_columns,
     as_patterns,
-    as_server_ids,
     as_signal_table,
     as_size,
     as_snapshot,
     as_startup,
     as_text,
     capturing_signal_table,
-    check_snapshot_ids,
     fail,
     ranged,
 )
 from sparkcdc.core.errors import ConfigError
+from sparkcdc.sources.registry import canonical, source_type
 
 _ENV = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 SECTIONS = ("source", "sink", "pipeline")
-SOURCE_KEYS = (
+SOURCE_KEYS = (  # every source's; each type adds its own (SourceSettings.KEYS)
     "type",
     "host",
     "port",
@@ -59,7 +59,6 @@ SOURCE_KEYS = (
     "password",
     "tables",
     "startup",
-    "server_id",
     "key_columns",
     "connect_timeout",
     "snapshot",
@@ -125,7 +124,7 @@ def load_config_text(
     root = _section(_substitute(doc, "", refs), "", SECTIONS)
     base = Path(base_dir)
     return Config(
-        source=_source(_section(root.get("source"), "source", SOURCE_KEYS, required=True)),
+        source=_source(root.get("source")),
         sink=_sink(_section(root.get("sink"), "sink", SINK_KEYS, required=True), base),
         pipeline=_pipeline(
             _section(root.get("pipeline"), "pipeline", PIPELINE_KEYS, required=True), base
@@ -218,28 +217,34 @@ def _one_of(*choices: str, aliases: dict[str, str] | None = None) -> Callable[[A
     return convert
 
 
-def _source(s: dict[str, Any]) -> SourceConfig:
+def _source(section: Any) -> SourceConfig:
     p = "source"
-    server_id, server_id_last = _get(s, "server_id", p, as_server_ids, (5701, None))
+    named = section.get("type") if isinstance(section, dict) else None
+    kind = source_type(as_text(named or "mysql", f"{p}.type"), f"{p}.type")
+    s = _section(section, p, SOURCE_KEYS + kind.settings.KEYS, required=True)
+    settings = kind.settings.from_values(s.get, lambda name: f"{p}.{name}")
     source = SourceConfig(
-        type=_get(s, "type", p, _one_of("mysql", aliases={"mariadb": "mysql"}), "mysql"),
+        type=canonical(named or "mysql"),
         host=_get(s, "host", p, as_text, _REQUIRED),
-        port=_get(s, "port", p, ranged(1, 65535), 3306),
+        port=_get(s, "port", p, ranged(1, 65535), kind.default_port),
         user=_get(s, "user", p, as_text, _REQUIRED),
         password=_get(s, "password", p, as_text, ""),
         tables=_get(s, "tables", p, as_patterns, _REQUIRED),
-        startup=_get(s, "startup", p, as_startup, "initial"),
-        server_id=server_id,
-        server_id_last=server_id_last,
+        startup=_get(s, "startup", p, _startup(kind.settings), "initial"),
         key_columns=_get(s, "key_columns", p, as_key_columns, {}),
         connect_timeout=_get(s, "connect_timeout", p, as_duration, 10.0),
         snapshot=_snapshot(_section(s.get("snapshot"), f"{p}.snapshot", SNAPSHOT_KEYS)),
         signal_table=_get(s, "signal_table", p, as_signal_table, None),
+        settings=settings,
     )
     # the signal rows reach the pipeline through the change stream: capture the table
     source = replace(source, tables=capturing_signal_table(source.tables, source.signal_table))
-    check_snapshot_ids(source, f"{p}.server_id", f"{p}.snapshot.parallelism")
+    settings.check(source, lambda name: f"{p}.{name}")
     return source
+
+
+def _startup(settings: type[SourceSettings]) -> Callable[[Any, str], str]:
+    return lambda value, key: as_startup(value, key, settings)
 
 
 def _snapshot(s: dict[str, Any]) -> SnapshotConfig:

@@ -6,8 +6,9 @@ references) into these classes and names the offending key of any wrong value.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Self
 
 SNAPSHOT_STARTUPS = ("initial", "snapshot")
 
@@ -48,12 +49,44 @@ class SnapshotConfig:
         }
 
 
+class SourceSettings:
+    """The settings a source type adds to the common ones of :class:`SourceConfig` (MySQL: its
+    replica server ids): read from the keys it adds to the ``source`` section and to the Spark
+    source's options, checked against the rest of the source. This base adds none; each source
+    type subclasses it (``sources/<db>/settings.py``) as a frozen dataclass."""
+
+    KEYS: ClassVar[tuple[str, ...]] = ()
+    """The source's own keys, the same in the YAML ``source`` section and as Spark options."""
+    STARTUP_FORMS: ClassVar[tuple[str, ...]] = ()
+    """The source's own startup forms besides initial, snapshot, earliest and latest."""
+
+    @classmethod
+    def from_values(cls, given: Callable[[str], object], key: Callable[[str], str]) -> Self:
+        """The settings from ``given(name)`` (the raw YAML value or option text, None when
+        absent); ConfigError naming ``key(name)`` for a wrong one."""
+        return cls()
+
+    @classmethod
+    def startup(cls, text: str) -> str | None:
+        """``text`` written the way the source keeps it, if it is one of its startup forms."""
+        return None
+
+    def check(self, source: SourceConfig, key: Callable[[str], str]) -> None:
+        """Raise ConfigError (naming ``key(name)``) if these settings do not fit ``source``."""
+
+    def redacted(self) -> dict[str, Any]:
+        return {}
+
+    def to_options(self) -> dict[str, str]:
+        """The Spark source options that carry these settings."""
+        return {}
+
+
 @dataclass(frozen=True)
 class SourceConfig:
-    """Where changes come from. ``tables`` are regular expressions over ``db.table``.
-
-    ``server_id`` is the log reader's replica server id; ``server_id_last`` ends a range
-    ``server_id..server_id_last`` whose other ids belong to the snapshot readers.
+    """Where changes come from. ``tables`` are regular expressions over the tables' two-part
+    names (``db.table``; PostgreSQL ``schema.table``); ``type`` picks the source
+    (:mod:`sparkcdc.sources.registry`), ``settings`` holds the type's own settings.
     ``signal_table`` is the table signals are inserted into (see
     :mod:`sparkcdc.snapshot.signals`); ``tables`` always captures it."""
 
@@ -63,13 +96,12 @@ class SourceConfig:
     password: str
     tables: tuple[str, ...]
     startup: str = "initial"
-    server_id: int = 5701
     type: str = "mysql"
     key_columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
     connect_timeout: float = 10.0
-    server_id_last: int | None = None
     snapshot: SnapshotConfig = field(default_factory=SnapshotConfig)
     signal_table: str | None = None  # "db.table" the signals are inserted into (captured too)
+    settings: SourceSettings = field(default_factory=SourceSettings)
 
     @property
     def takes_snapshot(self) -> bool:
@@ -82,14 +114,6 @@ class SourceConfig:
         the table's ``snapshot.chunk_key_columns`` (a unique column the snapshot is cut by)."""
         return {**self.snapshot.chunk_key_columns, **self.key_columns}
 
-    @property
-    def snapshot_server_ids(self) -> tuple[int, ...]:
-        """The server ids of the snapshot readers: the range's ids after the first, else
-        ``snapshot.parallelism`` ids following ``server_id``."""
-        if self.server_id_last is not None:
-            return tuple(range(self.server_id + 1, self.server_id_last + 1))
-        return tuple(range(self.server_id + 1, self.server_id + 1 + self.snapshot.parallelism))
-
     def redacted(self) -> dict[str, Any]:
         """The settings without the password, for logs."""
         return {
@@ -100,10 +124,9 @@ class SourceConfig:
             "password": "***",
             "tables": list(self.tables),
             "startup": self.startup,
-            "server_id": self.server_id,
-            "server_id_last": self.server_id_last,
             "snapshot": self.snapshot.redacted(),
             "signal_table": self.signal_table,
+            **self.settings.redacted(),
         }
 
 

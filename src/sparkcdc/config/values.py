@@ -8,28 +8,17 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
-from sparkcdc.config.model import SNAPSHOT_STARTUPS, SnapshotConfig, SourceConfig
+from sparkcdc.config.model import SnapshotConfig, SourceSettings
 from sparkcdc.core.errors import ConfigError
 
-MAX_SERVER_ID = 2**32 - 1
 MAX_ROWS = 2**31 - 1
 MAX_PARALLELISM = 64
-STARTUP_FORMS = (
-    "initial",
-    "snapshot",
-    "earliest",
-    "latest",
-    "gtid:<domain-server-seq[,...]>",
-    "position:<binlog file>:<pos>",
-    "timestamp:<epoch milliseconds>",
-)
+STARTUP_FORMS = ("initial", "snapshot", "earliest", "latest")
+"""The startup forms of every source; each adds its own (:attr:`SourceSettings.STARTUP_FORMS`)."""
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|[KMGT]|B)?\s*$", re.I)
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$", re.I)
 _SECONDS = {"": 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
-_GTID = re.compile(r"^\d+-\d+-\d+(,\s*\d+-\d+-\d+)*$")
-_POSITION = re.compile(r"^position:(?P<file>.+\.\d+):(?P<pos>\d+)$")
-_ID_RANGE = re.compile(r"^(\d+)\s*-\s*(\d+)$")
 
 
 def fail(key: str, problem: str) -> NoReturn:
@@ -113,21 +102,18 @@ def as_patterns(value: Any, key: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def as_startup(value: Any, key: str) -> str:
-    """initial | snapshot | earliest | latest | gtid:<pos> | position:<file>:<pos> |
-    timestamp:<epoch ms>."""
+def as_startup(value: Any, key: str, settings: type[SourceSettings] = SourceSettings) -> str:
+    """initial | snapshot | earliest | latest, or one of the source's own forms
+    (:meth:`SourceSettings.startup`)."""
     text = as_text(value, key).strip()
     lower = text.lower()
-    if lower in ("initial", "snapshot", "earliest", "latest"):
+    if lower in STARTUP_FORMS:
         return lower
-    if lower.startswith("gtid:") and _GTID.match(text[5:].strip()):
-        return "gtid:" + re.sub(r"\s+", "", text[5:])
-    position = _POSITION.match(text)
-    if position and int(position.group("pos")) >= 4:
-        return text
-    if lower.startswith("timestamp:") and text[10:].isdigit():
-        return text
-    fail(key, f"{text!r} is not a startup mode; use one of {', '.join(STARTUP_FORMS)}")
+    own = settings.startup(text)
+    if own is not None:
+        return own
+    forms = (*STARTUP_FORMS, *settings.STARTUP_FORMS)
+    fail(key, f"{text!r} is not a startup mode; use one of {', '.join(forms)}")
 
 
 def as_table_name(value: Any, key: str) -> str:
@@ -174,61 +160,6 @@ def as_key_columns(value: Any, key: str) -> dict[str, tuple[str, ...]]:
                 fail(f"{where}[{i}]", "is empty; give a column name")
         out[table] = names
     return out
-
-
-def as_server_ids(value: Any, key: str) -> tuple[int, int | None]:
-    """A server id (``5701``) or a range of them (``"5701-5710"`` or ``[5701, 5710]``):
-    ``(first, last)``, ``last`` None for a single id."""
-    if isinstance(value, list):
-        if len(value) != 2:
-            fail(key, f"{value!r} is not a range of server ids; write it as [5701, 5710]")
-        ends = (as_int(value[0], f"{key}[0]"), as_int(value[1], f"{key}[1]"))
-    else:
-        text = as_text(value, key).strip()
-        match = _ID_RANGE.match(text)
-        if not match:
-            if not re.fullmatch(r"[+-]?\d+", text):
-                fail(key, f"{text!r} is not a server id; use e.g. 5701, or a range like 5701-5710")
-            first = int(text)
-            _check_server_id(first, key)
-            return first, None
-        ends = (int(match.group(1)), int(match.group(2)))
-    first, last = ends
-    _check_server_id(first, key)
-    _check_server_id(last, key)
-    if last < first:
-        fail(key, f"the range {first}-{last} ends below its start; write it as {last}-{first}")
-    return first, last
-
-
-def _check_server_id(number: int, key: str) -> None:
-    if not 1 <= number <= MAX_SERVER_ID:
-        fail(key, f"{number} is out of range; use 1..{MAX_SERVER_ID}")
-
-
-def check_snapshot_ids(source: SourceConfig, key: str, parallelism_key: str) -> None:
-    """A source that snapshots needs one server id for the log reader and one per snapshot
-    reader: ``key`` names the server id setting, ``parallelism_key`` the parallelism one."""
-    if source.startup not in SNAPSHOT_STARTUPS:
-        return
-    first, last = source.server_id, source.server_id_last
-    parallelism = source.snapshot.parallelism
-    needed = 1 + parallelism
-    why = f"startup {source.startup} with {parallelism_key} {parallelism} needs at least {needed}"
-    if last is not None and last - first + 1 < needed:
-        start = min(first, MAX_SERVER_ID - parallelism)
-        fail(
-            key,
-            f"the range {first}-{last} has {last - first + 1} ids, but {why} ids (one for the "
-            "log reader and one per snapshot reader); widen it to e.g. "
-            f"{start}-{start + parallelism}",
-        )
-    if last is None and first + parallelism > MAX_SERVER_ID:
-        fail(
-            key,
-            f"{first} leaves no room for the snapshot reader ids after it ({why} ids); use at "
-            f"most {MAX_SERVER_ID - parallelism} or give a range",
-        )
 
 
 def as_snapshot(raw: Mapping[str, Any], keys: Mapping[str, str]) -> SnapshotConfig:

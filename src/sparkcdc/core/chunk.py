@@ -14,19 +14,18 @@ Ordering keys is the database's business (collations); see :mod:`sparkcdc.snapsh
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-KeyValue = tuple[Any, ...]
+from sparkcdc.core import types
 
-NUMERIC_KEY_TYPES = frozenset(
-    {"tinyint", "smallint", "mediumint", "int", "bigint", "year", "bit", "decimal"}
-)
+KeyValue = tuple[Any, ...]
 
 
 @dataclass(frozen=True)
 class KeyColumn:
-    """One chunk key column: what the database needs to compare values of it."""
+    """One chunk key column: its logical type, and what the database needs to compare values
+    of it (its own type name and attributes, as the source describes them)."""
 
     name: str
     data_type: str
@@ -35,11 +34,16 @@ class KeyColumn:
     scale: int | None = None
     charset: str | None = None
     collation: str | None = None
+    logical: str = field(default="", kw_only=True)
 
     @property
     def numeric(self) -> bool:
         """Ordered the same way in Python (int or exact decimal) as in the database."""
-        return self.data_type in NUMERIC_KEY_TYPES
+        return types.is_exact_number(self.logical)
+
+    @property
+    def integer(self) -> bool:
+        return types.is_integer(self.logical)
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v not in (None, False)}

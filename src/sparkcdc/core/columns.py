@@ -1,8 +1,10 @@
 """Arrow columns built in bulk from buffers: a value repeated, counters, runs, per-row texts.
 
-The change-event builders (:mod:`sparkcdc.core.event`) make most envelope columns here instead of
-from Python lists: a value repeated ``n`` times is one copy of its bytes times ``n`` (and cached,
-since names and files repeat from item to item), a counter is an ``array`` of a ``range``.
+The change-event builders (:mod:`sparkcdc.core.envelope`, :mod:`sparkcdc.core.offset_events`)
+make most envelope columns here instead of from Python lists: a value repeated ``n`` times is one
+copy of its bytes times ``n`` (and cached, since names and files repeat from item to item), a
+counter is an ``array`` of a ``range``, a sortable position is its record's position and a
+counter joined inside Arrow.
 """
 
 from __future__ import annotations
@@ -109,9 +111,85 @@ def string_runs(values: Sequence[str | None], counts: Sequence[int], n: int) -> 
     return pa.array(expand(values, counts), STRING)
 
 
+_CODES = {INT64: "q", INT32: "i"}
+
+
+def constant(type_: pa.DataType, value: object, n: int) -> pa.Array:
+    """``value`` ``n`` times as ``type_`` (string, int64, int32 or bool; None: nulls)."""
+    if value is None:
+        return _NULL_1 if n == 1 and type_ == STRING else pa.nulls(n, type_)
+    if type_ == STRING:
+        return strings(str(value), n)
+    if type_ == BOOL:
+        return bools(bool(value), n)
+    code = _CODES.get(type_)
+    if code is None:
+        return pa.array([value] * n, type_)
+    return from_buffers(type_, n, [None, _buffer(array(code, [int(str(value))]) * n)])
+
+
+def runs(type_: pa.DataType, values: Sequence[object], counts: Sequence[int], n: int) -> pa.Array:
+    """``values[i]`` ``counts[i]`` times each, as ``type_`` (as :func:`constant`)."""
+    first = values[0]
+    if values.count(first) == len(values):
+        return constant(type_, first, n)
+    code = _CODES.get(type_)
+    if code is None or None in values:
+        return pa.array(values if len(values) == n else expand(values, counts), type_)
+    return int_runs(type_, code, values, counts, n)  # type: ignore[arg-type]
+
+
+def counters(type_: pa.DataType, firsts: Sequence[int], counts: Sequence[int], n: int) -> pa.Array:
+    """Each run counting up from its first value (int64 or int32)."""
+    code = _CODES[type_]
+    if len(firsts) == 1:
+        return counter(type_, code, firsts[0], n)
+    return ranges(type_, code, firsts, counts, n)
+
+
+INDEX_DIGITS = 10
+
+
+def positions(
+    prefixes: Sequence[str | None], firsts: Sequence[int], counts: Sequence[int], n: int
+) -> pa.Array:
+    """``<prefix>:<index>`` per row, the index counting up from each run's first and written
+    with :data:`INDEX_DIGITS` digits, so the texts sort as (prefix, index) do; a None prefix
+    gives nulls. Joined in Python from cached index texts."""
+    texts: list[str | None] = []
+    cached = _INDEX_TEXTS
+    for prefix, first, m in zip(prefixes, firsts, counts, strict=True):
+        if prefix is None:
+            texts += [None] * m
+        elif m == 1 and first < len(cached):  # the common case: a row per log record
+            texts.append(prefix + cached[first])
+        else:
+            texts += [prefix + t for t in _index_texts(first, m)]
+    return pa.array(texts, STRING)
+
+
+_INDEX_TEXTS: list[str] = [f":{i:0{INDEX_DIGITS}d}" for i in range(1024)]
+_INDEX_CACHE_LIMIT = 1 << 16
+
+
+def _index_texts(first: int, m: int) -> list[str]:
+    """``:<index>`` for ``first .. first + m - 1``, :data:`INDEX_DIGITS` digits each (cached
+    up to the largest index seen, below 65,536)."""
+    end = first + m
+    if end > _INDEX_CACHE_LIMIT:
+        return [f":{i:0{INDEX_DIGITS}d}" for i in range(first, end)]
+    have = len(_INDEX_TEXTS)
+    if end > have:
+        grown = min(max(end, 2 * have), _INDEX_CACHE_LIMIT)
+        _INDEX_TEXTS.extend(f":{i:0{INDEX_DIGITS}d}" for i in range(have, grown))
+    return _INDEX_TEXTS[first:end]
+
+
 def int_runs(
     type_: pa.DataType, code: str, values: Sequence[int], counts: Sequence[int], n: int
 ) -> pa.Array:
+    if len(values) == n:  # a row per run
+        return from_buffers(type_, n, [None, _buffer(array(code, values))])
     out = array(code)
     for value, m in zip(values, counts, strict=True):
         out.extend(repeat(value, m))
@@ -121,6 +199,8 @@ def int_runs(
 def ranges(
     type_: pa.DataType, code: str, firsts: Sequence[int], counts: Sequence[int], n: int
 ) -> pa.Array:
+    if len(firsts) == n:  # a row per run
+        return from_buffers(type_, n, [None, _buffer(array(code, firsts))])
     out = array(code)
     for first, m in zip(firsts, counts, strict=True):
         out.extend(range(first, first + m))

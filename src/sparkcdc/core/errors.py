@@ -6,8 +6,10 @@ what to do; structured fields ride along, and every class pickles across Spark w
     ├── SourceError            the source database refuses or lacks something
     │   ├── ConnectionFailed   unreachable host/port or wrong credentials
     │   ├── MissingPrivilege   the user lacks a privilege CDC needs
-    │   ├── BinlogNotReady     log_bin off, binlog_format not ROW, row image not FULL
-    │   ├── BinlogPurged       the start position's binlog file is gone from the server
+    │   ├── LogNotReady        the server's log is not set up for change data capture
+    │   │                      (binlog off or not ROW/FULL; wal_level not logical)
+    │   ├── LogPositionGone    the start position is no longer in the server's log (a
+    │   │                      purged binlog file, removed WAL)
     │   ├── NoTablesMatched    the table filter matches no table
     │   └── TableWithoutKey    a captured table has no primary key and no key column configured
     ├── SinkError              writing a sink failed
@@ -56,11 +58,11 @@ class MissingPrivilege(SourceError):
     pass
 
 
-class BinlogNotReady(SourceError):
+class LogNotReady(SourceError):
     pass
 
 
-class BinlogPurged(SourceError):
+class LogPositionGone(SourceError):
     pass
 
 

@@ -1,7 +1,7 @@
 """The unit the log reader puts into the store: a slice of decoded change events.
 
 A transaction's events are cut into items of at most a few thousand rows; every item knows the
-offset *after* it (:class:`~sparkcdc.core.offset.BinlogOffset`). At the last item of a transaction
+offset *after* it (:class:`~sparkcdc.core.offset.Offset`). At the last item of a transaction
 that offset is a boundary (``skip == 0``: the next transaction's start); inside a transaction it
 is the transaction's start with ``skip`` = rows of that transaction already delivered, so a
 reader reopened there skips exactly those rows (the resume counter of Canal's event store).
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from sparkcdc.core.offset import BinlogOffset
+from sparkcdc.core.offset import Offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +35,10 @@ class LogItem:
     knew it already (it is then not measured again).
     """
 
-    after: BinlogOffset
+    after: Offset
     batch: pa.RecordBatch | None = None
     is_ddl: bool = False
-    boundaries: tuple[tuple[int, BinlogOffset], ...] = ()
+    boundaries: tuple[tuple[int, Offset], ...] = ()
     nbytes: int | None = None
 
     @property
@@ -52,7 +52,7 @@ class LogItem:
             return 64 + self.nbytes
         return 64 + (0 if self.batch is None else self.batch.nbytes)
 
-    def rows_before(self, offset: BinlogOffset) -> int:
+    def rows_before(self, offset: Offset) -> int:
         """Rows of this item that come before the boundary ``offset`` (which must lie at or
         before ``after``): those up to the last of its ``boundaries`` not after ``offset``."""
         if offset >= self.after:

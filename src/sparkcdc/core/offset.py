@@ -1,85 +1,105 @@
-"""Binlog offsets: immutable, totally ordered log positions that serialise to plain JSON.
+"""Offsets: immutable, totally ordered log positions that serialise to plain JSON.
 
-An offset names the point in the binary log *after* which the next change is delivered. It is
+An offset names the point in a source's log *after* which the next change is delivered. It is
 taken only at a transaction boundary, except inside a transaction larger than the store's memory
-limit, where a resume counter says how many of that transaction's row events were already handed
-out (the split-with-resume of Canal's event store):
+limit, where a resume counter says how many of that transaction's events were already handed
+out (the split-with-resume of Canal's event store)::
 
-    file, pos   the binlog file and the byte position where the next transaction starts
-                (the GTID event that opens it); for a split transaction, where it started
-    gtid        the MariaDB GTID position (``domain-server-seq[,...]``) of everything before
-    skip        row events of the transaction at (file, pos) already delivered; 0 at a boundary
+    position   where the next transaction starts in the log (a binlog file and byte position,
+               a PostgreSQL LSN …); for a split transaction, where that transaction started
+    skip       events of the transaction at ``position`` already delivered; 0 at a boundary
 
-Ordering rule: by binlog file sequence number, then ``pos``, then ``skip``. Two offsets with equal
-(file, pos, skip) are equal whatever their ``gtid`` text says (it is derived information).
+Ordering rule: by :attr:`Offset.position_key`, a tuple of integers that each source defines to
+order as its log does, then by ``skip``. What else an offset carries (a GTID set) is derived
+information and takes no part in order or equality.
+
+Every source has its own subclass (``sources/<db>/offset.py``), a frozen dataclass declared with
+``eq=False`` so that this class's ordering holds. Code past the source sees only this class: the
+order, boundaries, JSON for Spark's checkpoint, and the source's own fields of the envelope's
+``source`` struct (:data:`Offset.SOURCE_FIELDS`, Debezium's per-connector source block).
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from functools import total_ordering
-from typing import Any
+from typing import ClassVar, Self
 
-_FILE_SEQ = re.compile(r"\.(\d+)$")
+import pyarrow as pa
+
+JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
+OffsetJSON = dict[str, JSONValue]
+"""An offset as plain JSON, the way Spark's checkpoint keeps it."""
+
+POSITION_DIGITS = 10
 
 
-def file_sequence(binlog_file: str) -> int:
-    """The numeric suffix of a binlog file name (``mysql-bin.000012`` → 12)."""
-    match = _FILE_SEQ.search(binlog_file)
-    if not match:
-        raise ValueError(f"not a binlog file name: {binlog_file!r}")
-    return int(match.group(1))
+def position_text(*parts: int) -> str:
+    """Integers as fixed-width text joined by ``:``, so texts order as the integers do."""
+    return ":".join(f"{p:0{POSITION_DIGITS}d}" for p in parts)
 
 
 @total_ordering
-@dataclass(frozen=True)
-class BinlogOffset:
-    """A position in a MySQL/MariaDB binary log; see the module docstring for the fields."""
+class Offset(ABC):
+    """A log position of one source (see the module docstring)."""
 
-    file: str
-    pos: int
-    gtid: str = ""
-    skip: int = 0
+    SOURCE_FIELDS: ClassVar[tuple[pa.Field, ...]] = ()
+    """The source's own fields of the envelope's ``source`` struct, in order."""
+    EVENT_COUNTER: ClassVar[str | None] = None
+    """The one of :data:`SOURCE_FIELDS` that numbers the events of one log record (MySQL's
+    ``row``: the index of a row in its rows event), if any."""
+
+    skip: int
 
     @property
-    def key(self) -> tuple[int, int, int]:
-        return (file_sequence(self.file), self.pos, self.skip)
+    @abstractmethod
+    def position_key(self) -> tuple[int, ...]:
+        """Where the transaction at this offset starts, as integers in log order."""
 
-    def __lt__(self, other: object) -> bool:
-        if not isinstance(other, BinlogOffset):
-            return NotImplemented
-        return self.key < other.key
+    @abstractmethod
+    def with_skip(self, skip: int) -> Self:
+        """The offset inside the transaction at this position after ``skip`` of its events."""
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BinlogOffset):
-            return NotImplemented
-        return self.key == other.key
+    @abstractmethod
+    def to_json(self) -> OffsetJSON: ...
 
-    def __hash__(self) -> int:
-        return hash(self.key)
+    @classmethod
+    @abstractmethod
+    def from_json(cls, value: Mapping[str, object]) -> Self:
+        """The offset :meth:`to_json` wrote (keys it does not know are ignored; ValueError for
+        a value that is no offset of this source)."""
+
+    @abstractmethod
+    def source_fields(self) -> dict[str, object]:
+        """The values of :data:`SOURCE_FIELDS` for an event at this offset (None: null)."""
+
+    def position(self) -> str:
+        """The offset's place in the log as text that sorts in log order (``skip`` aside)."""
+        return position_text(*self.position_key)
+
+    @property
+    def key(self) -> tuple[int, ...]:
+        return (*self.position_key, self.skip)
 
     @property
     def at_boundary(self) -> bool:
         """True when no part of a transaction is pending (``skip == 0``)."""
         return self.skip == 0
 
-    def to_json(self) -> dict[str, Any]:
-        return {"file": self.file, "pos": self.pos, "gtid": self.gtid, "skip": self.skip}
+    def same_transaction(self, other: Offset) -> bool:
+        """Whether both offsets lie in (or at the start of) the same transaction."""
+        return self.position_key == other.position_key
 
-    @classmethod
-    def from_json(cls, value: dict[str, Any]) -> BinlogOffset:
-        try:
-            return cls(
-                file=str(value["file"]),
-                pos=int(value["pos"]),
-                gtid=str(value.get("gtid", "")),
-                skip=int(value.get("skip", 0)),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"not a binlog offset: {value!r}") from exc
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Offset):
+            return NotImplemented
+        return self.key < other.key
 
-    def __str__(self) -> str:
-        tail = f"+{self.skip} events" if self.skip else ""
-        gtid = f" gtid {self.gtid}" if self.gtid else ""
-        return f"{self.file}:{self.pos}{tail}{gtid}"
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Offset):
+            return NotImplemented
+        return self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)

@@ -1,31 +1,13 @@
-"""Table schemas and the lossless mapping of MySQL/MariaDB column types to Spark/Delta types.
+"""Table schemas as every source describes them: columns in order, their types, the key.
 
-A :class:`TableSchema` is what the log reader knows about a captured table at one point of the
-log: its columns in ordinal order (binlog rows carry values by position, not name) and its primary
-key. Schemas are tracked from the catalog at start and from DDL in the log afterwards.
+A :class:`TableSchema` is what a source knows about a captured table at one point of its log:
+its columns in ordinal order (a binlog's rows carry values by position, not name) and the
+columns that identify a row. ``db`` and ``table`` are the table's two-part name: MySQL's
+database and table, PostgreSQL's schema and table.
 
-Row images travel through Spark as JSON text (see :mod:`sparkcdc.core.event`); each column type
-has one JSON encoding that Spark's ``from_json`` turns back into the typed value:
-
-======================  ===================  =======================================
-MySQL/MariaDB type      Spark/Delta type     JSON value
-======================  ===================  =======================================
-TINYINT..BIGINT         byte/short/int/long  number (unsigned widen to the next type)
-BIGINT UNSIGNED         decimal(20,0)        number
-DECIMAL(p,s), p <= 38   decimal(p,s)         string, exact digits
-DECIMAL(p,s), p > 38    string               string, exact digits
-FLOAT, DOUBLE           float, double        number (shortest round-trip text)
-BIT(n), n < 64          long                 number (the bits as an unsigned integer)
-BIT(64)                 decimal(20,0)        number (the bits as an unsigned integer)
-YEAR                    short                number
-CHAR..LONGTEXT, JSON    string               string (decoded with the column charset)
-ENUM, SET               string               string (SET members joined by ',')
-BINARY..LONGBLOB        binary               string, base64 (trailing zero bytes kept)
-DATE                    date                 "YYYY-MM-DD" (zero dates become null)
-DATETIME(fsp)           timestamp_ntz        "YYYY-MM-DDTHH:MM:SS.ffffff"
-TIMESTAMP(fsp)          timestamp            "YYYY-MM-DDTHH:MM:SS.ffffffZ" (UTC)
-TIME(fsp)               string               "[-]HH[H]:MM:SS.ffffff"
-======================  ===================  =======================================
+Each :class:`Column` is described the way the source's catalog describes it (Debezium's
+``Column``: the source's own type name and attributes), plus the neutral logical type the source
+maps it to (:mod:`sparkcdc.core.types`), which is all that code past the source looks at.
 """
 
 from __future__ import annotations
@@ -35,21 +17,19 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-INTEGER_TYPES = {"tinyint": 8, "smallint": 16, "mediumint": 24, "int": 32, "bigint": 64}
-_SIGNED_SPARK = {8: "tinyint", 16: "smallint", 24: "int", 32: "int", 64: "bigint"}
-_UNSIGNED_SPARK = {8: "smallint", 16: "int", 24: "int", 32: "bigint", 64: "decimal(20,0)"}
-STRING_TYPES = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "json"}
-BINARY_TYPES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
-MAX_SPARK_DECIMAL = 38
+from sparkcdc.core import types
 
 
 @dataclass(frozen=True)
 class Column:
-    """One column as the catalog describes it (``information_schema.COLUMNS`` vocabulary).
+    """One column: its name, the source's description of its type, and its logical type.
 
-    ``data_type`` is the lower-case base type (``int``, ``varchar``, ``decimal``, ``enum`` …);
-    ``length`` is the declared length (characters for strings, bytes for binary, bits for BIT);
-    ``values`` holds the members of an ENUM or SET in declaration order.
+    ``data_type`` is the source's lower-case base type name (MySQL ``int``, ``varchar``,
+    ``decimal`` …); ``length`` is the declared length (characters for strings, bytes for
+    binary, bits for BIT); ``fsp`` the fractional seconds digits; ``values`` the members of an
+    ENUM or SET in declaration order. ``logical`` is the neutral type the source maps the column
+    to (:mod:`sparkcdc.core.types`), empty for a type the source does not map; sources build
+    their columns with their own type mapping.
     """
 
     name: str
@@ -62,37 +42,15 @@ class Column:
     fsp: int = 0
     charset: str | None = None
     values: tuple[str, ...] = ()
+    logical: str = field(default="", kw_only=True)
 
     def spark_type(self) -> str:
-        """The Spark SQL type (DDL text) this column maps to without loss."""
-        t = self.data_type
-        if t in INTEGER_TYPES:
-            bits = INTEGER_TYPES[t]
-            return _UNSIGNED_SPARK[bits] if self.unsigned else _SIGNED_SPARK[bits]
-        if t == "decimal":
-            precision = self.precision or 10
-            if precision > MAX_SPARK_DECIMAL:
-                return "string"
-            return f"decimal({precision},{self.scale or 0})"
-        if t == "float":
-            return "float"
-        if t == "double":
-            return "double"
-        if t == "bit":
-            return "decimal(20,0)" if (self.length or 1) >= 64 else "bigint"
-        if t == "year":
-            return "smallint"
-        if t in STRING_TYPES or t in ("enum", "set", "time"):
-            return "string"
-        if t in BINARY_TYPES:
-            return "binary"
-        if t == "date":
-            return "date"
-        if t == "datetime":
-            return "timestamp_ntz"
-        if t == "timestamp":
-            return "timestamp"
-        raise ValueError(f"column {self.name!r} has type {t!r}, which sparkcdc does not map yet")
+        """The Spark SQL type (DDL text) of the column's logical type."""
+        if not self.logical:
+            raise ValueError(
+                f"column {self.name!r} has type {self.data_type!r}, which sparkcdc does not map yet"
+            )
+        return types.spark_type(self.logical)
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 
 from sparkcdc.demo import compare, shop
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 
-def pipeline_yaml(work: Path, lake: Path, server: EmbeddedMariaDB) -> Path:
+def pipeline_yaml(work: Path, lake: Path, server: ThrowawayMariaDB) -> Path:
     cfg = work / "pipeline.yaml"
     cfg.write_text(
         f"source: {{type: mysql, host: 127.0.0.1, port: {server.port}, user: cdc, "
@@ -66,7 +66,7 @@ def main() -> int:
     work.mkdir(parents=True)
 
     print("demo: starting a throwaway MariaDB (binlog ROW/FULL, GTID) on a free port", flush=True)
-    with EmbeddedMariaDB.start(base_dir=str(work)) as server:
+    with ThrowawayMariaDB.start(base_dir=str(work)) as server:
         server.create_cdc_user()
         shop.create(server)
         cfg = pipeline_yaml(work, lake, server)
@@ -97,15 +97,16 @@ def main() -> int:
         if catch_up.wait(timeout=600) != 0:
             print("demo: sparkcdc run --available-now failed", file=sys.stderr)
             return 1
-        return report(server, lake)
+        return report(server, lake, cfg)
 
 
-def report(server: EmbeddedMariaDB, lake: Path) -> int:
-    from sparkcdc.sources.mysql.catalog import MySQLCatalog
+def report(server: ThrowawayMariaDB, lake: Path, cfg: Path) -> int:
+    from sparkcdc.config.load import load_config
+    from sparkcdc.sources.registry import open_source
 
     ok = True
     print(f"\n{'table':<16} {'source':<40} {'replica':<40}")
-    with MySQLCatalog(server.host, server.port, server.user, server.password) as catalog:
+    with open_source(load_config(cfg).source).catalog() as catalog:
         for table in shop.TABLES:
             schema = catalog.load_schema("shop", table)
             src = compare.source_fingerprint(server, schema)

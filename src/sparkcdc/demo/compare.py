@@ -18,7 +18,7 @@ from typing import Any
 from deltalake import DeltaTable
 
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def canonical_rows(
     return sorted(tuple(canonical(v, t) for v, t in zip(r, types, strict=True)) for r in rows)
 
 
-def source_rows(server: EmbeddedMariaDB, schema: TableSchema) -> list[tuple[Any, ...]]:
+def source_rows(server: ThrowawayMariaDB, schema: TableSchema) -> list[tuple[Any, ...]]:
     """The source table's rows (TIMESTAMP columns read in UTC)."""
     columns = ", ".join(f"`{c}`" for c in schema.column_names())
     with contextlib.closing(server.connect(schema.db)) as conn, conn.cursor() as cur:
@@ -101,7 +101,7 @@ def fingerprint(rows: list[tuple[Any, ...]] | list[list[Any]], schema: TableSche
     return Fingerprint(len(rows), total % 2**64)
 
 
-def source_fingerprint(server: EmbeddedMariaDB, schema: TableSchema) -> Fingerprint:
+def source_fingerprint(server: ThrowawayMariaDB, schema: TableSchema) -> Fingerprint:
     return fingerprint(source_rows(server, schema), schema)
 
 

@@ -14,7 +14,7 @@ import random
 import threading
 import time
 
-from sparkcdc.embedded.mariadb import EmbeddedMariaDB
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 TABLES = ("customers", "products", "orders")
 
@@ -40,7 +40,7 @@ _TAGS = ("new", "sale", "eco", "fragile")
 HISTORY_ORDERS = 200_000  # orders placed before the pipeline starts: its snapshot copies them
 
 
-def create(server: EmbeddedMariaDB, customers: int = 200, products: int = 50) -> None:
+def create(server: ThrowawayMariaDB, customers: int = 200, products: int = 50) -> None:
     """Create the shop, its first customers and products, and an order history."""
     server.execute(*SCHEMA)
     server.execute(
@@ -86,7 +86,7 @@ class ShopTraffic(threading.Thread):
     """Writes shop traffic for ``seconds``: new orders (1–5 rows per transaction), payments and
     shipments (updates), cancellations (deletes), new customers and price changes."""
 
-    def __init__(self, server: EmbeddedMariaDB, seconds: float, seed: int = 1) -> None:
+    def __init__(self, server: ThrowawayMariaDB, seconds: float, seed: int = 1) -> None:
         super().__init__(daemon=True)
         self.server, self.seconds, self.rng = server, seconds, random.Random(seed)
         self.transactions = 0

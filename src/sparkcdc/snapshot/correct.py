@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkcdc.core.chunk import KeyValue
-from sparkcdc.core.convert import decode_images
+from sparkcdc.core.convert import arrow_schema, decode_images
 from sparkcdc.core.event import OP_DELETE, OP_UPDATE, Change
 from sparkcdc.core.schema import TableSchema
 
@@ -36,6 +36,12 @@ CHUNK_SCHEMA = pa.schema([("key", pa.string()), ("after", pa.string())])
 def image_rows(keys: list[str], images: list[str]) -> pa.Table:
     """Rows of a :data:`CHUNK_SCHEMA` chunk (key and image texts)."""
     return pa.table([pa.array(keys, pa.string()), pa.array(images, pa.string())], CHUNK_SCHEMA)
+
+
+def typed_chunk_schema(schema: TableSchema) -> pa.Schema:
+    """The shape of a typed chunk: ``key`` (JSON text), then every column of ``schema`` in the
+    Arrow type of its logical type."""
+    return pa.schema([("key", pa.string()), *arrow_schema(schema)])
 
 
 def typed_rows(schema: TableSchema) -> RowsOf:

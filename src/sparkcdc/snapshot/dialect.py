@@ -1,20 +1,22 @@
-"""What a snapshot needs from a database, and nothing else: the dialect interface.
+"""What a snapshot needs from a database, and nothing else: the chunk dialect of the port.
 
-Everything in :mod:`sparkcdc.snapshot` is written once against :class:`SnapshotDialect`;
-``sources/<db>/`` implements it (MySQL/MariaDB: :class:`sparkcdc.sources.mysql.chunks.MySQLChunks`).
-Key values use the row-image JSON encoding of :mod:`sparkcdc.core.chunk`; every comparison of
-keys happens in the database, so collations decide the order, never Python.
+Everything in :mod:`sparkcdc.snapshot` is written once against :class:`SnapshotDialect`; every
+source implements it (:meth:`sparkcdc.sources.port.Source.chunks`; MySQL/MariaDB:
+:class:`sparkcdc.sources.mysql.chunks.dialect.MySQLChunks`). Key values use the row-image JSON
+encoding of :mod:`sparkcdc.core.chunk`; every comparison of keys happens in the database, so
+collations decide the order, never Python.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from types import TracebackType
+from typing import Protocol, Self
 
 import pyarrow as pa
 
 from sparkcdc.core.chunk import KeyColumn, KeyValue
-from sparkcdc.core.offset import BinlogOffset
+from sparkcdc.core.offset import Offset
 from sparkcdc.core.schema import TableSchema
 
 
@@ -82,13 +84,19 @@ class SnapshotDialect(Protocol):
         """For each value, how many of the ascending ``bounds`` are ``<=`` it (the database
         compares, with each column's collation)."""
 
-    def watermark(self) -> BinlogOffset:
+    def watermark(self) -> Offset:
         """The current end of the log (a transaction boundary)."""
 
-    def low_watermark(self) -> BinlogOffset:
+    def low_watermark(self) -> Offset:
         """A log position at or before :meth:`watermark` such that every transaction before it
         is visible to any read started afterwards (a transaction reaches the log before the
         storage engine makes it visible). Chunks are read after it, so it bounds their windows
         from below."""
 
     def close(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...

@@ -24,14 +24,10 @@ from typing import Any
 
 from sparkcdc.core.chunk import KeyColumn, KeyValue
 from sparkcdc.core.event import OP_CREATE, OP_DELETE, OP_UPDATE, Change
-from sparkcdc.core.offset import BinlogOffset, file_sequence
+from sparkcdc.core.offset import Offset
 from sparkcdc.snapshot.correct import key_text
 from sparkcdc.snapshot.dialect import SnapshotDialect
 from sparkcdc.snapshot.keyorder import KeyOrder
-
-
-def _at(offset: BinlogOffset) -> tuple[int, int]:
-    return (file_sequence(offset.file), offset.pos)
 
 
 @dataclass
@@ -40,7 +36,7 @@ class TableHandoff:
 
     keys: list[KeyColumn]
     bounds: list[KeyValue]
-    highs: list[BinlogOffset]
+    highs: list[Offset]
     row_key: list[str] = field(default_factory=list)  # the table's key, if not the chunk key
 
     def to_json(self) -> dict[str, Any]:
@@ -52,11 +48,11 @@ class TableHandoff:
         }
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> TableHandoff:
+    def from_json(cls, value: dict[str, Any], offsets: type[Offset]) -> TableHandoff:
         return cls(
             [KeyColumn.from_json(k) for k in value["keys"]],
             [tuple(b) for b in value["bounds"]],
-            [BinlogOffset.from_json(h) for h in value["highs"]],
+            [offsets.from_json(h) for h in value["highs"]],
             list(value.get("row_key", [])),
         )
 
@@ -66,12 +62,12 @@ class Handoff:
     tables: dict[str, TableHandoff] = field(default_factory=dict)
 
     @property
-    def lowest(self) -> BinlogOffset | None:
+    def lowest(self) -> Offset | None:
         highs = [h for t in self.tables.values() for h in t.highs]
         return min(highs) if highs else None
 
     @property
-    def highest(self) -> BinlogOffset | None:
+    def highest(self) -> Offset | None:
         highs = [h for t in self.tables.values() for h in t.highs]
         return max(highs) if highs else None
 
@@ -81,16 +77,19 @@ class Handoff:
         os.replace(tmp, path)
 
     @classmethod
-    def load(cls, path: str | Path) -> Handoff | None:
+    def load(cls, path: str | Path, offsets: type[Offset]) -> Handoff | None:
+        """The hand-off saved at ``path`` (None if there is none); ``offsets`` reads its
+        watermarks."""
         p = Path(path)
         if not p.exists():
             return None
         raw = json.loads(p.read_text())
-        return cls({t: TableHandoff.from_json(v) for t, v in raw.items()})
+        return cls({t: TableHandoff.from_json(v, offsets) for t, v in raw.items()})
 
 
 class HandoffFilter:
-    """``LogReader(change_filter=...)``: drops the changes the splits already hold."""
+    """A log reader's change filter (:data:`sparkcdc.sources.port.ChangeFilter`): drops the
+    changes the splits already hold."""
 
     def __init__(
         self,
@@ -100,16 +99,13 @@ class HandoffFilter:
         self.handoff = handoff
         self._dialect_factory = dialect
         self._dialect: SnapshotDialect | None = None
-        top = handoff.highest
-        self.until = _at(top) if top is not None else (0, 0)
+        self.until = handoff.highest
         self._orders: dict[str, KeyOrder] = {}
         self.dropped = 0
 
-    def __call__(
-        self, db: str, table: str, file: str, pos: int, changes: list[Change]
-    ) -> list[Change]:
-        at = (file_sequence(file), pos)
-        if at >= self.until:
+    def __call__(self, db: str, table: str, at: Offset, changes: list[Change]) -> list[Change]:
+        """The changes of ``db.table`` in the log record at ``at`` that the splits lack."""
+        if self.until is None or at >= self.until:
             return changes
         name = f"{db}.{table}"
         th = self.handoff.tables.get(name)
@@ -125,7 +121,7 @@ class HandoffFilter:
         probes = [v for v in sides if v is not None]
         where = iter(order.locate(probes, th.bounds))
         # per side: is this change at or past the high mark of the split holding that key?
-        needed = [v is not None and at >= _at(th.highs[next(where)]) for v in sides]
+        needed = [v is not None and at >= th.highs[next(where)] for v in sides]
         kept: list[Change] = []
         for i, change in enumerate(changes):
             need_old, need_new = needed[i], needed[len(changes) + i]

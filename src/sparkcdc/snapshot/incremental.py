@@ -5,7 +5,7 @@ while the log keeps flowing, a table is read chunk by chunk in key order up to t
 it had when its snapshot started; each chunk is read inside a *window* of the log, every chunk
 row whose key the log changed inside the window is dropped (the log event is newer), and the
 rest is emitted at the window's end, in log order with everything else. Nothing is locked and
-the stream never pauses. The window's mechanics live in :mod:`sparkcdc.spark.incremental`;
+the stream never pauses. The window's mechanics live in :mod:`sparkcdc.spark.incremental.driver`;
 this module is the state they advance, a small JSON document that rides in every stream offset
 (so a crash resumes after the last chunk that was delivered) and the rules of the signals:
 

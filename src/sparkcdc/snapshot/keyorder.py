@@ -30,7 +30,7 @@ class KeyOrder:
 
     def _py(self, value: KeyValue) -> tuple[Any, ...]:
         return tuple(
-            None if v is None else Decimal(v) if k.data_type == "decimal" else int(v)
+            None if v is None else int(v) if k.integer else Decimal(v)
             for k, v in zip(self.keys, value, strict=True)
         )
 

@@ -40,15 +40,15 @@ import pyarrow as pa
 from sparkcdc.core.chunk import KeyColumn, Split
 from sparkcdc.core.convert import arrow_type
 from sparkcdc.core.event import Change
-from sparkcdc.core.offset import BinlogOffset
+from sparkcdc.core.offset import Offset
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.correct import ChunkCorrector, image_rows, typed_rows
 from sparkcdc.snapshot.dialect import SnapshotDialect
 from sparkcdc.snapshot.keyorder import KeyOrder
-from sparkcdc.snapshot.state import SplitResult
+from sparkcdc.snapshot.split_store import SplitResult
 
 Hook = Callable[[str, Split], None]
-WindowReader = Callable[[str, str, BinlogOffset, BinlogOffset], list[Change]]
+WindowReader = Callable[[str, str, Offset, Offset], list[Change]]
 """(db, table, low, high) -> the table's row changes committed in [low, high)."""
 
 
@@ -61,7 +61,7 @@ def scan_run(
     hook: Hook | None = None,
     task: str = "",
     typed: bool = False,
-    low: BinlogOffset | None = None,
+    low: Offset | None = None,
 ) -> list[SplitResult]:
     """Read one split, or a run of consecutive splits that are :func:`joinable`, and correct
     them with their watermark window (see the module docstring). A run is one SELECT of the
@@ -84,7 +84,7 @@ def scan_split_at(
     keys: Sequence[KeyColumn],
     dialect: SnapshotDialect,
     window: WindowReader,
-    at: BinlogOffset,
+    at: Offset,
     hook: Hook | None = None,
     typed: bool = False,
 ) -> SplitResult:
@@ -98,7 +98,7 @@ def _scan(
     keys: Sequence[KeyColumn],
     dialect: SnapshotDialect,
     window: WindowReader,
-    low: BinlogOffset,
+    low: Offset,
     hook: Hook | None,
     task: str,
     rewind: bool,

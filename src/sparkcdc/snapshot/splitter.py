@@ -28,8 +28,6 @@ from sparkcdc.config.model import SnapshotConfig
 from sparkcdc.core.chunk import KeyColumn, KeyValue, Split
 from sparkcdc.snapshot.dialect import SnapshotDialect
 
-INTEGER_KEYS = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint"})
-
 
 @dataclass(frozen=True)
 class SplitterSettings:
@@ -47,7 +45,9 @@ class SplitterSettings:
 
 
 class ChunkSplitter:
-    """Cuts one table ``db.table`` along ``keys``; :meth:`next` returns its splits in order."""
+    """Cuts one table ``db.table`` along ``keys``; :meth:`next` returns its splits in order.
+    With ``upto`` (an incremental snapshot's maximum key) the keys past it are not counted, so
+    the last split ends there."""
 
     def __init__(
         self,
@@ -56,8 +56,10 @@ class ChunkSplitter:
         keys: Sequence[KeyColumn],
         settings: SplitterSettings,
         state: dict[str, Any] | None = None,
+        upto: KeyValue | None = None,
     ) -> None:
         self.dialect = dialect
+        self.upto = upto
         self.table = table
         self.db, _, self.name = table.partition(".")
         self.keys = list(keys)
@@ -78,7 +80,7 @@ class ChunkSplitter:
         rows = self.dialect.row_count(self.db, self.name)
         state["rows"] = rows
         state["estimate"] = max(1, -(-rows // size))
-        if len(self.keys) != 1 or self.keys[0].data_type not in INTEGER_KEYS or rows == 0:
+        if len(self.keys) != 1 or not self.keys[0].integer or rows == 0:
             return state
         found = self.dialect.key_range(self.db, self.name, self.keys)
         if found is None:
@@ -130,7 +132,7 @@ class ChunkSplitter:
         unique) is skipped whole, so no chunk is empty and the walk always moves."""
         offset = self.settings.chunk_size
         while True:
-            hi = self.dialect.key_after(self.db, self.name, self.keys, lo, offset)
+            hi = self.dialect.key_after(self.db, self.name, self.keys, lo, offset, self.upto)
             if hi is None or lo is None or list(hi) != list(lo):
                 return hi
             offset *= 2

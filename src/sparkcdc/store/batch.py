@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from sparkcdc.core.logitem import LogItem
-from sparkcdc.core.offset import BinlogOffset
+from sparkcdc.core.offset import Offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,7 +17,7 @@ class Batch:
     first_seq: int
     last_seq: int
     items: tuple[LogItem, ...]
-    end: BinlogOffset
+    end: Offset
 
     @property
     def rows(self) -> int:

@@ -34,7 +34,7 @@ from typing import Literal
 
 from sparkcdc.core.errors import ConfigError, StoreClosed
 from sparkcdc.core.logitem import LogItem
-from sparkcdc.core.offset import BinlogOffset
+from sparkcdc.core.offset import Offset
 from sparkcdc.store.batch import Batch, StoreStats
 
 BatchMode = Literal["MEMSIZE", "ITEMSIZE"]
@@ -75,8 +75,8 @@ class EventStore:
         self._put = self._get = self._ack = -1
         self._put_mem = self._get_mem = self._ack_mem = 0
         self._ready = -1  # newest seq that ends a transaction or is a DDL item
-        self._latest: BinlogOffset | None = None
-        self._acked_end: BinlogOffset | None = None
+        self._latest: Offset | None = None
+        self._acked_end: Offset | None = None
         self._handed: deque[Batch] = deque()  # handed out, not fully acked, in order
         self._replay: deque[Batch] = deque()  # rolled back, to be handed out again first
         self._blocked_putters = 0
@@ -294,13 +294,13 @@ class EventStore:
     def closed(self) -> bool:
         return self._closed
 
-    def peek_end(self) -> BinlogOffset | None:
+    def peek_end(self) -> Offset | None:
         """The ``after`` offset of the newest item put (the latest known offset), if any."""
         with self._not_full:
             return self._latest
 
     @property
-    def acked_end(self) -> BinlogOffset | None:
+    def acked_end(self) -> Offset | None:
         """The ``after`` offset of the newest acked item, if any."""
         with self._not_full:
             return self._acked_end

@@ -1,0 +1,170 @@
+"""Change events collected one log record at a time and emitted as envelope record batches.
+
+A source's log reader hands the builder the changes of one log record (a binlog rows event, …)
+with what they share: table, schema, commit time, transaction, the record's position and the
+source's own ``source`` fields. Per row only what differs from row to row is kept (op, key,
+before, after); everything else is recorded once per call and becomes its Arrow columns in bulk
+(:mod:`.columns`): constants straight from buffers or a small cache of them, counters as ranges,
+the sortable ``position`` text from the record's position and a counter. Building a dict per row,
+or Arrow arrays per row, would cost more than decoding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from sparkcdc.core import columns as col
+from sparkcdc.core.event import TRANSACTION_TYPE, Change, OffsetType, envelope_schema, source_type
+
+OwnValues = tuple[object, ...]
+"""Values of the source's own ``source`` fields (its offset type's ``SOURCE_FIELDS``), in order;
+the value of the event counter field is ignored (it counts up from the record's first index)."""
+
+_Segment = tuple[
+    int, str, str, str, str | None, str | None, int, bool, str, str | None, int, int, int,
+    OwnValues,
+]  # fmt: skip
+# rows sharing their metadata: (count, db, table, schema_id, ddl, schema, ts_ms, snapshot,
+# transaction id, record position, first index, first total_order, first
+# data_collection_order, own source values)
+
+
+class EnvelopeBuilder:
+    """Collects change events of one source and emits its envelope batches (module docstring).
+
+    ``database`` is the source database's name for sources whose tables are named by schema and
+    table (PostgreSQL): it fills ``source.db``, and the table's first name part fills
+    ``source.schema``. Without it ``source.db`` is the first name part (MySQL's database)."""
+
+    __slots__ = ("_ops", "_keys", "_befores", "_afters", "_segments", "offsets", "database")
+
+    def __init__(self, offsets: OffsetType, database: str | None = None) -> None:
+        self.offsets = offsets
+        self.database = database
+        self._ops: list[str] = []
+        self._keys: list[str | None] = []
+        self._befores: list[str | None] = []
+        self._afters: list[str | None] = []
+        self._segments: list[_Segment] = []
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    def extend(
+        self,
+        changes: Sequence[Change],
+        db: str,
+        table: str,
+        schema_id: str,
+        *,
+        position: str | None,
+        index: int,
+        own: OwnValues,
+        ts_ms: int,
+        transaction: str,
+        total_order: int,
+        data_collection_order: int,
+        snapshot: bool = False,
+        ddl: str | None = None,
+        schema: str | None = None,
+    ) -> None:
+        """Change events ``(op, key, before, after)`` of one log record at ``position``
+        sharing everything else; ``index`` (the first one's index in the record),
+        ``total_order`` and ``data_collection_order`` count up by one from change to change."""
+        m = len(changes)
+        if m == 1:
+            op, key, before, after = changes[0]
+            self._ops.append(op)
+            self._keys.append(key)
+            self._befores.append(before)
+            self._afters.append(after)
+        elif m:
+            ops, keys, befores, afters = zip(*changes, strict=True)
+            self._ops += ops
+            self._keys += keys
+            self._befores += befores
+            self._afters += afters
+        else:
+            return
+        self._segments.append(
+            (m, db, table, schema_id, ddl, schema, ts_ms, snapshot, transaction, position, index,
+             total_order, data_collection_order, own)
+        )  # fmt: skip
+
+    def absorb(self, other: EnvelopeBuilder) -> None:
+        """Append the change events collected by ``other`` (after this one's)."""
+        self._ops += other._ops
+        self._keys += other._keys
+        self._befores += other._befores
+        self._afters += other._afters
+        self._segments += other._segments
+
+    def build(self) -> pa.RecordBatch:
+        n = len(self._ops)
+        segs = self._segments
+        cols = list(zip(*segs, strict=True))
+        counts = cols[0]
+        db_a, table_a, schema_id_a, ddl_a, schema_a = (col.runs(col.STRING, cols[i], counts, n)
+                                                       for i in range(1, 6))  # fmt: skip
+        ts_a = col.runs(col.INT64, cols[6], counts, n)
+        snapshot_a = col.runs(col.BOOL, cols[7], counts, n)
+        txn_a = col.runs(col.STRING, cols[8], counts, n)
+        position_a = col.positions(cols[9], cols[10], counts, n)
+        order_a = col.ranges(col.INT64, "q", cols[11], counts, n)
+        table_order_a = col.ranges(col.INT64, "q", cols[12], counts, n)
+        own = self._own(cols[13], cols[10], counts, n, (cols[8], txn_a))
+        if self.database is None:
+            names = [db_a, pa.nulls(n, col.STRING)]
+        else:
+            names = [col.strings_cached(self.database, n), db_a]
+        source = col.from_buffers(
+            source_type(self.offsets), n, [None],
+            children=[*names, table_a, ts_a, snapshot_a, position_a, *own],
+        )  # fmt: skip
+        transaction = col.from_buffers(
+            TRANSACTION_TYPE, n, [None], children=[txn_a, order_a, table_order_a]
+        )
+        ops = self._ops
+        op_a = (
+            col.strings_cached(ops[0], n) if ops.count(ops[0]) == n else pa.array(ops, col.STRING)
+        )
+        return pa.RecordBatch.from_arrays(
+            [
+                op_a,
+                db_a,
+                table_a,
+                col.texts(self._keys, n),
+                col.texts(self._befores, n),
+                col.texts(self._afters, n),
+                schema_id_a,
+                ddl_a,
+                schema_a,
+                source,
+                transaction,
+            ],
+            schema=envelope_schema(self.offsets),
+        )
+
+    def _own(
+        self,
+        values: Sequence[OwnValues],
+        firsts: Sequence[int],
+        counts: Sequence[int],
+        n: int,
+        known: tuple[Sequence[object], pa.Array],
+    ) -> list[pa.Array]:
+        """The source's own ``source`` fields: runs of the values given, the event counter
+        counting up from each record's first index; a field whose values are ``known[0]``
+        (the transaction ids, which a GTID field repeats) takes the column made of them."""
+        out = []
+        fields = self.offsets.SOURCE_FIELDS
+        for field, column in zip(fields, zip(*values, strict=True), strict=True):
+            if field.name == self.offsets.EVENT_COUNTER:
+                out.append(col.counters(field.type, firsts, counts, n))
+            elif field.type == col.STRING and column == known[0]:
+                out.append(known[1])
+            else:
+                out.append(col.runs(field.type, column, counts, n))
+        return out

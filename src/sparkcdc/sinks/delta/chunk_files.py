@@ -1,0 +1,202 @@
+"""Snapshot chunks written by their own Spark task as the Parquet files of the Delta tables.
+
+Spark's own writers split a write the same way: each task writes its data files, the driver commits
+them in one transaction. Here a split task that read a run of chunks of the initial snapshot
+(consecutive splits of one table in the task, :func:`sparkcdc.spark.snapshot.split_task.runs`) also
+writes, beside the chunks in the split store, the two files the run becomes in the lake:
+
+    splits/<db.table>/<first>.x<n>.replica.parquet     the typed rows, in the replica's columns
+    splits/<db.table>/<first>.x<n>.changelog.parquet   their ``r`` rows: op, before (null),
+                                                       after, source (each chunk's split's high
+                                                       watermark, its rows numbered by the
+                                                       event counter),
+                                                       transaction (null)
+
+exactly what the sink would make of the chunks' ``k`` events (:mod:`.chunk_rows`), each of which
+names its run's files. When the sink may append the chunks of a micro-batch
+(:class:`~.chunk_rows.AppendBook`) and the tables' columns are the chunks', it links these files
+into the tables' folders and commits them as they are (:func:`commit`): the driver encodes
+nothing, and the tasks encode while others read. Otherwise it reads each chunk from the store
+and writes it as before; the files are then unused.
+
+A run's files are written once every split of it is kept in the store, and its events are sent
+after that, so the sink only ever sees whole runs; a replay whose splits were all finished
+before keeps the files (written from the same stored rows) and writes only a missing one. One
+pair of files per run rather than per chunk: at 8,096-row chunks the files' fixed cost was a
+fifth of the encoding, and a table made of a file per chunk reads slowly. The replica's
+statistics (row count, null counts, min and max of integer columns) go into the commit's add
+actions, as Delta readers use them to skip files. Dictionary encoding is used only for strings
+and for the change log's per-chunk constants: for the other columns it made the files larger
+and cost twice the CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from deltalake.transaction import AddAction
+
+from sparkcdc.core.convert import arrow_schema
+from sparkcdc.core.event import TRANSACTION_TYPE, source_type
+from sparkcdc.core.offset_events import offset_source
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.sinks.delta import commits
+from sparkcdc.snapshot.split_store import SplitResult, SplitStore
+
+KINDS = ("replica", "changelog")
+
+
+def files_of(
+    results: Sequence[SplitResult], schema: TableSchema, store: SplitStore, fresh: bool
+) -> dict[str, Any]:
+    """The two files of a run of chunks (one table's, finished, in the task's order),
+    described for their ``k`` events: per kind its path, size and statistics, and the columns.
+    A run with a split read now (``fresh``) writes them, replacing any that an attempt which
+    crashed before finishing the run left; a run of finished splits (a replay) keeps its own,
+    written only if they are missing."""
+    replica = pa.concat_tables(r.rows for r in results).drop_columns(["key"])
+    replica = replica.cast(arrow_schema(schema))
+    out: dict[str, Any] = {"columns": columns_key(list(replica.schema))}
+    for kind in KINDS:
+        path = run_path(store, results, kind)
+        if fresh or not path.exists():
+            table = replica if kind == "replica" else _changelog(replica, results, schema)
+            _write(table, path, _dictionary(table, type(results[0].high).EVENT_COUNTER))
+        stats = _stats(replica) if kind == "replica" else {"numRecords": replica.num_rows}
+        out[kind] = {"path": str(path), "size": path.stat().st_size, "stats": stats}
+    return out
+
+
+def run_path(store: SplitStore, results: Sequence[SplitResult], kind: str) -> Path:
+    """``<first index>.x<splits>.<kind>.parquet``: named by the run's first split (released
+    with it) and its length, so files of another run of the same first split are never taken."""
+    return store.data_path(results[0].split, f".x{len(results)}.{kind}.parquet")
+
+
+def columns_key(columns: list[pa.Field]) -> list[list[str]]:
+    """The columns' names and types, as the sink compares them with its tables'."""
+    return [[f.name, str(f.type)] for f in columns]
+
+
+def _changelog(replica: pa.Table, results: Sequence[SplitResult], schema: TableSchema) -> pa.Table:
+    """The run's ``r`` rows: each chunk's at its own split's high watermark."""
+    n = replica.num_rows
+    after = pa.StructArray.from_arrays(
+        [c.combine_chunks() for c in replica.columns], fields=list(replica.schema)
+    )
+    sources = [
+        offset_source(r.rows.num_rows, schema.db, schema.table, r.high, int(r.ended * 1000),
+                      snapshot=True)
+        for r in results
+    ]  # fmt: skip
+    source = source_type(type(results[0].high))
+    return pa.Table.from_arrays(
+        [
+            pa.repeat(pa.scalar("r", pa.string()), n),
+            pa.nulls(n, after.type),
+            after,
+            pa.chunked_array(sources, source),
+            pa.nulls(n, TRANSACTION_TYPE),
+        ],
+        schema=commits.changelog_schema(list(replica.schema), source),
+    )
+
+
+def _dictionary(table: pa.Table, counter: str | None) -> list[str]:
+    """The leaves to dictionary-encode: strings, and in the change log ``op`` and the
+    ``source`` leaves a chunk's rows share (all but the event ``counter``)."""
+    leaves = _leaves(table.schema)
+    out = {name for name, t in leaves if pa.types.is_string(t) or pa.types.is_binary(t)}
+    if "op" in table.column_names:
+        out |= {"op", *(name for name, _ in leaves if name.startswith("source."))}
+        out.discard(f"source.{counter}")
+    return sorted(out)
+
+
+def _write(table: pa.Table, path: Path, dictionary: list[str]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    pq.write_table(table, tmp, compression="snappy", use_dictionary=dictionary)
+    os.replace(tmp, path)
+
+
+def _leaves(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
+    """Dotted names and types of the leaf columns (as Parquet names them)."""
+    out: list[tuple[str, pa.DataType]] = []
+
+    def walk(prefix: str, t: pa.DataType) -> None:
+        if pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                walk(f"{prefix}.{t.field(i).name}", t.field(i).type)
+        else:
+            out.append((prefix, t))
+
+    for f in schema:
+        walk(f.name, f.type)
+    return out
+
+
+def _stats(table: pa.Table) -> dict[str, Any]:
+    """Delta file statistics: row count, null counts, min and max of integer columns."""
+    stats: dict[str, Any] = {"numRecords": table.num_rows, "nullCount": {}}
+    lows, highs = {}, {}
+    for f, column in zip(table.schema, table.columns, strict=True):
+        stats["nullCount"][f.name] = column.null_count
+        if pa.types.is_integer(f.type) and column.null_count < len(column):
+            bounds = pc.min_max(column)
+            lows[f.name], highs[f.name] = bounds["min"].as_py(), bounds["max"].as_py()
+    if lows:
+        stats["minValues"], stats["maxValues"] = lows, highs
+    return stats
+
+
+def adoptable(refs: list[dict[str, Any]], columns: list[pa.Field]) -> bool:
+    """Whether every chunk of ``refs`` (``k`` events) has its files, in ``columns``."""
+    want = columns_key(columns)
+    return bool(refs) and all(r.get("files", {}).get("columns") == want for r in refs)
+
+
+def commit(
+    path: str, kind: str, refs: list[dict[str, Any]], app_id: str, batch_id: int, tag: str
+) -> bool:
+    """Link the ``kind`` files of the chunks' runs (each once) into the Delta table at
+    ``path`` and commit them as batch ``batch_id`` (one transaction); False if this batch was
+    committed before."""
+    if commits.already_applied(path, app_id, batch_id):
+        return False
+    adds = []
+    named: set[str] = set()
+    for ref in refs:
+        found = ref["files"][kind]
+        if found["path"] in named:
+            continue  # another chunk of the same run
+        named.add(found["path"])
+        name = f"part-{uuid.uuid5(uuid.NAMESPACE_URL, tag + '/' + found['path'])}.snappy.parquet"
+        _link(Path(found["path"]), Path(path) / name)
+        adds.append(
+            AddAction(name, int(found["size"]), {}, int(time.time() * 1000), True,
+                      json.dumps(found["stats"], separators=(",", ":")))
+        )  # fmt: skip
+    commits.commit_files(path, adds, app_id, batch_id)
+    return True
+
+
+def _link(source: Path, target: Path) -> None:
+    """``target`` becomes ``source``'s content: a hard link, a copy across file systems; an
+    earlier attempt's file of the same name (never committed) is replaced."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(source, tmp)
+    except OSError:
+        shutil.copyfile(source, tmp)
+    os.replace(tmp, target)

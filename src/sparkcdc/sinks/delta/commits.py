@@ -1,0 +1,188 @@
+"""Delta table operations of the sink, each one commit, each idempotent per micro-batch.
+
+Every data commit carries a Delta *transaction identifier* (``txn`` action: ``app_id`` and
+``version``), here the pipeline's id and the Spark batch id. Before writing batch N to a table the
+sink reads ``DeltaTable.transaction_version(app_id)``; if it is N or more the table already holds
+batch N (the run crashed after this commit and Spark replays the batch) and the write is skipped.
+Schema changes (create, add columns) are idempotent by content and need no identifier.
+
+Spark's checkpoint has no Delta on its classpath here, so tables are written with delta-rs
+(``deltalake``); any Delta reader (Spark with Delta, DuckDB, Polars, pandas) reads them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Field, Transaction, write_deltalake
+from deltalake.transaction import AddAction, RemoveAction
+
+from sparkcdc.core.event import TRANSACTION_TYPE
+
+OP_COLUMN = "_sparkcdc_op"
+ORDER_COLUMN = "_sparkcdc_order"
+
+
+def changelog_schema(columns: Sequence[pa.Field], source: pa.DataType) -> pa.Schema:
+    """op, before, after (structs of the table's columns), source (the source type's
+    ``source`` struct), transaction."""
+    row = pa.struct(list(columns))
+    return pa.schema(
+        [
+            ("op", pa.string()),
+            ("before", row),
+            ("after", row),
+            ("source", source),
+            ("transaction", TRANSACTION_TYPE),
+        ]
+    )
+
+
+def open_table(path: str) -> DeltaTable | None:
+    return DeltaTable(path) if DeltaTable.is_deltatable(path) else None
+
+
+def arrow_fields(table: DeltaTable) -> list[pa.Field]:
+    schema = pa.schema(table.schema().to_arrow())
+    return [_plain(f) for f in schema]
+
+
+def _plain(f: pa.Field) -> pa.Field:
+    """delta-rs reports string/binary as their large/view forms; the sink writes the plain ones."""
+    t = f.type
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        t = pa.string()
+    elif pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        t = pa.binary()
+    elif pa.types.is_struct(t):
+        t = pa.struct([_plain(t.field(i)) for i in range(t.num_fields)])
+    return pa.field(f.name, t, nullable=True)
+
+
+def ensure_replica(path: str, columns: Sequence[pa.Field]) -> list[pa.Field]:
+    """Create the replica or add the columns it lacks; returns its columns afterwards."""
+    table = open_table(path)
+    if table is None:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        DeltaTable.create(path, schema=pa.schema(list(columns)), mode="ignore")
+        return list(columns)
+    have = arrow_fields(table)
+    names = {f.name.lower() for f in have}
+    missing = [f for f in columns if f.name.lower() not in names]
+    if missing:
+        table.alter.add_columns([Field.from_arrow(f) for f in missing])
+        have += missing
+    return have
+
+
+def ensure_changelog(path: str, columns: Sequence[pa.Field], source: pa.DataType) -> None:
+    """Create the change log or widen its before/after structs with new columns."""
+    schema = changelog_schema(columns, source)
+    table = open_table(path)
+    if table is None:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        DeltaTable.create(path, schema=schema, mode="ignore")
+        return
+    after = next(f for f in arrow_fields(table) if f.name == "after").type
+    have = {after.field(i).name.lower() for i in range(after.num_fields)}
+    if any(f.name.lower() not in have for f in columns):
+        write_deltalake(path, schema.empty_table(), mode="append", schema_mode="merge")
+
+
+def already_applied(path: str, app_id: str, batch_id: int) -> bool:
+    table = open_table(path)
+    if table is None:
+        return False
+    version = table.transaction_version(app_id)
+    return version is not None and version >= batch_id
+
+
+def _commit(app_id: str, batch_id: int) -> CommitProperties:
+    return CommitProperties(app_transactions=[Transaction(app_id, batch_id)])
+
+
+def append_changelog(path: str, rows: pa.Table, app_id: str, batch_id: int) -> bool:
+    """Append a change log's ``rows`` of batch ``batch_id`` (:func:`append_once`)."""
+    return append_once(path, rows, app_id, batch_id)
+
+
+def append_once(path: str, rows: pa.Table, app_id: str, batch_id: int) -> bool:
+    """Append ``rows`` as batch ``batch_id`` (creating the table if there is none); False if
+    this batch was appended before."""
+    if already_applied(path, app_id, batch_id):
+        return False
+    write_deltalake(
+        path,
+        rows,
+        mode="append",
+        schema_mode="merge",
+        commit_properties=_commit(app_id, batch_id),
+    )
+    return True
+
+
+def append_replica(path: str, rows: pa.Table, app_id: str, batch_id: int) -> bool:
+    """Append rows no replica row shares a key with (see :mod:`.chunk_rows`); False if this batch
+    was written before."""
+    if already_applied(path, app_id, batch_id):
+        return False
+    write_deltalake(path, rows, mode="append", commit_properties=_commit(app_id, batch_id))
+    return True
+
+
+def commit_files(path: str, adds: list[AddAction], app_id: str, batch_id: int) -> None:
+    """Commit data files already in the table's folder (written elsewhere, in its columns) as
+    one append of batch ``batch_id``."""
+    table = DeltaTable(path)
+    actions: list[AddAction | RemoveAction] = list(adds)
+    table.create_write_transaction(
+        actions, mode="append", schema=table.schema(), commit_properties=_commit(app_id, batch_id)
+    )
+
+
+def merge_replica(
+    path: str,
+    changes: pa.Table,
+    key: Sequence[str],
+    app_id: str,
+    batch_id: int,
+    reset: bool = False,
+) -> bool:
+    """MERGE the latest change per key (``OP_COLUMN`` 'd' deletes, else upserts) as one commit.
+
+    ``reset`` (a TRUNCATE or DROP TABLE in the batch) also deletes every row the changes do not
+    touch. False if this batch was merged before.
+    """
+    if already_applied(path, app_id, batch_id):
+        return False
+    table = DeltaTable(path)
+    commit = _commit(app_id, batch_id)
+    if changes.num_rows == 0:
+        if reset:
+            table.delete(commit_properties=commit)
+        return True
+    predicate = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in key)
+    helper = [OP_COLUMN, ORDER_COLUMN]
+    merger = table.merge(
+        changes,
+        predicate,
+        source_alias="s",
+        target_alias="t",
+        merge_schema=False,
+        commit_properties=commit,
+    )
+    merger = (
+        merger.when_matched_delete(predicate=f"s.{OP_COLUMN} = 'd'")
+        .when_matched_update_all(predicate=f"s.{OP_COLUMN} <> 'd'", except_cols=helper)
+        .when_not_matched_insert_all(predicate=f"s.{OP_COLUMN} <> 'd'", except_cols=helper)
+    )
+    if reset:
+        merger = merger.when_not_matched_by_source_delete()
+    merger.execute()
+    return True
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'

@@ -1,0 +1,156 @@
+"""The sink's tables: where each captured table lives in the lake, its schemas and its rows.
+
+A captured table ``db.t`` has two Delta tables under the sink path, the replica ``<db>/<t>``
+and the change log ``<db>/<t>__changelog``; every schema announced for it is kept as
+``_sparkcdc/schemas/<db>.<t>.<schema_id>.json``, so a change names the schema it was decoded
+with and a restarted sink still finds it. :class:`Lake` creates and evolves the Delta tables
+as schema rows arrive (which DDL does what: :mod:`.sink`) and turns a table's row images (JSON
+text, one schema version per row) into typed structs of the table's current columns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sparkcdc.core.convert import arrow_schema, cast_struct, decode_images
+from sparkcdc.core.errors import SinkError
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.sinks.delta import commits
+
+TableName = tuple[str, str]
+
+
+class Lake:
+    """The captured tables under one sink path (see the module docstring)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.source: pa.DataType = pa.struct([])  # the stream's ``source`` struct (per batch)
+        self._schemas: dict[str, TableSchema] = {}  # schema_id -> schema
+        self._columns: dict[TableName, list[pa.Field]] = {}
+
+    def replica(self, name: TableName) -> str:
+        return str(Path(self.path) / name[0] / name[1])
+
+    def changelog(self, name: TableName) -> str:
+        return str(Path(self.path) / name[0] / f"{name[1]}__changelog")
+
+    def announce(self, row: dict[str, Any], index: int, resets: dict[TableName, int]) -> None:
+        """A schema row (the ``index``-th of the batch): keep its schema, create or evolve the
+        table's Delta tables; a TRUNCATE or DROP is noted in ``resets``."""
+        name = (row["db"], row["table"])
+        if _empties_table(row):
+            resets[name] = index
+        if not row.get("schema"):
+            return
+        schema = TableSchema.from_json(json.loads(row["schema"]))
+        schema_id = row.get("schema_id") or schema.schema_id()
+        self._schemas[schema_id] = schema
+        self._save_schema(schema, schema_id)
+        self._evolve((schema.db, schema.table), schema)
+
+    def _save_schema(self, schema: TableSchema, schema_id: str) -> None:
+        folder = Path(self.path) / "_sparkcdc" / "schemas"
+        target = folder / f"{schema.db}.{schema.table}.{schema_id}.json"
+        if target.exists():
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(schema.to_json(), indent=1, sort_keys=True))
+        os.replace(tmp, target)
+
+    def schema(self, name: TableName, schema_id: str) -> TableSchema:
+        """The schema ``schema_id`` of ``name`` (from the ones announced, else from its file)."""
+        found = self._schemas.get(schema_id)
+        if found is None:
+            path = (
+                Path(self.path) / "_sparkcdc" / "schemas" / f"{name[0]}.{name[1]}.{schema_id}.json"
+            )
+            try:
+                found = TableSchema.from_json(json.loads(path.read_text()))
+            except (OSError, ValueError) as exc:
+                raise SinkError(
+                    f"changes to {name[0]}.{name[1]} name schema {schema_id}, which was never "
+                    f"announced in {path.parent}; restart the pipeline with a fresh checkpoint.",
+                    table=f"{name[0]}.{name[1]}",
+                ) from exc
+            self._schemas[schema_id] = found
+        return found
+
+    def _evolve(self, name: TableName, schema: TableSchema) -> list[pa.Field]:
+        wanted = list(arrow_schema(schema))
+        try:
+            columns = commits.ensure_replica(self.replica(name), wanted)
+            commits.ensure_changelog(self.changelog(name), columns, self.source)
+        except Exception as exc:
+            raise SinkError(
+                f"could not create or evolve the Delta tables of {name[0]}.{name[1]}: {exc}",
+                table=f"{name[0]}.{name[1]}",
+            ) from exc
+        self._columns[name] = columns
+        return columns
+
+    def columns(self, name: TableName, schema: TableSchema) -> list[pa.Field]:
+        """The replica's columns (created from ``schema`` if it has no tables yet)."""
+        if name not in self._columns:
+            table = commits.open_table(self.replica(name))
+            if table is None:
+                return self._evolve(name, schema)
+            self._columns[name] = commits.arrow_fields(table)
+        return self._columns[name]
+
+    def images(
+        self, name: TableName, rows: pa.Table, schema_ids: list[str], columns: list[pa.Field]
+    ) -> tuple[pa.StructArray, pa.StructArray]:
+        """The before and after images of ``rows`` (one table's, in log order) as typed structs
+        of ``columns``, each row decoded with the schema it names."""
+        images = []
+        for side in ("before", "after"):
+            values = rows.column(side).combine_chunks()
+            parts, order = [], []
+            for schema_id in dict.fromkeys(schema_ids):
+                mask = pc.equal(rows.column("schema_id"), schema_id)
+                decoded = decode_images(
+                    values.filter(mask.combine_chunks()), self.schema(name, schema_id)
+                )
+                try:
+                    parts.append(cast_struct(decoded, columns))
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                    raise SinkError(
+                        f"a change to {name[0]}.{name[1]} does not fit the Delta column types "
+                        f"({exc}); column type changes need a new table.",
+                        table=f"{name[0]}.{name[1]}",
+                    ) from exc
+                order.append(pc.indices_nonzero(mask))
+            if len(parts) == 1:
+                images.append(parts[0])
+                continue
+            merged = pa.concat_arrays(parts)
+            where = pa.concat_arrays([o.cast(pa.int64()) for o in order])
+            images.append(merged.take(pc.sort_indices(where)))
+        return images[0], images[1]
+
+
+def _empties_table(row: dict[str, Any]) -> bool:
+    """TRUNCATE TABLE, DROP TABLE or DROP DATABASE (by the change's kind, else the statement)."""
+    ddl = row.get("ddl") or ""
+    if _RENAME.match(ddl):
+        return False  # the old name's tables stay as they were
+    try:
+        change = json.loads(row.get("after") or "null")
+    except ValueError:
+        change = None
+    if isinstance(change, dict) and "kind" in change:
+        return change["kind"] in ("truncate", "drop")
+    return bool(_EMPTYING.match(ddl))
+
+
+_EMPTYING = re.compile(r"\s*(TRUNCATE|DROP\s+(TABLE|DATABASE|SCHEMA))\b", re.IGNORECASE)
+_RENAME = re.compile(r"\s*(RENAME\s+TABLE|ALTER\s+TABLE\s+.*\bRENAME\b)", re.IGNORECASE | re.DOTALL)

@@ -1,0 +1,314 @@
+"""The Delta sink: ``foreachBatch`` writer of every captured table's change log and replica.
+
+For micro-batch N (rows of :data:`~sparkcdc.core.event.envelope_schema` in log order, collected
+once with ``df.toArrow()``):
+
+1. Schema rows (``op = 's'``), in order: each announced schema is written to
+   ``<sink>/_sparkcdc/schemas/<db>.<table>.<schema_id>.json`` and the table's Delta tables are
+   created or evolved (:mod:`.lake`). DDL as it reaches the sink:
+
+   ===================  ===============================================================
+   CREATE TABLE         creates ``<db>/<t>`` and ``<db>/<t>__changelog``
+   ADD COLUMN           adds the column to the replica and to the change log's structs
+   DROP COLUMN          keeps the column; rows written afterwards hold null in it
+   MODIFY/CHANGE type   keeps the Delta type; values are cast to it (a failing cast stops
+                        the batch with SinkError)
+   TRUNCATE TABLE       deletes every replica row (in the batch's replica commit)
+   DROP TABLE           deletes every replica row; the change log stays
+   RENAME TABLE         the new name starts new Delta tables; the old ones stay as they were
+   ===================  ===============================================================
+
+2. Changes (c/u/d/r) per table: row images become typed structs (:mod:`~sparkcdc.core.convert`),
+   with the schema version each row names (``schema_id``), widened to the table's current
+   columns. A snapshot chunk kept in the split store (``op = 'k'``) becomes its ``r`` rows,
+   read from there already typed (:mod:`.chunk_rows`).
+3. Change log ``<db>/<t>__changelog``: one append of op, before, after, source, transaction.
+4. Replica ``<db>/<t>``: one MERGE on the key with the latest change per key in the batch by log
+   order; deletes delete, inserts and updates upsert (an update that changes the key deletes
+   the old key). A batch of nothing but chunks of the initial snapshot is appended instead,
+   while the table has had nothing else (:class:`~.chunk_rows.AppendBook`): the Parquet files
+   its tasks wrote for both tables are linked in and committed (:mod:`.chunk_files`); chunks of
+   an incremental snapshot are appended only where the replica's file statistics prove it holds
+   none of their keys (:func:`~.chunk_rows.disjoint`).
+
+   Tables are written in the batch's order, except that tables holding nothing but chunks of
+   an incremental snapshot come last: before them the sink touches its mark (the pipeline's
+   batch mark, :mod:`sparkcdc.spark.incremental.batch_mark`), which lets the next window's
+   reads start.
+5. Notifications of the incremental snapshots (``op = 'n'``) are no changes: they are logged and
+   appended to ``<sink>/_sparkcdc/notifications`` (:mod:`.notifications`).
+
+All commits carry the Delta transaction identifier (pipeline id, batch id), so a replay of batch
+N after a crash writes nothing twice (:mod:`.commits`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Protocol
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sparkcdc.core.errors import SinkError
+from sparkcdc.core.event import OP_NOTICE, OP_SCHEMA
+from sparkcdc.sinks.delta import chunk_files, chunk_rows, commits, notifications
+from sparkcdc.sinks.delta.lake import Lake, TableName
+from sparkcdc.sinks.delta.replica import latest_changes
+
+log = logging.getLogger("sparkcdc.sink")
+
+
+class ArrowFrame(Protocol):
+    """What ``foreachBatch`` hands the sink: a DataFrame, of which it needs its Arrow table."""
+
+    def toArrow(self) -> pa.Table: ...
+
+
+class Mark(Protocol):
+    """Told once per micro-batch that the batch's log changes are committed."""
+
+    def touch(self) -> None: ...
+
+
+@dataclass
+class BatchReport:
+    """What one micro-batch wrote."""
+
+    batch_id: int
+    changes: int
+    tables: list[str]
+    skipped: list[str]  # tables whose commits this batch had already made (a replay)
+    last_event_ts_ms: int | None
+    notifications: int = 0  # op 'n' rows: kept and logged, not changes
+
+
+class DeltaSink:
+    """``writeStream.foreachBatch(DeltaSink(path, app_id))``; see the module docstring."""
+
+    def __init__(
+        self, path: str, app_id: str | Callable[[], str], mark: Mark | None = None
+    ) -> None:
+        self.path = str(path)
+        self.mark = mark  # rewritten once the stream's changes of a batch are committed
+        self._marked = False
+        self._app_id = app_id
+        self.lake = Lake(self.path)
+        self.batches = 0
+        self.changes = 0
+        self.last_event_ts_ms: int | None = None
+        self.last_report: BatchReport | None = None
+        self.error: BaseException | None = None
+        self._appends = chunk_rows.AppendBook(self.path)
+
+    @property
+    def app_id(self) -> str:
+        if callable(self._app_id):
+            self._app_id = self._app_id()
+        return self._app_id
+
+    def __call__(self, df: ArrowFrame, batch_id: int) -> None:
+        try:
+            started = time.perf_counter()
+            envelope = df.toArrow()
+            self.write(envelope, int(batch_id), read_s=time.perf_counter() - started)
+        except BaseException as exc:
+            self.error = exc
+            raise
+
+    # -------------------------------------------------------------- one batch
+    def write(self, envelope: pa.Table, batch_id: int, read_s: float | None = None) -> BatchReport:
+        """Write one micro-batch (see the module docstring); idempotent per ``batch_id``."""
+        started = time.perf_counter()
+        self.lake.source = envelope.schema.field("source").type
+        ops = envelope.column("op").to_pylist() if envelope.num_rows else []
+        resets: dict[TableName, int] = {}
+        for i in (i for i, op in enumerate(ops) if op == OP_SCHEMA):
+            self.lake.announce(envelope.slice(i, 1).to_pylist()[0], i, resets)
+        kept = pa.array([OP_SCHEMA, OP_NOTICE])
+        changes = pc.invert(pc.is_in(envelope.column("op"), kept)) if envelope.num_rows else None
+        tables: list[str] = []
+        skipped: list[str] = []
+        count = 0
+        last_ts: int | None = None
+        self._marked = False
+        if changes is not None and pc.any(changes).as_py():
+            positions = pc.indices_nonzero(changes)
+            rows = envelope.take(positions).append_column("_pos", positions.cast(pa.int64()))
+            names = pc.binary_join_element_wise(rows.column("db"), rows.column("table"), "\x00")
+            parts = [(n, rows.filter(pc.equal(names, n))) for n in pc.unique(names).to_pylist()]
+            # the stream's changes first, then the mark, then snapshot chunks (module docstring)
+            later = [chunk_rows.only_incremental_chunks(part) for _, part in parts]
+            for (name, part), chunk in sorted(zip(parts, later, strict=True), key=lambda p: p[1]):
+                if chunk:
+                    self._touch_mark()
+                db, table = name.split("\x00", 1)
+                wrote, n = self._table_changes(
+                    (db, table), part, batch_id, resets.get((db, table)), chunk
+                )
+                (tables if wrote else skipped).append(f"{db}.{table}")
+                count += n
+            ts = pc.max(rows.column("source").combine_chunks().field("ts_ms")).as_py()
+            last_ts = None if ts is None else int(ts)
+        for name in resets:
+            if name not in {tuple(t.split(".", 1)) for t in tables + skipped}:
+                self._reset_only(name, batch_id)
+        self._touch_mark()
+        noticed = notifications.record(self.path, envelope, self.app_id, batch_id)
+        report = BatchReport(batch_id, count, tables, skipped, last_ts, noticed)
+        took = f"read {read_s:.1f}s, " if read_s is not None else ""
+        self._account(report, f" ({took}written in {time.perf_counter() - started:.1f}s)")
+        return report
+
+    def _touch_mark(self) -> None:
+        """Once per batch: the stream's changes of this batch are committed (the mark)."""
+        if self.mark is not None and not self._marked:
+            self._marked = True
+            self.mark.touch()
+
+    def _account(self, report: BatchReport, timing: str) -> None:
+        self.batches += 1
+        self.changes += report.changes
+        if report.last_event_ts_ms is not None:
+            self.last_event_ts_ms = max(self.last_event_ts_ms or 0, report.last_event_ts_ms)
+        self.last_report = report
+        if report.changes:
+            done = ", ".join(report.tables) or "nothing new"
+            extra = (
+                f" (already written before: {', '.join(report.skipped)})" if report.skipped else ""
+            )
+            log.info(
+                "batch %d: %d changes to %s; replica and change log written%s%s",
+                report.batch_id,
+                report.changes,
+                done,
+                extra,
+                timing,
+            )
+
+    # -------------------------------------------------------------- changes
+    def _table_changes(
+        self,
+        name: TableName,
+        rows: pa.Table,
+        batch_id: int,
+        reset_at: int | None,
+        incremental_only: bool,
+    ) -> tuple[bool, int]:
+        """Write one table's changes (``incremental_only``: nothing but chunks of an incremental
+        snapshot); (whether anything was written, how many changes)."""
+        latest = self.lake.schema(name, rows.column("schema_id")[-1].as_py())
+        columns = self.lake.columns(name, latest)
+        chunks_only = chunk_rows.only_initial_chunks(rows)
+        if not chunks_only:
+            self._appends.streamed(*name, self.app_id)
+        elif self._appends.may_append(*name, self.app_id, self.lake.replica(name)):
+            refs = chunk_rows.chunk_refs(rows)
+            if chunk_files.adoptable(refs, columns):  # the tasks wrote the data files
+                return self._adopt(name, refs, batch_id), sum(int(r["rows"]) for r in refs)
+        rows, before, after = self._typed(name, rows, columns, batch_id)
+        label = f"{name[0]}.{name[1]}"
+        try:
+            changelog = pa.Table.from_arrays(
+                [rows.column("op"), before, after, rows.column("source"),
+                 rows.column("transaction")],
+                schema=commits.changelog_schema(columns, rows.column("source").type),
+            )  # fmt: skip
+            log_path, replica_path = self.lake.changelog(name), self.lake.replica(name)
+            if (chunks_only and self._appends.may_append(*name, self.app_id, replica_path)) or (
+                incremental_only and chunk_rows.disjoint(replica_path, latest.key, after)
+            ):
+                wrote = chunk_rows.append_chunks(
+                    log_path, changelog, replica_path, after, self.app_id, batch_id
+                )
+                return wrote, rows.num_rows
+            merged = partial(latest_changes, rows, before, _whole(after), columns, latest.key,
+                             reset_at)  # fmt: skip
+            wrote = self._log_and_merge(name, changelog, merged, latest.key, batch_id, reset_at)
+        except Exception as exc:
+            raise SinkError(
+                f"writing batch {batch_id} of {label} to Delta failed: {exc}", table=label
+            ) from exc
+        return wrote, rows.num_rows
+
+    def _typed(
+        self, name: TableName, rows: pa.Table, columns: list[pa.Field], batch_id: int
+    ) -> tuple[pa.Table, pa.StructArray, pa.StructArray | pa.ChunkedArray]:
+        """``rows`` (with each ``k`` event replaced by its ``r`` rows) and their typed before
+        and after images."""
+        if not chunk_rows.has_chunks(rows):
+            before, after = self.lake.images(
+                name, rows, rows.column("schema_id").to_pylist(), columns
+            )
+            return rows, before, after
+        try:
+            return chunk_rows.with_chunk_rows(
+                rows,
+                columns,
+                lambda inline: self.lake.images(
+                    name, inline, inline.column("schema_id").to_pylist(), columns
+                ),
+            )
+        except (OSError, ValueError) as exc:
+            label = f"{name[0]}.{name[1]}"
+            raise SinkError(f"batch {batch_id} of {label}: {exc}.", table=label) from exc
+
+    def _log_and_merge(
+        self,
+        name: TableName,
+        changelog: pa.Table,
+        latest: Callable[[], pa.Table],
+        key: tuple[str, ...],
+        batch_id: int,
+        reset_at: int | None,
+    ) -> bool:
+        """The change log's append beside the replica's MERGE of the ``latest`` changes per key
+        (made while the append runs; delta-rs works outside the GIL), each idempotent per batch
+        id on its own; whether either wrote."""
+        with ThreadPoolExecutor(1) as pool:
+            logged = pool.submit(
+                commits.append_changelog, self.lake.changelog(name), changelog, self.app_id,
+                batch_id,
+            )  # fmt: skip
+            wrote_replica = commits.merge_replica(
+                self.lake.replica(name), latest(), key, self.app_id, batch_id, reset_at is not None
+            )
+            return bool(logged.result()) or wrote_replica
+
+    def _adopt(self, name: TableName, refs: list[dict[str, Any]], batch_id: int) -> bool:
+        """Commit the data files the snapshot tasks wrote for a batch of initial chunks
+        (:mod:`.chunk_files`); False if both tables hold this batch already."""
+        label = f"{name[0]}.{name[1]}"
+        tag = f"{self.app_id}/{label}"
+        try:
+            wrote = [
+                chunk_files.commit(path, kind, refs, self.app_id, batch_id, tag)
+                for kind, path in (("changelog", self.lake.changelog(name)),
+                                   ("replica", self.lake.replica(name)))
+            ]  # fmt: skip
+        except (OSError, ValueError, KeyError) as exc:
+            raise SinkError(f"batch {batch_id} of {label}: {exc}.", table=label) from exc
+        except Exception as exc:
+            raise SinkError(
+                f"writing batch {batch_id} of {label} to Delta failed: {exc}", table=label
+            ) from exc
+        return any(wrote)
+
+    def _reset_only(self, name: TableName, batch_id: int) -> None:
+        """A TRUNCATE or DROP TABLE with no later change of the table in this batch."""
+        path = self.lake.replica(name)
+        if commits.open_table(path) is None:
+            return
+        empty = pa.table({})
+        commits.merge_replica(path, empty, (), self.app_id, batch_id, reset=True)
+
+
+def _whole(values: pa.StructArray | pa.ChunkedArray) -> pa.StructArray:
+    combined = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    assert isinstance(combined, pa.StructArray)
+    return combined

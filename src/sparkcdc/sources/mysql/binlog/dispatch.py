@@ -1,0 +1,329 @@
+"""What each binlog event does to the stream: the log reader's event loop (one connection).
+
+Per event of the binlog dump::
+
+    ROTATE / FORMAT_DESCRIPTION    current file, checksum and post-header sizes
+    GTID                           a transaction opens at (file, pos of this event); its
+                                   timestamp is the transaction's commit time (MariaDB)
+    TABLE_MAP                      remembered per table id; decoders cached per (id, schema_id)
+    WRITE/UPDATE/DELETE_ROWS       captured tables only -> envelope rows, cut into items of
+                                   <= item_rows rows (:mod:`sparkcdc.store.cutter`)
+    XID / QUERY COMMIT             the boundary: the pending item's ``after``, or a progress marker
+    QUERY (other)                  DDL -> the schema tracker; changes of captured tables are
+                                   recorded in the schema history and put as a DDL item
+    HEARTBEAT                      the stream is idle: a pending item or marker goes out
+    MySQL's GTID events            refused with a sentence: a MySQL server's transactions are
+                                   not decoded yet, and none may be missed silently
+
+:class:`BinlogDispatch` holds the state of one connection (the file, the format description, the
+GTID position, the table maps) and is the base of :class:`~.reader.LogReader`, which adds the
+thread, the reconnects and the store.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+
+from sparkcdc.core.errors import SourceError
+from sparkcdc.core.logitem import LogItem
+from sparkcdc.core.offset import position_text
+from sparkcdc.sources.mysql.binlog import events as ev
+from sparkcdc.sources.mysql.binlog.dump import format_gtid_pos, parse_gtid_pos
+from sparkcdc.sources.mysql.binlog.protocol import ReplicationConnection
+from sparkcdc.sources.mysql.binlog.tablemap import TableMap
+from sparkcdc.sources.mysql.offset import BinlogOffset, file_sequence
+from sparkcdc.sources.mysql.schema.state import SchemaState
+from sparkcdc.sources.port import ChangeFilter
+from sparkcdc.store.cutter import TransactionCutter
+
+log = logging.getLogger("sparkcdc.reader")
+
+ARTIFICIAL = 0x20  # LOG_EVENT_ARTIFICIAL_F: made up by the dump thread, not in the file
+_IGNORED_QUERIES = ("BEGIN", "XA ", "SAVEPOINT", "ROLLBACK TO", "RELEASE SAVEPOINT")
+COALESCE_SECONDS = 0.05  # the longest a committed transaction waits in the pending item
+
+
+class ReachedStop(Exception):
+    """The stream reached ``stop_at``: a bounded read (a snapshot window) is complete."""
+
+
+class Stopped(Exception):
+    """stop() was called; unwinds the reader thread."""
+
+
+class BinlogDispatch:
+    """The events of one binlog dump into the cutter (see the module docstring)."""
+
+    cutter: TransactionCutter
+    schemas: SchemaState
+    change_filter: ChangeFilter | None
+    stop_at: BinlogOffset | None
+    progress_interval: float
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._conn: ReplicationConnection | None = None
+        self._events = self._events_since_connect = 0
+        self._last_ts_ms = 0
+        self._position: BinlogOffset | None = None
+        self._last_put_at = 0.0
+        self._pending_marker: BinlogOffset | None = None
+        # per connection: current file, format description, GTID position, pending resume
+        self._file = ""
+        self._file_prefix = ""  # the file's part of an event position
+        self._fd: ev.FormatDescription | None = None
+        self._standalone = False
+        self._gtids: dict[int, tuple[int, int]] = {}
+        self._gtid_text: str | None = None  # format_gtid_pos(self._gtids), once per change
+        self._resume: BinlogOffset | None = None
+        self._read_pos = 0  # the end of the last event read, in ``self._file``
+        self._server_id = 0  # the server that wrote the open transaction
+        # per format description: table id width per rows event type, checksum bytes, and the
+        # table maps parsed already (MariaDB repeats the same TABLE_MAP in every transaction)
+        self._id_lens: dict[int, int] = {}
+        self._trailer = 0
+        self._maps: dict[bytes, TableMap] = {}
+
+    def _put(self, item: LogItem) -> None:
+        raise NotImplementedError  # the log reader puts into its store
+
+    def _on_connected(self, resume: BinlogOffset) -> None:
+        """The dump's first event arrived (the log reader logs it)."""
+
+    # ------------------------------------------------------------------ one connection
+    def follow(self, resume: BinlogOffset, stream: Iterator[bytes]) -> None:
+        """Dispatch every event of ``stream``, a dump from ``resume`` (module docstring)."""
+        self._set_file(resume.file)
+        self._standalone = False
+        self._set_format(None)
+        self._gtids = _gtid_state(resume.gtid)
+        self._gtid_text = None
+        self._resume = resume if resume.skip else None
+        self._events_since_connect = 0
+        self.cutter.reset()
+        stopped = self._stop.is_set
+        stop_file, stop_pos = (self.stop_at.file, self.stop_at.pos) if self.stop_at else (None, 0)
+        unpack_header, rows_events = ev.unpack_header, ev.ROWS_EVENTS
+        table_map, gtid_event, xid, query = ev.TABLE_MAP, ev.GTID, ev.XID, ev.QUERY
+        before_format = (ev.ROTATE, ev.FORMAT_DESCRIPTION, ev.HEARTBEAT)
+        for data in stream:
+            if stopped():
+                raise Stopped
+            if not self._events_since_connect:
+                self._on_connected(resume)
+            self._events_since_connect += 1
+            self._events += 1
+            ts, etype, server_id, size, next_pos, flags = unpack_header(data, 0)
+            if next_pos and not flags & ARTIFICIAL and etype != ev.HEARTBEAT:
+                self._read_pos = next_pos
+            if ts:
+                self._last_ts_ms = ts * 1000
+            fd = self._fd
+            if fd is None and etype not in before_format:
+                continue  # nothing but these comes before the format description
+            # most frequent first: a single-row transaction is GTID, TABLE_MAP, rows, XID
+            if etype == table_map:
+                assert fd is not None
+                self._table_map(data, fd)
+            elif etype in rows_events:
+                self._rows_event(etype, data, next_pos - size)
+            elif etype == gtid_event:
+                assert fd is not None
+                self._begin(data, fd.header_len, server_id, next_pos - size, ts)
+            elif etype == xid:
+                self._end_txn(self._boundary(next_pos))
+            elif etype == query:
+                assert fd is not None
+                self._query(ev.parse_query(data, fd), next_pos - size, next_pos)
+            else:
+                self._other_event(data, etype, next_pos - size, flags)
+            if next_pos >= stop_pos and self._file == stop_file and etype != ev.ROTATE:
+                raise ReachedStop
+
+    def _other_event(self, data: bytes, etype: int, pos: int, flags: int) -> None:
+        """ROTATE, FORMAT_DESCRIPTION, HEARTBEAT, compressed and MySQL's GTID events (others
+        carry nothing a change stream needs)."""
+        if etype == ev.ROTATE:
+            file, self._read_pos = ev.parse_rotate(data, None if flags & ARTIFICIAL else self._fd)
+            self._set_file(file)
+        elif etype == ev.FORMAT_DESCRIPTION:
+            self._set_format(ev.parse_format_description(data))
+        elif etype == ev.HEARTBEAT:
+            self.cutter.flush()
+            if self._pending_marker is not None:
+                self._put(LogItem(after=self._pending_marker))
+        elif etype in ev.COMPRESSED_EVENTS:
+            self._compressed(etype, data)
+        elif etype in ev.MYSQL_GTID_EVENTS:
+            raise ev.mysql_binlog_error(self._file, pos)
+
+    def _idle(self) -> None:
+        """No complete event is buffered: put the pending item unless more data has arrived
+        already and it is young enough to wait for it."""
+        cutter = self.cutter
+        if cutter.pending is None:
+            return
+        conn = self._conn
+        if (
+            conn is None
+            or time.monotonic() - cutter.pending_since >= COALESCE_SECONDS
+            or not conn.data_waiting()
+        ):
+            cutter.flush()
+
+    def _set_file(self, file: str) -> None:
+        self._file = file
+        self._file_prefix = position_text(file_sequence(file)) + ":" if file else ""
+
+    def _set_format(self, fd: ev.FormatDescription | None) -> None:
+        self._fd = fd
+        self._maps.clear()
+        if fd is not None:
+            self._id_lens = {t: 4 if fd.post_header_len(t) == 6 else 6 for t in ev.ROWS_EVENTS}
+            self._trailer = ev.CHECKSUM_LEN if fd.checksum else 0
+
+    def _table_map(self, data: bytes, fd: ev.FormatDescription) -> None:
+        """A TABLE_MAP event; one seen before (same bytes after the header) is not re-parsed."""
+        body = data[fd.header_len : len(data) - self._trailer]
+        tm = self._maps.get(body)
+        if tm is None:
+            if len(self._maps) >= 1024:
+                self._maps.clear()
+            tm = self._maps[body] = ev.parse_table_map(data, fd)
+        self.schemas.table_map(tm)
+
+    def _boundary(self, next_pos: int) -> BinlogOffset:
+        text = self._gtid_text
+        if text is None:
+            text = self._gtid_text = format_gtid_pos(self._gtids)
+        return BinlogOffset(self._file, next_pos, text)
+
+    # ------------------------------------------------------------------ transactions
+    def _begin(self, data: bytes, start: int, server_id: int, pos: int, ts: int) -> None:
+        """A GTID event (post-header at ``start``, ``server_id`` from its header) opens a
+        transaction; the one a resume offset names drops its first ``skip`` rows."""
+        seq, domain, flags = ev.unpack_gtid(data, start)
+        cutter = self.cutter
+        if cutter.open and cutter.seen:
+            log.warning(
+                "the transaction %s ended without a commit event; its %d changes are "
+                "dropped (XA transactions are not supported)",
+                cutter.transaction,
+                cutter.seen,
+            )
+        before = self._gtid_text
+        if before is None:
+            before = format_gtid_pos(self._gtids)
+        self._gtids[domain] = (server_id, seq)
+        self._gtid_text = None
+        skip, resume = 0, self._resume
+        if resume is not None:
+            if (self._file, pos) != (resume.file, resume.pos):
+                raise SourceError(
+                    f"the transaction to resume at {resume} is not where the offset says "
+                    f"(found one at {self._file}:{pos}); restart from a boundary offset."
+                )
+            skip, self._resume = resume.skip, None
+        here = self._position  # the boundary before, usually: the same offset
+        place = (self._file, pos, before, 0)
+        if here is None or (here.file, here.pos, here.gtid, here.skip) != place:
+            here = BinlogOffset(self._file, pos, before)
+        cutter.begin(here, f"{domain}-{server_id}-{seq}", ts * 1000, skip)
+        self._server_id = server_id
+        self._standalone = bool(flags & ev.FL_STANDALONE)
+
+    def _query(self, query: ev.Query, pos: int, next_pos: int) -> None:
+        """COMMIT/ROLLBACK end a transaction; other statements but BEGIN/XA/SAVEPOINT are DDL."""
+        sql = query.sql.strip()
+        head = sql[:20].upper()
+        boundary = self._boundary(next_pos)
+        if head.startswith(("COMMIT", "ROLLBACK")) and not head.startswith("ROLLBACK TO"):
+            self._end_txn(boundary)
+        elif not head.startswith(_IGNORED_QUERIES):
+            in_group = self.cutter.open and not self._standalone
+            self._ddl(query.db, sql, pos, None if in_group else boundary)
+            if self.cutter.open and self._standalone:
+                self._end_txn(boundary)
+
+    def _rows_event(self, etype: int, data: bytes, pos: int) -> None:
+        assert self._fd is not None
+        start = self._fd.header_len
+        table_id = int.from_bytes(data[start : start + self._id_lens[etype]], "little")
+        found = self.schemas.decoder(table_id)
+        if found is None:
+            return
+        tm, decoder, sid = found
+        if not self.cutter.open:
+            raise SourceError(
+                f"the binlog holds changes of {tm.db}.{tm.table} at {self._file}:{pos} outside "
+                "any transaction, which sparkcdc cannot place; start from a transaction "
+                "boundary (startup: latest, or a GTID position)."
+            )
+        changes = decoder.decode(etype, data, start, len(data) - self._trailer)
+        if self.change_filter is not None:
+            at = BinlogOffset(self._file, pos)
+            changes = self.change_filter(tm.db, tm.table, at, changes)
+            if not changes:
+                return
+        cutter = self.cutter
+        own = (self._server_id, self._file, pos, None, cutter.transaction)
+        cutter.add(tm.db, tm.table, sid, f"{self._file_prefix}{pos:010d}", own, changes)
+
+    def _compressed(self, etype: int, data: bytes) -> None:
+        """A MariaDB compressed event (``log_bin_compress``): harmless on tables not captured,
+        refused on captured ones and for statements (which may be DDL) so nothing is missed."""
+        assert self._fd is not None
+        if etype != ev.QUERY_COMPRESSED:
+            start = self._fd.header_len
+            table_id = int.from_bytes(
+                data[start : start + self._id_lens[ev.WRITE_ROWS_V1]], "little"
+            )
+            if self.schemas.decoder(table_id) is None:
+                return
+        raise ev.compressed_event_error(etype)
+
+    def _end_txn(self, boundary: BinlogOffset) -> None:
+        self._position = boundary
+        cutter = self.cutter
+        if cutter.commit(boundary) if cutter.open else cutter.advance(boundary):
+            pending = cutter.pending
+            assert pending is not None
+            if (
+                len(pending) >= cutter.item_rows
+                or time.monotonic() - cutter.pending_since >= COALESCE_SECONDS
+            ):
+                cutter.flush()
+            else:
+                self._pending_marker = None  # the pending item carries this boundary
+            return
+        self._pending_marker = boundary
+        if time.monotonic() - self._last_put_at >= self.progress_interval:
+            self._put(LogItem(after=boundary))
+
+    def _ddl(self, db: str, sql: str, pos: int, boundary: BinlogOffset | None) -> None:
+        """Apply a statement to the tracked schemas; changes of captured tables become one DDL
+        item (``boundary`` None: inside a multi-statement transaction, e.g. CREATE … SELECT)."""
+        cutter = self.cutter
+        if cutter.open and cutter.skip and cutter.seen <= cutter.skip:
+            return  # met before the resume point: the schemas at that point include it
+        after = boundary or cutter.inner_offset()
+        assert isinstance(after, BinlogOffset)
+        rows = self.schemas.apply(db, sql, after)
+        if not rows:
+            return
+        if not cutter.open:  # a DDL outside any GTID group (a stream opened mid-group)
+            cutter.transaction, cutter.ts_ms = "", self._last_ts_ms
+        own = (self._server_id, self._file, pos, None, cutter.transaction)
+        cutter.add_ddl(sql, rows, f"{self._file_prefix}{pos:010d}", own, after)
+        if after.at_boundary:
+            self._position = after
+
+
+def _gtid_state(text: str) -> dict[int, tuple[int, int]]:
+    try:
+        return parse_gtid_pos(text)
+    except ValueError:
+        return {}

@@ -1,0 +1,65 @@
+"""TABLE_MAP_EVENT: the binlog's description of a table that the following rows events use.
+
+Rows events carry values by column position with a compact per-column encoding; the table map
+gives each column's MySQL type code and its metadata (length bytes, precision/scale, fractional
+seconds …). Names, signedness and charsets are not in it (unless ``binlog_row_metadata=FULL``),
+which is why schemas are tracked separately (:mod:`sparkcdc.sources.mysql.schema.tracker`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# MySQL column type codes (include/mysql_com.h enum_field_types)
+T_DECIMAL = 0
+T_TINY = 1
+T_SHORT = 2
+T_LONG = 3
+T_FLOAT = 4
+T_DOUBLE = 5
+T_NULL = 6
+T_TIMESTAMP = 7
+T_LONGLONG = 8
+T_INT24 = 9
+T_DATE = 10
+T_TIME = 11
+T_DATETIME = 12
+T_YEAR = 13
+T_NEWDATE = 14
+T_VARCHAR = 15
+T_BIT = 16
+T_TIMESTAMP2 = 17
+T_DATETIME2 = 18
+T_TIME2 = 19
+T_JSON = 245
+T_NEWDECIMAL = 246
+T_ENUM = 247
+T_SET = 248
+T_TINY_BLOB = 249
+T_MEDIUM_BLOB = 250
+T_LONG_BLOB = 251
+T_BLOB = 252
+T_VAR_STRING = 253
+T_STRING = 254
+T_GEOMETRY = 255
+
+
+@dataclass(frozen=True, slots=True)
+class TableMap:
+    """One decoded TABLE_MAP_EVENT.
+
+    ``column_meta[i]`` is the metadata of column i as one integer, decoded per type the way the
+    server writes it: VARCHAR/VAR_STRING → max byte length; BLOB/TEXT/JSON/GEOMETRY → number of
+    length bytes; NEWDECIMAL → ``precision << 8 | scale``; FLOAT/DOUBLE → byte size;
+    BIT → ``bytes << 8 | bits`` as written (byte 0 = bits % 8, byte 1 = bytes);
+    STRING/ENUM/SET → ``real_type << 8 | length`` (two bytes as written, first byte high);
+    TIMESTAMP2/DATETIME2/TIME2 → fractional-second precision; others → 0.
+    ``nullable`` has one bool per column.
+    """
+
+    table_id: int
+    db: str
+    table: str
+    column_types: bytes
+    column_meta: tuple[int, ...]
+    nullable: tuple[bool, ...]

@@ -1,0 +1,302 @@
+"""The snapshot dialect of MySQL/MariaDB: the chunk queries of Flink CDC 2.x's incremental
+snapshot (seed 003) over Debezium's keyset chunking (seed 000).
+
+A table is cut along its chunk key with keyset queries (``WHERE key >= lo ORDER BY key LIMIT 1
+OFFSET n``), each chunk is read with ``WHERE lo <= key < hi``, and every comparison of keys is
+made by the server with the columns' collations. Chunks are read with connectorx into Arrow,
+with the ``key`` and ``after`` JSON text built by the server in SQL (:mod:`.sql`), so no
+Python object is made per value; the small queries go through a :class:`MySQLCatalog`
+connection (pymysql), which also gives the watermark.
+
+A typed read (``read_chunk(..., typed=True)``) skips the JSON of the row, the largest cost of a
+snapshot: it selects one column per table column, each turned into its Delta type by
+:func:`sparkcdc.core.convert.fix_column`, so that it equals what
+:func:`~sparkcdc.core.convert.decode_images` makes of ``after``. Integers, YEAR, FLOAT, DOUBLE,
+BIT (as ``col+0``, an unsigned integer), DECIMAL of at most 28 digits with at most 10 after the
+point, DATE and DATETIME (zero and partly-zero dates made NULL by the server, as the JSON path
+makes them ``null``) come natively and exactly over the binary protocol; character strings,
+JSON, ENUM and SET as utf8mb4 text, binary strings as their bytes. Wider DECIMALs, TIMESTAMP and
+TIME come as the server's text, the very text the JSON path quotes (:func:`.sql.value_text`),
+because connectorx cannot read them exactly; the text is cast like the JSON string. The ``key``
+text is the server's too, except for integer keys, whose text is made from the columns read
+(:func:`.typed.integer_key`): native reads halve the server's work on a chunk.
+
+Every statement runs with ``time_zone='+00:00'`` (``SET STATEMENT`` on MariaDB, a ``SET_VAR``
+hint on MySQL) so that TIMESTAMP keys compare exactly; the TIMESTAMP text itself is computed
+from the stored UTC seconds and does not depend on the time zone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote
+
+import connectorx as cx
+import pyarrow as pa
+
+from sparkcdc.config.model import SourceConfig
+from sparkcdc.core.chunk import KeyColumn, KeyValue
+from sparkcdc.core.errors import SourceError
+from sparkcdc.core.schema import Column, TableSchema
+from sparkcdc.sources.mysql.chunks import sql as q
+from sparkcdc.sources.mysql.chunks.keys import chunk_key_columns
+from sparkcdc.sources.mysql.chunks.typed import dated, integer_key, typed_table, year_zero
+from sparkcdc.sources.mysql.offset import BinlogOffset
+from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
+
+CHUNK_SCHEMA = pa.schema([("key", pa.string()), ("after", pa.string())])
+LOCATE_BATCH = 500  # values (and bounds) per locate query
+EXACT_COUNT_LIMIT = 10_000_000  # tables estimated larger than this are not counted exactly
+_SETTINGS = "time_zone='+00:00', sql_mode=''"
+
+
+class MySQLChunks:
+    """:class:`sparkcdc.snapshot.dialect.SnapshotDialect` for MySQL/MariaDB (a context
+    manager). Key values use the row-image JSON encoding of :mod:`sparkcdc.core.chunk`."""
+
+    def __init__(self, source: SourceConfig) -> None:
+        self.source = source
+        self._zero_dates: set[str] = set()  # tables a chunk showed zero dates in
+        self.catalog = MySQLCatalog(
+            source.host, source.port, source.user, source.password, source.connect_timeout
+        )
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _statement(self, sql: str) -> str:
+        """``sql`` (a SELECT) run in UTC with an empty sql_mode, whatever the session says."""
+        if self.catalog.is_mariadb:
+            return f"SET STATEMENT {_SETTINGS} FOR {sql}"
+        hints = " ".join(f"SET_VAR({s.strip()})" for s in _SETTINGS.split(","))
+        return sql.replace("SELECT ", f"SELECT /*+ {hints} */ ", 1)
+
+    def _rows(self, sql: str) -> list[tuple[Any, ...]]:
+        return self.catalog.query(self._statement(sql))
+
+    def _url(self, db: str) -> str:
+        """The connectorx URL; ``prefer_socket=false`` keeps it on TCP to host:port (the mysql
+        crate would otherwise switch to the server's Unix socket when it is local, and log in
+        as ``user@localhost``, possibly another account than the configured one)."""
+        s = self.source
+        host = f"[{s.host}]" if ":" in s.host else s.host
+        return (
+            f"mysql://{quote(s.user, safe='')}:{quote(s.password, safe='')}@{host}:{s.port}"
+            f"/{quote(db, safe='')}?prefer_socket=false"
+        )
+
+    @staticmethod
+    def _table(db: str, table: str) -> str:
+        return f"{q.ident(db)}.{q.ident(table)}"
+
+    @staticmethod
+    def _key_json(keys: Sequence[KeyColumn]) -> str:
+        return q.array_json([(k.name, k.data_type, k.charset, True) for k in keys])
+
+    @staticmethod
+    def _order(keys: Sequence[KeyColumn], desc: bool = False) -> str:
+        return ", ".join(q.ident(k.name) + (" DESC" if desc else "") for k in keys)
+
+    # -- SnapshotDialect -------------------------------------------------------------------
+
+    def key_columns(self, db: str, table: str, names: Sequence[str]) -> list[KeyColumn]:
+        return chunk_key_columns(self.catalog, db, table, names)
+
+    def row_count(self, db: str, table: str) -> int:
+        """Exact ``COUNT(*)``, unless the engine estimates more than EXACT_COUNT_LIMIT rows:
+        then the estimate (``information_schema.TABLES.TABLE_ROWS``)."""
+        est = self.catalog.query(
+            "SELECT TABLE_ROWS FROM information_schema.TABLES "
+            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            (db, table),
+        )
+        if est and est[0][0] is not None and int(est[0][0]) > EXACT_COUNT_LIMIT:
+            return int(est[0][0])
+        return int(self._rows(f"SELECT COUNT(*) FROM {self._table(db, table)}")[0][0])
+
+    def key_range(
+        self, db: str, table: str, keys: Sequence[KeyColumn]
+    ) -> tuple[KeyValue, KeyValue] | None:
+        """The first and last key in key order (two ``ORDER BY .. LIMIT 1`` queries)."""
+        select = f"SELECT {self._key_json(keys)} FROM {self._table(db, table)} ORDER BY "
+        first = self._rows(select + self._order(keys) + " LIMIT 1")
+        last = self._rows(select + self._order(keys, desc=True) + " LIMIT 1")
+        if not first or not last:
+            return None
+        return tuple(json.loads(first[0][0])), tuple(json.loads(last[0][0]))
+
+    def key_after(
+        self,
+        db: str,
+        table: str,
+        keys: Sequence[KeyColumn],
+        lo: KeyValue | None,
+        offset: int,
+        upto: KeyValue | None = None,
+    ) -> KeyValue | None:
+        """``WHERE key >= lo [AND key <= upto] ORDER BY key LIMIT 1 OFFSET offset``, the key
+        JSON built by the same SQL as :meth:`read_chunk`'s, parsed."""
+        rows = self._rows(
+            f"SELECT {self._key_json(keys)} FROM {self._table(db, table)} "
+            f"WHERE {q.range_condition(keys, lo, None, upto)} ORDER BY {self._order(keys)} "
+            f"LIMIT 1 OFFSET {int(offset)}"
+        )
+        return tuple(json.loads(rows[0][0])) if rows else None
+
+    def count_between(
+        self,
+        db: str,
+        table: str,
+        keys: Sequence[KeyColumn],
+        lo: KeyValue | None,
+        hi: KeyValue | None,
+        limit: int,
+    ) -> int:
+        """``COUNT(*)`` over a ``LIMIT``-ed subquery, so a huge range stops at ``limit``."""
+        rows = self._rows(
+            f"SELECT COUNT(*) FROM (SELECT 1 FROM {self._table(db, table)} "
+            f"WHERE {q.range_condition(keys, lo, hi)} LIMIT {int(limit)}) AS c"
+        )
+        return int(rows[0][0])
+
+    def chunk_query(
+        self,
+        schema: TableSchema,
+        keys: Sequence[KeyColumn],
+        lo: KeyValue | None,
+        hi: KeyValue | None,
+        typed: bool = False,
+        upto: KeyValue | None = None,
+        where: str | None = None,
+        zero_dates: bool = True,
+    ) -> str:
+        """The SELECT of :meth:`read_chunk`: columns ``key`` and ``after``, or with ``typed``
+        one expression per table column (:func:`.sql.value_typed`; ``zero_dates``: DATE
+        and DATETIME guarded against them), after ``key`` unless the key is made from the
+        integer key columns read (:func:`.typed.integer_key`)."""
+        key_cols = _key_columns(schema, keys)
+        key = f"{q.array_json([_col(c) for c in key_cols])} AS `key`"
+        if typed:  # aliased by position: the names are restored from the schema
+            values = ", ".join(
+                f"{q.value_typed(q.ident(c.name), c, zero_dates)} AS `c{i}`"
+                for i, c in enumerate(schema.columns)
+            )
+            columns = values if integer_key(key_cols) else f"{key}, {values}"
+        else:
+            columns = f"{key}, {q.object_json([_col(c) for c in schema.columns])} AS `after`"
+        return self._statement(
+            f"SELECT {columns} FROM {self._table(schema.db, schema.table)}"
+            f" WHERE {q.range_condition(keys, lo, hi, upto, where)}"
+        )
+
+    def read_chunk(
+        self,
+        schema: TableSchema,
+        keys: Sequence[KeyColumn],
+        lo: KeyValue | None,
+        hi: KeyValue | None,
+        typed: bool = False,
+        upto: KeyValue | None = None,
+        where: str | None = None,
+    ) -> pa.Table:
+        """One connectorx query into Arrow (``upto``, ``where``: see
+        :func:`.sql.range_condition`). Without ``typed``: :data:`CHUNK_SCHEMA`, the JSON
+        text made by the server. With ``typed``:
+        :func:`~sparkcdc.snapshot.correct.typed_chunk_schema`, each column as read (natively
+        or as text) fixed up to its Delta type by :func:`~sparkcdc.core.convert.fix_column`,
+        so equal to what :func:`~sparkcdc.core.convert.decode_images` makes of the ``after``
+        text.
+
+        DATE and DATETIME are read as they are until a chunk of the table shows a zero date
+        (connectorx refuses zero and partly-zero dates; year 0 is checked here): that chunk
+        and the table's later ones are read with the server making them NULL, the guard that
+        costs the server ~20% more CPU per chunk when it is always on."""
+        guarded = not typed or schema.name in self._zero_dates or not dated(schema)
+        sql = self.chunk_query(schema, keys, lo, hi, typed, upto, where, zero_dates=guarded)
+        table = self._fetch(schema, sql, refused_dates=not guarded)
+        if table is not None and typed:
+            table = typed_table(table, schema, _key_columns(schema, keys))
+        if table is None or (not guarded and year_zero(table, schema)):
+            self._zero_dates.add(schema.name)  # it holds zero dates: the server guards them
+            return self.read_chunk(schema, keys, lo, hi, typed, upto, where)
+        if not typed:
+            table = table.rename_columns(["key", "after"]).cast(CHUNK_SCHEMA)
+            if table.column("after").null_count:
+                raise SourceError(f"a chunk of {schema.name} has rows the JSON encoding missed")
+        if table.column("key").null_count:
+            raise SourceError(f"a chunk of {schema.name} has rows the JSON encoding missed")
+        return table
+
+    def _fetch(self, schema: TableSchema, sql: str, refused_dates: bool) -> pa.Table | None:
+        """One connectorx query; None if ``refused_dates`` and it refused a zero date."""
+        try:
+            table: pa.Table = cx.read_sql(self._url(schema.db), sql, return_type="arrow")
+            return table
+        except BaseException as exc:  # connectorx's refusal of a value is a Rust panic
+            refused = type(exc).__name__ == "PanicException" and "convert the value" in str(exc)
+            if refused and refused_dates:
+                return None
+            if not isinstance(exc, Exception) and not refused:
+                raise
+            detail = str(exc)  # connectorx raises RuntimeError/OSError/...; all alike here
+            if self.source.password:
+                detail = detail.replace(self.source.password, "***")
+            raise SourceError(
+                f"Reading a chunk of {schema.name} from {self.catalog.address} failed "
+                f"({detail.strip()}); check that the server is up and the table unchanged.",
+                table=schema.name,
+            ) from exc
+
+    def check_condition(self, db: str, table: str, where: str) -> str | None:
+        """Why ``where`` cannot filter ``db.table`` (the server's message), or None if it can."""
+        try:
+            self._rows(f"SELECT 1 FROM {self._table(db, table)} WHERE ({where}) LIMIT 0")
+        except Exception as exc:  # the server's error says what is wrong with the condition
+            return str(exc)
+        return None
+
+    def locate(
+        self,
+        keys: Sequence[KeyColumn],
+        values: Sequence[KeyValue],
+        bounds: Sequence[KeyValue],
+    ) -> list[int]:
+        """Cross joins of value and bound literals, LOCATE_BATCH of each per query."""
+        counts = [0] * len(values)
+        for v0 in range(0, len(values), LOCATE_BATCH):
+            batch = values[v0 : v0 + LOCATE_BATCH]
+            for b0 in range(0, len(bounds), LOCATE_BATCH):
+                sql = q.locate_query(keys, batch, bounds[b0 : b0 + LOCATE_BATCH])
+                for i, n in self._rows(sql):
+                    counts[v0 + int(i)] += int(n)
+        return counts
+
+    def watermark(self) -> BinlogOffset:
+        """The catalog's current binlog offset (``SHOW MASTER STATUS`` and the GTID position)."""
+        return self.catalog.current_offset()
+
+    def low_watermark(self) -> BinlogOffset:
+        """A position whose transactions are all visible to later reads (see
+        :meth:`MySQLCatalog.visible_offset`)."""
+        return self.catalog.visible_offset()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self.catalog.close()
+
+    def __enter__(self) -> MySQLChunks:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _col(c: Column) -> q.Col:
+    return (c.name, c.data_type, c.charset, c.nullable)
+
+
+def _key_columns(schema: TableSchema, keys: Sequence[KeyColumn]) -> list[Column]:
+    """The columns of a chunk row's ``key``: the table's key, else its chunk key."""
+    return [schema.column(n) for n in schema.key or tuple(k.name for k in keys)]

@@ -1,0 +1,212 @@
+"""The log reader's view of table schemas: which tables are captured, their schemas at the
+current point of the stream, the rows decoders that follow them (cached per table id and
+schema_id), and the ``op='s'`` rows a DDL statement turns into.
+
+At start the schemas come from the schema history at the start offset, else from the catalog
+(then recorded there). Every DDL statement goes through the :class:`SchemaTracker`; each change
+of a captured table is recorded in the history at the offset after the statement. The tracker
+also follows tables outside the capture (a table renamed into it keeps its columns), which the
+history does not hold, so a snapshot of the whole tracker is kept in memory after every DDL
+statement: a reconnect rewinds to the snapshot at or before its resume offset (the history is
+the fallback, and the only source after a process restart).
+
+Limit: schemas read from the catalog at start are today's; a DDL on a captured table between
+the start offset and that read is applied on top of them again (the rows decoder then stops
+with a clear error when the column counts disagree). Start offsets close to "now" make this
+window small; a locked schema snapshot would close it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any
+
+from sparkcdc.config.model import SourceConfig
+from sparkcdc.core.event import SchemaRow
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.sources.mysql.binlog.rows import RowsDecoder
+from sparkcdc.sources.mysql.binlog.tablemap import TableMap
+from sparkcdc.sources.mysql.offset import BinlogOffset
+from sparkcdc.sources.mysql.schema.history import SchemaHistory, Schemas
+from sparkcdc.sources.mysql.schema.tracker import SchemaTracker
+from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
+
+log = logging.getLogger("sparkcdc.reader")
+
+
+class SchemaState:
+    """Captured tables and their schemas along the stream (see the module docstring)."""
+
+    def __init__(self, source: SourceConfig, history: SchemaHistory) -> None:
+        self.source = source
+        self.history = history
+        self._patterns = [re.compile(p) for p in source.tables]
+        self._matches: dict[tuple[str, str], bool] = {}
+        self.tracker = self._tracker({})
+        self._snapshots: list[tuple[BinlogOffset, dict[str, Any]]] = []
+        self._table_maps: dict[int, TableMap] = {}
+        self._decoders: dict[tuple[int, str], RowsDecoder] = {}
+        self._unknown: set[tuple[str, str]] = set()
+        self._sids: dict[int, tuple[TableSchema, str]] = {}
+        # table id -> (table map, schema, answer of decoder()): valid while both are current
+        self._hot: dict[int, tuple[TableMap, TableSchema, tuple[TableMap, RowsDecoder, str]]] = {}
+
+    def captured(self, db: str, table: str) -> bool:
+        """Whether ``db.table`` fully matches one of ``source.tables``."""
+        hit = self._matches.get((db, table))
+        if hit is None:
+            name = f"{db}.{table}"
+            hit = self._matches[(db, table)] = any(p.fullmatch(name) for p in self._patterns)
+        return hit
+
+    def _catalog(self) -> MySQLCatalog:
+        s = self.source
+        return MySQLCatalog(s.host, s.port, s.user, s.password, s.connect_timeout)
+
+    def _load_one(self, db: str, table: str) -> TableSchema:
+        with self._catalog() as cat:
+            return cat.load_schema(db, table, self.source.row_keys.get(f"{db}.{table}", ()))
+
+    def _tracker(self, schemas: Schemas) -> SchemaTracker:
+        return SchemaTracker(dict(schemas), self.captured, self._load_one, self.source.row_keys)
+
+    def load(self, start: BinlogOffset) -> list[SchemaRow]:
+        """Schemas in force at ``start``; the rows announcing each captured table."""
+        schemas = self.history.schemas_at(start)
+        with self._catalog() as cat:
+            if schemas is None:
+                tables = cat.match_tables(self.source.tables)
+                cat.check_ready(sorted({db for db, _ in tables}))
+                schemas = {
+                    (db, t): cat.load_schema(db, t, self.source.row_keys.get(f"{db}.{t}", ()))
+                    for db, t in tables
+                }
+                self.history.record(start, schemas)
+            else:
+                cat.check_ready()
+                schemas = self._add_new_tables(cat, start, schemas)
+        self.tracker = self._tracker(schemas)
+        self._snapshots = [(start, self.tracker.to_json())]
+        self._table_maps.clear()
+        self._decoders.clear()
+        self._hot.clear()
+        return [
+            (s.db, s.table, _json(s), None, _change("announce"), s.schema_id())
+            for _, s in sorted(self.tracker.captured().items())
+        ]
+
+    def _add_new_tables(self, cat: MySQLCatalog, start: BinlogOffset, schemas: Schemas) -> Schemas:
+        """``schemas`` plus the tables ``source.tables`` matches now that the history does not
+        hold (the filter was widened between two runs): their current schemas, recorded at
+        ``start``, so they are announced and their changes decoded from here on."""
+        new = [t for t in cat.match_tables(self.source.tables) if t not in schemas]
+        if not new:
+            return schemas
+        cat.check_ready(sorted({db for db, _ in new}))
+        keys = self.source.row_keys
+        added = {(db, t): cat.load_schema(db, t, keys.get(f"{db}.{t}", ())) for db, t in new}
+        log.info(
+            "tables new to source.tables since the last run: %s",
+            ", ".join(f"{db}.{t}" for db, t in sorted(added)),
+        )
+        schemas = {**schemas, **added}
+        self.history.record(start, schemas)
+        return schemas
+
+    def apply(self, default_db: str, sql: str, after: BinlogOffset) -> list[SchemaRow]:
+        """Apply one statement found before ``after``; rows for the captured tables it changed
+        (recorded in the history at ``after`` first, so a crash never loses a change)."""
+        previous = self.tracker.captured()
+        changes = self.tracker.apply_ddl(default_db or None, sql)
+        self._snapshots = [*self._snapshots[-255:], (after, self.tracker.to_json())]
+        if not changes:
+            return []
+        rows: list[SchemaRow] = []
+        for c in changes:
+            old = previous.get(c.old_name or (c.db, c.table))
+            shown = c.schema or old
+            extra = {"from": ".".join(c.old_name)} if c.old_name else {}
+            rows.append(
+                (
+                    c.db,
+                    c.table,
+                    _json(c.schema),
+                    _json(old),
+                    _change(c.kind, **extra),
+                    shown.schema_id() if shown else "",
+                )
+            )
+            log.info("schema of %s.%s changed (%s): %s", c.db, c.table, c.kind, _short(sql))
+        self.history.record(after, self.tracker.captured())
+        return rows
+
+    def table_map(self, tm: TableMap) -> None:
+        """A TABLE_MAP event: decoders of an id whose map changed are dropped."""
+        old = self._table_maps.get(tm.table_id)
+        if old is not tm and old != tm:
+            self._table_maps[tm.table_id] = tm
+            if old is not None:
+                self._hot.pop(tm.table_id, None)
+                for key in [k for k in self._decoders if k[0] == tm.table_id]:
+                    del self._decoders[key]
+
+    def decoder(self, table_id: int) -> tuple[TableMap, RowsDecoder, str] | None:
+        """(table map, decoder, schema_id) for rows of ``table_id``; None if not captured.
+        Decoders are cached per (table id, schema_id)."""
+        tm = self._table_maps.get(table_id)
+        hot = self._hot.get(table_id)
+        if hot is not None and hot[0] is tm and self.tracker.get(tm.db, tm.table) is hot[1]:
+            return hot[2]  # the same table map and schema as last time
+        if tm is None or not self.captured(tm.db, tm.table):
+            return None
+        schema = self.tracker.get(tm.db, tm.table)
+        if schema is None:
+            if (tm.db, tm.table) not in self._unknown:
+                self._unknown.add((tm.db, tm.table))
+                log.warning(
+                    "rows of %s.%s are skipped: its schema is unknown (the statement "
+                    "that created it could not be read)",
+                    tm.db,
+                    tm.table,
+                )
+            return None
+        known = self._sids.get(id(schema))
+        if known is None or known[0] is not schema:  # schema_id() hashes the schema's JSON
+            known = self._sids[id(schema)] = (schema, schema.schema_id())
+        sid = known[1]
+        decoder = self._decoders.get((table_id, sid))
+        if decoder is None:
+            decoder = self._decoders[(table_id, sid)] = RowsDecoder(tm, schema)
+        found = self._hot[table_id] = (tm, schema, (tm, decoder, sid))
+        return found[2]
+
+    def rewind(self, offset: BinlogOffset) -> None:
+        """Schemas as they were at ``offset`` (a reconnect resumes there)."""
+        self._table_maps.clear()
+        self._decoders.clear()
+        self._hot.clear()
+        known = [(o, snap) for o, snap in self._snapshots if o <= offset]
+        if known:
+            self.tracker = SchemaTracker.from_json(
+                known[-1][1], self.captured, self._load_one, self.source.row_keys
+            )
+            self._snapshots = [known[-1]]  # later ones come back as the log is read again
+            return
+        schemas = self.history.schemas_at(offset)
+        if schemas is not None:
+            self.tracker = self._tracker(schemas)
+
+
+def _json(schema: TableSchema | None) -> str | None:
+    return None if schema is None else json.dumps(schema.to_json(), separators=(",", ":"))
+
+
+def _change(kind: str, **extra: str) -> str:
+    return json.dumps({"kind": kind, **extra}, separators=(",", ":"))
+
+
+def _short(sql: str, limit: int = 200) -> str:
+    text = " ".join(sql.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,198 @@
+"""The source port: everything that differs from one database to another, and nothing else.
+
+The snapshot algorithms, incremental snapshots, the event store, the Spark source and the sinks
+are written once against these interfaces; ``sources/<db>/`` implements them, and the registry
+(:mod:`sparkcdc.sources.registry`) picks the implementation by ``source.type``. The shape follows
+flink-cdc-base's ``DataSourceDialect`` (discover tables and schemas, the current offset, the chunk
+splitter's queries, the fetch task of a split, ``notifyCheckpointComplete`` to commit an offset
+to the database) and Debezium's connector SPI (a snapshot source and a streaming source per
+connector, ``commitOffset`` for databases whose log retention follows the consumer):
+
+=====================  =====================================================================
+catalog                one ordinary connection: readiness and privileges (with the GRANTs to
+                       run), the tables a pipeline captures, their schemas, the log's end,
+                       signal-table writes (:class:`Catalog`)
+offsets                the source's :class:`~sparkcdc.core.offset.Offset` subclass: total
+                       order, boundaries, JSON, its own ``source`` fields
+startup resolution     ``earliest``, ``latest`` and the source's own startup forms to an offset
+log reader             one replication connection in a thread, putting log items into the
+                       event store; ``ack`` after the Spark batch holding an offset commits
+                       (:class:`LogReader`)
+back-fill read         a table's changes between two watermarks (a snapshot chunk's window)
+chunk dialect          the chunk queries of the snapshot
+                       (:class:`~sparkcdc.snapshot.dialect.SnapshotDialect`)
+type mapping           each column's logical type, set by the catalog and the schema tracking
+                       of the source (:attr:`~sparkcdc.core.schema.Column.logical`)
+=====================  =====================================================================
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, ClassVar, Protocol, Self
+
+from sparkcdc.core.event import Change
+from sparkcdc.core.offset import Offset
+from sparkcdc.core.schema import TableSchema
+
+if TYPE_CHECKING:
+    from sparkcdc.config.model import SourceConfig, SourceSettings
+    from sparkcdc.snapshot.dialect import SnapshotDialect
+    from sparkcdc.store.ring import EventStore
+
+TableName = tuple[str, str]
+"""A table's two-part name: (MySQL database or PostgreSQL schema, table)."""
+
+ChangeFilter = Callable[[str, str, Offset, list[Change]], list[Change]]
+"""(db, table, position of the log record, its changes) -> the changes to keep (the snapshot's
+hand-off filter)."""
+
+
+class Catalog(Protocol):
+    """What the source server says about itself, over one ordinary client connection. Every
+    refusal is a :mod:`sparkcdc.core.errors` sentence naming the server and what to change."""
+
+    @property
+    def address(self) -> str:
+        """``host:port``, for messages."""
+
+    def check_ready(self, namespaces: Iterable[str] = ()) -> None:
+        """Raise unless the server's log is set up for change data capture and the user may
+        read it and the tables of ``namespaces`` (MissingPrivilege names the GRANTs to run)."""
+
+    def match_tables(self, patterns: Sequence[str]) -> list[TableName]:
+        """The tables whose ``a.b`` name fully matches one of the regular expressions
+        (NoTablesMatched if none does)."""
+
+    def load_schema(self, db: str, table: str, key_columns: Sequence[str] = ()) -> TableSchema:
+        """The table's columns (logical types mapped) and key (TableWithoutKey without one)."""
+
+    def log_end(self) -> Offset:
+        """The end of the log now: where the next transaction will be written."""
+
+    def write_signal(self, table: str, signal_id: str, kind: str, data: str) -> None:
+        """Insert a signal row into the signal table ``a.b`` (ConfigError if it is missing,
+        MissingPrivilege naming the GRANT if the user may not insert)."""
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class ReaderStats:
+    """What a log reader reports for the status file and the progress line."""
+
+    events: int
+    rows: int
+    position: Offset | None
+    last_event_ts_ms: int | None
+    connected: bool
+    reconnects: int = 0
+
+
+class LogReader(Protocol):
+    """One replication connection in a daemon thread putting log items into the event store:
+    a schema announcement first (``op = 's'`` per captured table, ``after`` = the start), then
+    change items cut at transaction boundaries (with Canal's resume counter inside a transaction
+    larger than an item), DDL items alone, progress markers for traffic of other tables. Errors
+    close the store with the error (and are kept in :attr:`error`)."""
+
+    def start(self) -> None: ...
+
+    def stop(self, timeout: float = 10.0) -> None: ...
+
+    @property
+    def error(self) -> BaseException | None: ...
+
+    def stats(self) -> ReaderStats: ...
+
+    def passed(self, offset: Offset) -> bool:
+        """Whether every transaction ending at or before ``offset`` was put into the store."""
+
+    def ack(self, offset: Offset) -> None:
+        """The Spark batch ending at ``offset`` committed: the source may forget the log before
+        it (a PostgreSQL slot advances; a binlog keeps no consumer position)."""
+
+
+class Source(ABC):
+    """One database type behind the port, for one pipeline's ``source`` settings."""
+
+    offsets: ClassVar[type[Offset]]
+
+    def __init__(self, config: SourceConfig) -> None:
+        self.config = config
+
+    def offset(self, value: dict[str, object]) -> Offset:
+        """The offset of this source that ``value`` (its JSON) names."""
+        return self.offsets.from_json(value)
+
+    @abstractmethod
+    def catalog(self) -> Catalog:
+        """A new catalog connection (a context manager)."""
+
+    @abstractmethod
+    def startup_offset(self, startup: str) -> Offset:
+        """Where ``earliest``, ``latest`` or one of the source's own startup forms starts
+        (``initial`` and ``snapshot`` are the snapshot's business); ConfigError for any other,
+        LogPositionGone for a position the server no longer holds."""
+
+    @abstractmethod
+    def open_reader(
+        self,
+        start: Offset,
+        store: EventStore,
+        schema_history: str,
+        item_rows: int,
+        change_filter: ChangeFilter | None = None,
+    ) -> LogReader:
+        """A log reader from ``start`` (not started); ``schema_history`` is a file the source may
+        keep table schemas along its log in."""
+
+    @abstractmethod
+    def back_fill(
+        self, db: str, table: str, low: Offset, high: Offset, worker: int
+    ) -> list[Change]:
+        """The changes of ``db.table`` committed in ``[low, high)`` in log order (a snapshot
+        chunk's window); ``worker`` numbers the concurrent readers of a snapshot (from 0)."""
+
+    @abstractmethod
+    def chunks(self) -> SnapshotDialect:
+        """A new snapshot chunk dialect (a context manager)."""
+
+
+@dataclass(frozen=True)
+class SourceType:
+    """What the registry knows of a source type without importing its drivers: its settings and
+    offsets (light modules), and where its :class:`Source` is (imported on first use)."""
+
+    name: str
+    aliases: tuple[str, ...]
+    default_port: int
+    """0 for a source not reached over the network (its options then carry no port)."""
+    settings: type[SourceSettings]
+    offsets: type[Offset]
+    source: str
+    """``module:Class`` of the :class:`Source`."""
+    preload: tuple[str, ...] = ()
+    """Modules a snapshot's Spark task workers import before their first task."""
+
+    @property
+    def format(self) -> str:
+        """The name of its Spark data source (``mysql-cdc``)."""
+        return f"{self.name}-cdc"
+
+    def open(self, config: SourceConfig) -> Source:
+        """The source of ``config`` (this type's)."""
+        module, _, name = self.source.partition(":")
+        found = getattr(importlib.import_module(module), name)
+        assert isinstance(found, type) and issubclass(found, Source)
+        return found(config)

@@ -1,0 +1,98 @@
+"""What a window learns from its micro-batch's log events, and its chunk as the ``k`` event.
+
+Step 5 of :mod:`sparkcdc.spark.incremental.driver` (DBLog, seed 002): the keys the micro-batch's own
+log events touched, old and new, are dropped from the window's chunk rows, since those events
+are newer; the rest follow the events as one ``k`` event naming an Arrow file of typed rows.
+The same events say whether the window's table changed its schema inside the window (the
+window is then read again) and which tables' schemas a reader must load again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sparkcdc.core.event import OP_CREATE, OP_DELETE, OP_SCHEMA, OP_UPDATE
+from sparkcdc.core.offset import Offset
+from sparkcdc.core.offset_events import chunk_event
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.snapshot.correct import key_text
+
+
+def altered(batches: list[pa.RecordBatch], schema: TableSchema) -> bool:
+    """Whether the window holds a schema change of the table read (an announcement of the
+    schema at the reader's start is none)."""
+    picked = events_of(batches, schema.db, schema.table, [OP_SCHEMA], ["after"])
+    return any(
+        json.loads(after or "{}").get("kind") != "announce"
+        for after in picked.column("after").to_pylist()
+    )
+
+
+def events_of(
+    batches: list[pa.RecordBatch], db: str, table: str, ops: list[str], columns: list[str]
+) -> pa.Table:
+    """The ``columns`` of the events of ``db.table`` with an op in ``ops``, in one pass."""
+    if not batches:
+        return pa.table({c: pa.array([], pa.string()) for c in columns})
+    rows = pa.Table.from_batches(batches).select(["op", "db", "table", *columns])
+    mask = pc.and_(
+        pc.and_(pc.equal(rows.column("db"), db), pc.equal(rows.column("table"), table)),
+        pc.is_in(rows.column("op"), pa.array(ops)),
+    )
+    return rows.filter(mask).select(columns)
+
+
+def window_chunk_event(
+    window: dict, batches: list[pa.RecordBatch], finish: Offset, ts: int
+) -> pa.RecordBatch:
+    """The ``k`` event of ``window`` (its raw chunk file without the keys ``batches`` touched),
+    at ``finish``, the micro-batch's end."""
+    raw = Path(window["path"])
+    with pa.memory_map(str(raw)) as source:
+        rows = pa.ipc.open_file(source).read_all()
+    changed = touched(batches, window["table"], window["row_key"])
+    kept = raw  # the window's log events changed none of its keys: the raw file is the chunk
+    if changed:
+        rows = rows.filter(pc.invert(pc.is_in(rows.column("key"), pa.array(changed))))
+        kept = raw.with_name(raw.name.replace(".arrow", ".rows.arrow"))
+        write_arrow(kept, rows)
+    db, _, table = window["table"].partition(".")
+    ref = {"path": str(kept), "rows": rows.num_rows, "incremental": True}
+    return chunk_event(ref, db, table, window["schema_id"], finish, ts)
+
+
+def touched(batches: list[pa.RecordBatch], name: str, row_key: list[str]) -> list[str]:
+    """The key texts of ``name``'s rows the log events changed (old and new keys)."""
+    db, _, table = name.partition(".")
+    picked = events_of(batches, db, table, [OP_CREATE, OP_UPDATE, OP_DELETE], ["before", "after"])
+    out: set[str] = set()
+    for image_col in ("before", "after"):
+        for image in picked.column(image_col).to_pylist():
+            if image is not None:
+                row = json.loads(image)
+                out.add(key_text([row.get(c) for c in row_key]))
+    return sorted(out)
+
+
+def schema_changed(batches: list[pa.RecordBatch]) -> set[str]:
+    """The ``db.table`` names of the schema events among ``batches`` (one pass over them)."""
+    if not batches:
+        return set()
+    rows = pa.Table.from_batches(batches).select(["op", "db", "table"])
+    picked = rows.filter(pc.equal(rows.column("op"), OP_SCHEMA))
+    dbs, tables = picked.column("db").to_pylist(), picked.column("table").to_pylist()
+    return {f"{db}.{table}" for db, table in zip(dbs, tables, strict=True)}
+
+
+def write_arrow(path: Path, rows: pa.Table) -> None:
+    """``rows`` as an Arrow IPC file at ``path``, whole or not at all."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, rows.schema) as writer:
+        writer.write_table(rows)
+    os.replace(tmp, path)

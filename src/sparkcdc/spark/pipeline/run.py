@@ -1,0 +1,227 @@
+"""One pipeline run: check the source, start Spark, stream its changes into Delta, stop cleanly.
+
+``run_pipeline(config)`` is what ``sparkcdc run`` does:
+
+1. check the source before Spark starts (server ready for CDC, tables matched, every table's
+   schema and key loadable): a bad input fails here with its sentence
+   (:mod:`sparkcdc.sources.readiness`);
+2. start the SparkSession (:mod:`.session`);
+3. ``readStream.format("<type>-cdc")`` → ``writeStream.foreachBatch(DeltaSink)`` with Spark's
+   checkpoint in ``<checkpoint>/spark`` and the source's own files (schema history, status) in
+   ``<checkpoint>/sparkcdc``;
+4. run until SIGTERM/SIGINT (the micro-batch in flight finishes and commits, then the query
+   stops) or, with ``available_now``, until everything up to the log end seen at start is
+   written (``trigger(availableNow=True)``).
+
+Errors of the log reader (in the source process) and of the sink come back as the
+:class:`~sparkcdc.core.errors.SparkCDCError` they started as, with their sentence.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import signal
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from sparkcdc.config.model import Config
+from sparkcdc.core import errors
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.sinks.delta.sink import DeltaSink
+from sparkcdc.snapshot.signals import signal_folder
+from sparkcdc.sources.readiness import check_source as check_source_of
+from sparkcdc.sources.registry import open_source, source_type
+from sparkcdc.spark.incremental.batch_mark import BatchMark
+from sparkcdc.spark.pipeline.checkpoint import (
+    clear_torn_first_offset,
+    pipeline_id,
+    snapshot_ahead,
+)
+from sparkcdc.spark.pipeline.progress import Meter, ProgressCallback
+from sparkcdc.spark.pipeline.session import SPARK_LOG_LEVEL, spark_log_level, start_session
+from sparkcdc.spark.runtime.worker_warmup import warm_workers
+from sparkcdc.spark.stream.options import source_options
+from sparkcdc.spark.stream.status import STATUS_FILE, read_status
+
+log = logging.getLogger("sparkcdc.pipeline")
+
+
+def check_source(config: Config, startup: bool = True) -> list[TableSchema]:
+    """Fail before Spark starts unless the source is usable (and, ``startup``, the configured
+    start position resolves); the captured tables' schemas."""
+    return check_source_of(open_source(config.source), startup)
+
+
+def has_checkpoint(config: Config) -> bool:
+    """Whether the pipeline resumes (Spark's checkpoint holds offsets) rather than starts."""
+    offsets = Path(config.pipeline.checkpoint) / "spark" / "offsets"
+    return offsets.is_dir() and any(offsets.iterdir())
+
+
+def run_pipeline(
+    config: Config, available_now: bool = False, progress: ProgressCallback | None = None
+) -> int:
+    """Run the pipeline (module docstring); returns the number of micro-batches written.
+
+    SIGTERM/SIGINT are taken over first: a stop asked for while Spark is still starting ends the
+    run as soon as the session is up, before any batch, instead of killing it half-way."""
+    level = spark_log_level()  # a wrong value is named before anything runs
+    stop = _StopRequest()
+    try:
+        schemas = check_source(config, startup=not has_checkpoint(config))
+        log.info("capturing %d tables: %s", len(schemas), ", ".join(t.name for t in schemas))
+        checkpoint = Path(config.pipeline.checkpoint)
+        own = checkpoint / "sparkcdc"
+        own.mkdir(parents=True, exist_ok=True)
+        spark = start_session(config, own, level)
+        try:
+            if stop.requested:
+                return 0
+            return _stream(spark, config, checkpoint, available_now, progress, stop)
+        finally:
+            spark.stop()
+    finally:
+        stop.restore()
+
+
+def _stream(
+    spark: Any,
+    config: Config,
+    checkpoint: Path,
+    available_now: bool,
+    progress: ProgressCallback | None,
+    stop: _StopRequest,
+) -> int:
+    """Start the query and watch it until it ends or a stop is asked for; the batches written."""
+    own = checkpoint / "sparkcdc"
+    status_path = own / STATUS_FILE
+    status_path.unlink(missing_ok=True)  # a previous run's error must not be reported again
+    spark_checkpoint = checkpoint / "spark"
+    sink = DeltaSink(
+        config.sink.path,
+        app_id=lambda: pipeline_id(spark_checkpoint),
+        mark=BatchMark(own / "batch.mark"),
+    )
+    query = _query(spark, config, own, sink, available_now).start()
+    meter = Meter(sink, status_path)
+    try:
+        while query.isActive:
+            if stop.requested:
+                _graceful_stop(query)
+                break
+            if query.awaitTermination(0.25 if progress else 1.0):
+                break
+            if progress is not None:
+                sample = meter.sample()
+                if sample is not None:
+                    progress(sample)
+        query.awaitTermination()
+    except Exception as exc:
+        raise _as_sparkcdc_error(exc, sink, status_path) from None
+    if progress is not None:
+        progress(meter.sample(force=True) or meter.last)
+    return int(sink.batches)
+
+
+def _query(spark: Any, config: Config, own: Path, sink: DeltaSink, available_now: bool) -> Any:
+    """The stream of the source's changes into the sink, not started yet (Spark's checkpoint
+    repaired and the snapshot's workers warmed up first)."""
+    import sparkcdc.spark
+
+    kind = config.source.type
+    sparkcdc.spark.register(spark, kind)
+    checkpoint = own.parent
+    store = config.pipeline.store
+    options = source_options(
+        config.source,
+        str(own / "schema_history.jsonl"),
+        max_bytes=store.max_bytes,
+        max_items=store.max_items,
+        batch_mode=store.batch_mode,
+        item_rows=store.item_rows,
+        status_file=str(own / STATUS_FILE),
+        snapshot_dir=str(own / "snapshot"),
+        snapshot_delivery="store",  # the Delta sink reads the chunks from the split store
+        signal_dir=str(signal_folder(checkpoint)),
+        batch_mark=str(own / "batch.mark"),  # the sink's mark, watched by incremental snapshots
+    )
+    spark_checkpoint = checkpoint / "spark"
+    writer = (
+        spark.readStream.format(source_type(kind).format)
+        .options(**options)
+        .load()
+        .writeStream.foreachBatch(sink)
+        .option("checkpointLocation", str(spark_checkpoint))
+        .queryName("sparkcdc")
+    )
+    if available_now or config.source.startup == "snapshot":
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(
+            processingTime=f"{int(config.pipeline.trigger_seconds * 1000)} milliseconds"
+        )
+    clear_torn_first_offset(spark_checkpoint)
+    if config.source.takes_snapshot and snapshot_ahead(spark_checkpoint):
+        warm_workers(spark, config.source.snapshot.parallelism)
+    return writer
+
+
+class _StopRequest:
+    """SIGTERM/SIGINT set a flag; the loop stops the query after the batch in flight."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+        for s in self._previous:
+            signal.signal(s, self._handle)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.requested and signum == signal.SIGINT:
+            raise KeyboardInterrupt  # a second Ctrl-C: stop now
+        self.requested = True
+        log.info("stop requested: finishing the batch in flight")
+
+    def restore(self) -> None:
+        for s, handler in self._previous.items():
+            signal.signal(s, handler)
+
+
+def _graceful_stop(query: Any, timeout: float = 600.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = query.status
+        if not status.get("isTriggerActive", False):
+            break
+        time.sleep(0.05)
+    query.stop()
+
+
+_PY_ERROR = re.compile(r"sparkcdc\.core\.errors\.(\w+): (.+)")
+
+
+def _as_sparkcdc_error(exc: Exception, sink: DeltaSink, status_path: Path) -> Exception:
+    """The SparkCDCError behind a failed query (sink, log reader), else the exception itself."""
+    if isinstance(sink.error, errors.SparkCDCError):
+        return sink.error
+    status = read_status(status_path) or {}
+    found = status.get("error") or {}
+    text = str(exc)
+    if not found:
+        match = _PY_ERROR.search(text)
+        if match:
+            found = {"type": match.group(1), "message": match.group(2).strip()}
+    if found:
+        cls = getattr(errors, str(found.get("type")), None)
+        if not (isinstance(cls, type) and issubclass(cls, errors.SparkCDCError)):
+            cls = errors.SourceError
+        return cls(str(found.get("message")))
+    if isinstance(exc, errors.SparkCDCError):
+        return exc
+    first = next((line for line in text.splitlines() if line.strip()), type(exc).__name__)
+    return errors.SparkCDCError(
+        f"the stream stopped: {first.strip()} (run again with {SPARK_LOG_LEVEL}=ERROR to see "
+        "Spark's own report)"
+    )

@@ -1,0 +1,229 @@
+"""The snapshot phase of the change stream (``startup: initial`` / ``snapshot``), on the driver.
+
+Flink CDC 2.x's parallel snapshot (seed 003) on Spark's micro-batches. The stream's offsets
+start in the snapshot phase::
+
+    {"snapshot": {"tables": [...], "current": i, "splitter": {...}, "batch": n,
+                  "groups": [[split, ...], ...], "meta": {table: {schema, keys}},
+                  "announce": [tables first seen in this batch]}}
+
+- ``latestOffset`` (driver) cuts the next splits with the :class:`ChunkSplitter` (lazily, one
+  micro-batch at a time, so a growing table never yields a giant last chunk) and deals them
+  into ``parallelism`` groups of consecutive splits; each group is one Spark task
+  (:class:`SplitTask`) that reads its splits one after another; its worker number picks the
+  source's own means for the watermark-window log reads (MySQL: a server id of its own).
+- ``read`` (executor, :mod:`.split_task`) runs ``scan_run`` per split (or run of splits), keeps
+  the result in the split store beside the checkpoint and emits the rows as ``op = 'r'`` events; a
+  replayed task returns the stored rows, so replays are exact. With ``snapshot_delivery = store``
+  the chunk is read as typed columns and emitted as one ``op = 'k'`` event naming its file in the
+  store: the rows go from the store to the sink as Arrow, never as JSON nor through the JVM. The
+  task also writes the chunk's Delta data files there (:mod:`sparkcdc.sinks.delta.chunk_files`), in
+  a thread of its own while it reads the next run of splits, so the sink commits what the tasks
+  encoded.
+- When no split is left, the hand-off is written from the finished splits' high watermarks and
+  the next offset is an ordinary log offset: the smallest high watermark. The log reader from
+  there applies :class:`~sparkcdc.snapshot.handoff.HandoffFilter` until the largest.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql.datasource import InputPartition
+
+from sparkcdc.core.chunk import KeyColumn, Split
+from sparkcdc.core.errors import ConfigError, TableWithoutKey
+from sparkcdc.core.offset import Offset
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.snapshot.dialect import SnapshotDialect
+from sparkcdc.snapshot.handoff import Handoff, TableHandoff
+from sparkcdc.snapshot.split_store import SplitStore
+from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
+from sparkcdc.spark.stream.options import SourceOptions
+
+log = logging.getLogger("sparkcdc.snapshot")
+
+ARROW_BATCH_ROWS = 65536
+HANDOFF_FILE = "handoff.json"
+
+
+def is_snapshot(offset: dict[str, Any]) -> bool:
+    return "snapshot" in offset
+
+
+class SplitTask(InputPartition):
+    """One Spark task of the snapshot: splits read in turn by worker ``worker`` (its number
+    among the batch's tasks; the source's means for window reads, such as a server id).
+
+    ``head`` (Arrow IPC stream bytes) holds events the task sends before its chunks: the
+    schema announcements of the tables starting in its batch go with the first task rather
+    than in a task of their own, which would hold one of Spark's task slots while the split
+    tasks wait for it (with as many split tasks as slots, one of them started that much later).
+    """
+
+    def __init__(
+        self,
+        group: int,
+        splits: list[dict],
+        meta: dict[str, Any],
+        worker: int,
+        head: bytes = b"",
+    ):
+        super().__init__(group)
+        self.splits = splits
+        self.meta = meta
+        self.worker = worker
+        self.head = head
+
+    def __repr__(self) -> str:
+        return f"SplitTask({len(self.splits)} splits, worker {self.worker})"
+
+
+def open_dialect(options: SourceOptions) -> SnapshotDialect:
+    """The source's chunk dialect (a context manager)."""
+    return options.open_source().chunks()
+
+
+def load_table(options: SourceOptions, name: str) -> TableSchema:
+    """The schema of ``db.table``; a table without a primary key is keyed by its
+    ``key_columns``, else by its ``chunk_key_columns``, else refused with a sentence."""
+    src = options.source
+    db, _, table = name.partition(".")
+    with options.open_source().catalog() as cat:
+        try:
+            return cat.load_schema(db, table, src.row_keys.get(name, ()))
+        except TableWithoutKey:
+            raise ConfigError(
+                f"the table {name} has no primary key to cut its snapshot into chunks; name "
+                f"a unique column in source.snapshot.chunk_key_columns (e.g. {{{name}: id}}).",
+                key="source.snapshot.chunk_key_columns",
+            ) from None
+
+
+def table_meta(options: SourceOptions, dialect: SnapshotDialect, name: str) -> dict[str, Any]:
+    """The schema and chunk key of ``db.table`` at the start of its snapshot."""
+    schema = load_table(options, name)
+    names = options.source.snapshot.chunk_key_columns.get(name) or schema.key
+    keys = dialect.key_columns(schema.db, schema.table, names)
+    return {"schema": schema.to_json(), "keys": [k.to_json() for k in keys]}
+
+
+class SnapshotPlanner:
+    """Driver side: the snapshot offsets (see the module docstring)."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        snap = options.source.snapshot
+        self.settings = SplitterSettings.of(snap)
+        self.store = SplitStore(self.root, options.kind.offsets)
+
+    @property
+    def root(self) -> str:
+        found = self.options.snapshot_dir
+        return found or str(Path(self.options.schema_history).parent / "snapshot")
+
+    @property
+    def handoff_path(self) -> Path:
+        return Path(self.root) / HANDOFF_FILE
+
+    def initial(self, tables: list[str]) -> dict[str, Any]:
+        state = {"tables": tables, "current": 0, "splitter": None, "batch": 0, "groups": []}
+        return {"snapshot": {**state, "meta": {}, "announce": []}}
+
+    def next(self, start: dict[str, Any]) -> dict[str, Any]:
+        """The offset after ``start``: the next splits, or the first log offset."""
+        st = start["snapshot"]
+        tables: list[str] = st["tables"]
+        current, state = int(st["current"]), st["splitter"]
+        meta: dict[str, Any] = {}
+        if current < len(tables) and tables[current] in st["meta"]:
+            meta[tables[current]] = st["meta"][tables[current]]
+        snap = self.options.source.snapshot
+        want = snap.parallelism * max(1, snap.batch_rows // snap.chunk_size)
+        splits: list[Split] = []
+        announce: list[str] = []
+        with open_dialect(self.options) as dialect:
+            while len(splits) < want and current < len(tables):
+                name = tables[current]
+                if state is None:
+                    meta[name] = table_meta(self.options, dialect, name)
+                    announce.append(name)
+                keys = [KeyColumn.from_json(k) for k in meta[name]["keys"]]
+                splitter = ChunkSplitter(dialect, name, keys, self.settings, state)
+                if state is None:
+                    n = splitter.estimated_splits
+                    log.info(
+                        "snapshot of %s: ~%d rows, ~%d chunk%s of %d rows (cut %s)",
+                        name,
+                        splitter.state["rows"],
+                        n,
+                        "" if n == 1 else "s",
+                        snap.chunk_size,
+                        "evenly by key arithmetic"
+                        if splitter.state["mode"] == "even"
+                        else "by key queries",
+                    )
+                splits += splitter.take(want - len(splits))
+                state = None if splitter.done else splitter.state
+                if splitter.done:
+                    meta[name]["splits"] = splitter.state["index"]
+                    current += 1
+                else:
+                    meta[name]["estimate"] = splitter.estimated_splits
+        if not splits:
+            return self.finish(tables).to_json()
+        groups: list[list[dict]] = [[] for _ in range(snap.parallelism)]
+        for i, split in enumerate(splits):  # consecutive splits: a run's files hold a key range
+            groups[i * len(groups) // len(splits)].append(split.to_json())
+        nxt = {
+            "tables": tables,
+            "current": current,
+            "splitter": state,
+            "batch": int(st["batch"]) + 1,
+            "groups": [g for g in groups if g],
+            "meta": meta,
+            "announce": announce,
+        }
+        return {"snapshot": nxt}
+
+    def finish(self, tables: list[str]) -> Offset:
+        """Write the hand-off from the finished splits; the log starts at the lowest mark."""
+        handoff = Handoff()
+        for name in tables:
+            metas = self.store.finished(name)
+            if not metas:
+                continue
+            handoff.tables[name] = TableHandoff(
+                [KeyColumn.from_json(k) for k in metas[0].get("keys", [])],
+                [tuple(m["split"]["lo"]) for m in metas[1:]],
+                [self.store.offsets.from_json(m["high"]) for m in metas],
+                list(metas[0].get("row_key", [])),
+            )
+        handoff.save(self.handoff_path)
+        lowest = handoff.lowest
+        if lowest is None:
+            with open_dialect(self.options) as dialect:
+                lowest = dialect.watermark()
+        log.info(
+            "snapshot finished (%d tables); streaming the log from %s, hand-off until %s",
+            len(handoff.tables),
+            lowest,
+            handoff.highest,
+        )
+        return lowest
+
+    def partitions(self, end: dict[str, Any]) -> list[SplitTask]:
+        st = end["snapshot"]
+        return [SplitTask(i, group, st["meta"], i) for i, group in enumerate(st["groups"])]
+
+    def release(self, end: dict[str, Any]) -> list[dict[str, Any]]:
+        """The batch ending at ``end`` was committed: drop its rows, return its splits' metas."""
+        done = []
+        for group in end["snapshot"]["groups"]:
+            for raw in group:
+                split = Split.from_json(raw)
+                self.store.release(split)
+                done.append(raw)
+        return done

@@ -1,0 +1,64 @@
+"""The ``<type>-cdc`` PySpark data sources, one per source type (``mysql-cdc``).
+
+``spark.readStream.format("mysql-cdc")`` streams change events
+(:class:`~.reader.ChangeStreamReader`); ``spark.read.format("mysql-cdc").option("table", …)``
+reads one consistent snapshot of a table (:class:`~sparkcdc.spark.snapshot.batch_read.
+SnapshotBatchReader`). Both are written once against the source port; :func:`data_source` makes
+the data source class of one source type, named after its Spark format.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
+from pyspark.sql.types import StructType
+
+from sparkcdc.core.errors import ConfigError
+from sparkcdc.core.event import envelope_ddl
+from sparkcdc.sources.registry import canonical, source_type
+from sparkcdc.spark.stream.options import SourceOptions
+
+
+class ChangeDataSource(DataSource):
+    """Change events of the tables of one source type (:attr:`source_type`)."""
+
+    source_type: ClassVar[str] = "mysql"
+
+    @classmethod
+    def name(cls) -> str:
+        return source_type(cls.source_type).format
+
+    def _options(self) -> SourceOptions:
+        return SourceOptions.parse(self.options, self.source_type)
+
+    def schema(self) -> str:
+        options = self._options()
+        if options.table is not None and "tables" not in {k.lower() for k in self.options}:
+            from sparkcdc.spark.snapshot.batch_read import table_schema
+
+            return table_schema(options).spark_ddl()
+        return envelope_ddl(options.kind.offsets)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        from sparkcdc.spark.snapshot.batch_read import SnapshotBatchReader
+
+        options = self._options()
+        if options.table is None:
+            raise ConfigError(
+                f"a batch read of {self.name()} takes one table: set .option('table', 'db.table').",
+                key="table",
+            )
+        return SnapshotBatchReader(options)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from sparkcdc.spark.stream.reader import ChangeStreamReader
+
+        return ChangeStreamReader(self._options())
+
+
+def data_source(kind: str) -> type[ChangeDataSource]:
+    """The data source class of the source type ``kind`` (``mysql`` → ``mysql-cdc``)."""
+    found = source_type(kind)
+    title = "".join(part.title() for part in found.name.replace("-", "_").split("_"))
+    return type(f"{title}ChangeDataSource", (ChangeDataSource,), {"source_type": canonical(kind)})

@@ -1,0 +1,227 @@
+"""Between the event store and Spark's offsets: which change events make up (start, end].
+
+The stream reader of :mod:`sparkcdc.spark.stream.datasource` answers three questions for Spark,
+and this module holds the bookkeeping behind them (no Spark here, so it is tested on its own):
+
+``plan(start, max_bytes)`` (for ``latestOffset``)
+    Pull whole store batches (Canal's ``get``: they end at a transaction boundary, or at a split
+    point inside a transaction larger than the store) into the *ready queue* and answer the
+    ``after`` offset of the last batch that fits ``max_bytes``; ``start`` when nothing is ready.
+
+``take(start, end)`` (for ``partitions``)
+    Hand out the items covering (start, end]. Normally these are exactly the planned batches. On a
+    replay after a restart the store is fresh, the log reader was reopened at ``start`` and its
+    batches need not align with ``end``: items are taken until ``end`` is reached, and when
+    ``end`` falls inside an item (``end.skip`` inside a split transaction's part, or a boundary
+    inside an item of coalesced transactions, found by its ``boundaries``), that item's rows are
+    sliced; the rest stays queued for the next micro-batch.
+
+``commit(end)`` (once the items are in Spark's partitions)
+    Ack every store batch whose end is at or before ``end`` and whose items were all handed out
+    (Canal's ``ack``), which frees its memory and lets the log reader put more. ``take`` acks
+    what it handed out while it waits for more, so a replayed micro-batch may be larger than
+    the store.
+
+Items whose ``after`` equals the start (the schema announcement a log reader sends first) ride
+along with the next micro-batch. Row counting for slices follows the resume counter of
+:class:`~sparkcdc.core.offset.Offset`: ``skip`` counts the transaction's delivered rows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sparkcdc.core.logitem import LogItem
+from sparkcdc.core.offset import Offset
+from sparkcdc.store.batch import Batch
+from sparkcdc.store.ring import EventStore
+
+
+@dataclass
+class Taken:
+    """The change events of one micro-batch, in log order, and what they tell about progress."""
+
+    batches: list[pa.RecordBatch]
+    rows: int
+    last_event_ts_ms: int | None
+
+
+class _Entry:
+    """A ready item with its size and offset key computed once (they are read many times)."""
+
+    __slots__ = ("item", "size", "key")
+
+    def __init__(self, item: LogItem) -> None:
+        self.item, self.size, self.key = item, item.size, item.after.key
+
+
+class DeliveryQueue:
+    """The ready queue of one stream reader over one :class:`EventStore` (see module doc)."""
+
+    def __init__(self, store: EventStore, start: Offset) -> None:
+        self.store = store
+        self.cursor = start  # end of what was handed to Spark (or the reader's start)
+        self._ready: deque[_Entry] = deque()
+        self._ready_bytes = 0
+        self._unacked: deque[tuple[Batch, int]] = deque()  # (batch, items fetched through it)
+        self._fetched = 0  # items moved from the store into the ready queue
+        self._consumed = 0  # items handed to Spark completely
+
+    # ------------------------------------------------------------------ plan
+    def fetch(self, max_bytes: int | None, timeout: float = 0.0) -> bool:
+        """Move one store batch into the ready queue; False if none was ready in ``timeout``."""
+        batch = self.store.get(max_bytes=max_bytes, timeout=timeout)
+        if batch is None:
+            return False
+        self._fetched += len(batch.items)
+        self._unacked.append((batch, self._fetched))
+        for item in batch.items:
+            entry = _Entry(item)
+            self._ready.append(entry)
+            self._ready_bytes += entry.size
+        return True
+
+    def plan(self, start: Offset, max_bytes: int, wait: float = 0.0) -> Offset:
+        """The end offset of the next micro-batch from ``start`` (``start`` if nothing is ready)."""
+        if not self._ready:
+            self.fetch(max_bytes, timeout=wait)
+        while self._ready_bytes < max_bytes and self.fetch(max_bytes - self._ready_bytes):
+            pass
+        end: Offset = start
+        end_key, size = start.key, 0
+        for entry in self._ready:
+            if size and size + entry.size > max_bytes and end_key > start.key:
+                break
+            size += entry.size
+            if entry.key > end_key:
+                end, end_key = entry.item.after, entry.key
+        return end
+
+    def planned(self, end: Offset) -> list[pa.RecordBatch]:
+        """The record batches of the ready items up to ``end`` (they stay queued)."""
+        key = end.key
+        return [
+            e.item.batch
+            for e in self._ready
+            if e.key <= key and e.item.batch is not None and e.item.batch.num_rows
+        ]
+
+    def caught_up(self, end: Offset) -> bool:
+        """Whether ``end`` holds everything the log reader has put so far."""
+        key = end.key
+        return all(e.key <= key for e in self._ready) and self.store.pending_items == 0
+
+    @property
+    def ready_bytes(self) -> int:
+        return self._ready_bytes
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued and nothing handed out but unacked."""
+        return not self._ready and not self._unacked
+
+    # ------------------------------------------------------------------ take
+    def take(
+        self,
+        end: Offset,
+        wait_more: Callable[[], None],
+        deadline_s: float = 600.0,
+    ) -> Taken:
+        """The items covering (cursor, end], fetching from the store while they are not queued.
+
+        ``wait_more`` is called between store polls (it raises the log reader's error, if any).
+        """
+        out: list[pa.RecordBatch] = []
+        end_key = end.key
+        cursor_key = self.cursor.key
+        deadline = time.monotonic() + deadline_s
+        while True:
+            while self._ready and (cursor_key < end_key or self._ready[0].key <= end_key):
+                entry = self._ready[0]
+                if entry.key > end_key:
+                    if end.at_boundary and not entry.item.rows_before(end):
+                        # the item's first transaction starts at or after end
+                        self.cursor, cursor_key = end, end_key
+                        break
+                    item = self._slice_front(end)  # end falls inside this item
+                    item_key = end_key
+                else:
+                    item, item_key = entry.item, entry.key
+                    self._ready.popleft()
+                    self._ready_bytes -= entry.size
+                    self._consumed += 1
+                if item.batch is not None and item.batch.num_rows:
+                    out.append(item.batch)
+                if item_key > cursor_key:
+                    self.cursor, cursor_key = item.after, item_key
+            if cursor_key >= end_key:
+                return Taken(out, sum(b.num_rows for b in out), _max_ts(out))
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"the log reader did not reach offset {end} within {deadline_s:.0f}s "
+                    f"(it is at {self.cursor})"
+                )
+            wait_more()
+            # the items handed out so far are in ``out`` now: free their store batches, or a
+            # replayed micro-batch larger than the store would wait for room forever
+            self.commit(self.cursor)
+            self.fetch(None, timeout=0.5)
+
+    def _slice_front(self, end: Offset) -> LogItem:
+        """Split the first ready item at ``end``; the front part is returned, the rest stays."""
+        entry = self._ready[0]
+        item = entry.item
+        if end.at_boundary:  # between two of the item's coalesced transactions
+            n = item.rows_before(end)
+        else:
+            first_row = self.cursor.skip if self.cursor.same_transaction(end) else 0
+            n = end.skip - first_row
+        batch = item.batch
+        if n <= 0:  # none of this item's rows come before end
+            return LogItem(after=end)
+        if batch is not None and n == batch.num_rows and end.at_boundary:
+            rest = _Entry(LogItem(after=item.after))  # only progress past the item's last rows
+        else:
+            if batch is None or n >= batch.num_rows:
+                raise ValueError(
+                    f"offset {end} does not fall inside the transaction slice ending at "
+                    f"{item.after}; the checkpoint does not match this binary log"
+                )
+            end_key = end.key
+            boundaries = tuple((r - n, b) for r, b in item.boundaries if b.key > end_key)
+            rest = _Entry(
+                LogItem(item.after, batch.slice(n), is_ddl=item.is_ddl, boundaries=boundaries)
+            )
+        self._ready_bytes += rest.size - entry.size
+        self._ready[0] = rest
+        return LogItem(after=end, batch=batch.slice(0, n))
+
+    # ---------------------------------------------------------------- commit
+    def commit(self, end: Offset) -> int:
+        """Ack every store batch ending at or before ``end`` whose items were all handed out."""
+        last: Batch | None = None
+        count = 0
+        while self._unacked:
+            batch, through = self._unacked[0]
+            if batch.end > end or through > self._consumed:
+                break
+            last = self._unacked.popleft()[0]
+            count += 1
+        if last is not None:
+            self.store.ack(last)
+        return count
+
+
+def _max_ts(batches: list[pa.RecordBatch]) -> int | None:
+    """The newest source commit time among ``batches``."""
+    if not batches:
+        return None
+    column = pa.Table.from_batches(batches).column("source").combine_chunks()
+    value = pc.max(column.field("ts_ms")).as_py()
+    return None if value is None else int(value)

@@ -1,0 +1,301 @@
+"""The options of the ``<type>-cdc`` sources (``mysql-cdc``), parsed once and checked by name.
+
+Every source takes the same options (the table is in docs/spark.md): the server and user, the
+tables and startup, the snapshot settings, the event store's limits and the paths the pipeline
+keeps beside its checkpoint; each source type adds its own (its
+:attr:`~sparkcdc.config.model.SourceSettings.KEYS`, MySQL's ``server_id``). Every option goes
+through the converter of the pipeline setting it stands for, so a wrong value fails with the
+same sentence, naming the option: ``the mysql-cdc option 'parallelism': 0 is out of range; use
+1..64.``
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, NoReturn, TypeVar
+
+from sparkcdc.config.model import SourceConfig
+from sparkcdc.config.values import (
+    as_duration,
+    as_signal_table,
+    as_size,
+    as_snapshot,
+    as_startup,
+    as_table_name,
+    capturing_signal_table,
+    ranged,
+)
+from sparkcdc.core.errors import ConfigError
+from sparkcdc.core.offset import Offset
+from sparkcdc.sources.port import Source, SourceType
+from sparkcdc.sources.registry import canonical, source_type
+
+T = TypeVar("T")
+DELIVERIES = ("rows", "store")
+
+# option name -> SnapshotConfig field
+SNAPSHOT_OPTIONS = {
+    "chunk_size": "chunk_size",
+    "parallelism": "parallelism",
+    "chunk_key_columns": "chunk_key_columns",
+    "distribution_factor_lower": "distribution_factor_lower",
+    "distribution_factor_upper": "distribution_factor_upper",
+    "snapshot_batch_rows": "batch_rows",
+    "incremental_chunks": "incremental_chunks",
+    "incremental_window": "incremental_window",
+}
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    source: SourceConfig
+    schema_history: str
+    max_bytes: int = 64 * 1024 * 1024
+    max_items: int = 16384
+    batch_mode: str = "MEMSIZE"
+    item_rows: int = 2048
+    status_file: str | None = None
+    snapshot_dir: str | None = None
+    snapshot_delivery: str = "rows"
+    table: str | None = None  # the one db.table of a batch read
+    signal_dir: str | None = None  # the folder of the file signal channel
+    batch_mark: str | None = None  # the sink's batch mark (:mod:`..incremental.batch_mark`)
+
+    @property
+    def kind(self) -> SourceType:
+        """The source type (its offsets, its settings, its Spark format)."""
+        return source_type(self.source.type)
+
+    def open_source(self) -> Source:
+        """The source behind the port (imports its drivers)."""
+        return self.kind.open(self.source)
+
+    def offset(self, value: Mapping[str, object]) -> Offset:
+        """The source's offset that ``value`` (a Spark offset) names."""
+        return self.kind.offsets.from_json(value)
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str], source: str = "mysql") -> SourceOptions:
+        """Check and convert the options Spark passes (all text) to the ``source`` type's
+        source; ConfigError names the option."""
+        opts = _Options(options, source)
+        table = opts.given("table")
+        if table is not None:
+            table = opts.checked(lambda: as_table_name(table, "table"))
+        delivery = (opts.given("snapshot_delivery") or "rows").lower()
+        if delivery not in DELIVERIES:
+            opts.fail("snapshot_delivery", f"{delivery!r} is not one of {', '.join(DELIVERIES)}")
+        return cls(
+            source=_source_config(opts, table),
+            # a batch read (``table`` alone) reads no log history: only streams need the file
+            schema_history=opts.given("schema_history") or ""
+            if table is not None and not opts.given("tables")
+            else opts.required("schema_history"),
+            max_bytes=opts.converted("max_bytes", as_size, cls.max_bytes),
+            max_items=opts.converted("max_items", ranged(1, 2**31 - 1), cls.max_items),
+            batch_mode=_batch_mode(opts),
+            item_rows=opts.converted("item_rows", ranged(1, 2**31 - 1), cls.item_rows),
+            status_file=opts.given("status_file"),
+            snapshot_dir=opts.given("snapshot_dir"),
+            snapshot_delivery=delivery,
+            table=table,
+            signal_dir=opts.given("signal_dir"),
+            batch_mark=opts.given("batch_mark"),
+        )
+
+
+class _Options:
+    """The options Spark passed, read by name, with errors naming the option."""
+
+    def __init__(self, options: Mapping[str, str], name: str) -> None:
+        self.values = {str(k).lower(): v for k, v in options.items()}
+        self.name = canonical(name)
+        self.kind = source_type(name)
+        self.format = self.kind.format
+
+    def given(self, name: str) -> str | None:
+        value = self.values.get(name)
+        return None if value is None or str(value).strip() == "" else str(value)
+
+    def fail(self, name: str, problem: str) -> NoReturn:
+        raise ConfigError(f"the {self.format} option '{name}': {problem}.", key=name)
+
+    def required(self, name: str, alternative: str = "") -> str:
+        value = self.given(name)
+        if value is None:
+            raise ConfigError(
+                f"the {self.format} source needs the option '{name}'{alternative}; "
+                f"set it with .option('{name}', ...).",
+                key=name,
+            )
+        return value
+
+    def converted(self, name: str, convert: Callable[[str, str], T], default: T) -> T:
+        """The option converted as the pipeline file's setting is (``default`` if not given)."""
+        value = self.given(name)
+        if value is None:
+            return default
+        return self.checked(lambda: convert(value, name))
+
+    def checked(self, check: Callable[[], T]) -> T:
+        return _checked(check, self.format)
+
+
+def _source_config(opts: _Options, table: str | None) -> SourceConfig:
+    """The source described by the options (``table``: a batch read's one table)."""
+    if table is not None and opts.given("tables") is None:
+        tables: tuple[str, ...] = (re.escape(table),)
+    else:
+        names = opts.required("tables", " (or 'table' for a batch read of one table)")
+        tables = tuple(t.strip() for t in names.split(",") if t.strip())
+    signal_table = opts.given("signal_table")
+    if signal_table is not None:
+        signal_table = opts.checked(lambda: as_signal_table(signal_table, "signal_table"))
+    kind = opts.kind
+    startup = opts.checked(
+        lambda: as_startup(opts.given("startup") or "initial", "startup", kind.settings)
+    )
+    settings = opts.checked(lambda: kind.settings.from_values(opts.given, _option_name))
+    snapshot = opts.checked(
+        lambda: as_snapshot(
+            _snapshot_values(opts.given), {f: o for o, f in SNAPSHOT_OPTIONS.items()}
+        )
+    )
+    source = SourceConfig(
+        type=opts.name,
+        host=opts.required("host"),
+        port=opts.converted("port", ranged(1, 65535), kind.default_port),
+        user=opts.required("user"),
+        password=opts.given("password") or "",
+        tables=capturing_signal_table(tables, signal_table),
+        startup=startup,
+        key_columns=_key_columns(opts),
+        connect_timeout=opts.converted("connect_timeout", as_duration, 10.0),
+        snapshot=snapshot,
+        signal_table=signal_table,
+        settings=settings,
+    )
+    opts.checked(lambda: settings.check(source, _option_name))
+    return source
+
+
+def _batch_mode(opts: _Options) -> str:
+    mode = (opts.given("batch_mode") or "MEMSIZE").upper()
+    if mode not in ("MEMSIZE", "ITEMSIZE"):
+        opts.fail("batch_mode", f"{mode!r} is not one of MEMSIZE, ITEMSIZE")
+    return mode
+
+
+def _option_name(key: str) -> str:
+    """The option of a setting (``snapshot.parallelism`` is the option ``parallelism``)."""
+    return key.rsplit(".", 1)[-1]
+
+
+def _key_columns(opts: _Options) -> dict[str, tuple[str, ...]]:
+    text = opts.given("key_columns")
+    if text is None:
+        return {}
+    try:
+        raw = json.loads(text)
+        return {str(k): tuple(str(c) for c in v) for k, v in raw.items()}
+    except (ValueError, AttributeError, TypeError):
+        raise ConfigError(
+            f"the {opts.format} option 'key_columns' must be a JSON object like "
+            '{"db.table": ["col"]}.',
+            key="key_columns",
+        ) from None
+
+
+def _snapshot_values(given: Callable[[str], str | None]) -> dict[str, Any]:
+    """The snapshot options given, by the name :func:`as_snapshot` checks them under (the
+    option's); ``chunk_key_columns`` decoded from JSON."""
+    values: dict[str, Any] = {}
+    for option, name in SNAPSHOT_OPTIONS.items():
+        values[name] = given(option)
+    text = values["chunk_key_columns"]
+    if text is not None:
+        try:
+            values["chunk_key_columns"] = json.loads(text)
+        except ValueError:
+            raise ConfigError(
+                f'chunk_key_columns: {text!r} is not a JSON object like {{"db.table": ["col"]}}.',
+                key="chunk_key_columns",
+            ) from None
+    return values
+
+
+def _checked(check: Callable[[], T], format: str) -> T:
+    """Run ``check``; its ConfigError (``"<key>: <problem>."``) becomes the same sentence
+    about the option, ``"the mysql-cdc option '<key>': <problem>."``."""
+    try:
+        return check()
+    except ConfigError as exc:
+        key = str(exc.fields.get("key") or "")
+        option = re.split(r"[.\[]", key, maxsplit=1)[0]
+        inner = key[len(option) :].lstrip(".")
+        problem = exc.message
+        if problem.startswith(f"{key}:"):
+            problem = problem[len(key) + 1 :].strip()
+        where = f", at {inner}" if inner else ""
+        raise ConfigError(f"the {format} option '{option}'{where}: {problem}", key=option) from None
+
+
+def source_options(
+    source: SourceConfig,
+    schema_history: str,
+    *,
+    max_bytes: int,
+    max_items: int,
+    batch_mode: str,
+    item_rows: int,
+    status_file: str | None = None,
+    snapshot_dir: str | None = None,
+    snapshot_delivery: str = "rows",
+    signal_dir: str | None = None,
+    batch_mark: str | None = None,
+) -> dict[str, str]:
+    """The ``.option(...)`` values that describe ``source`` to its ``<type>-cdc`` source."""
+    snapshot = source.snapshot
+    opts = {
+        "host": source.host,
+        **({"port": str(source.port)} if source.port else {}),  # 0: not reached by network
+        "user": source.user,
+        "password": source.password,
+        "tables": ",".join(source.tables),
+        "startup": source.startup,
+        **source.settings.to_options(),
+        "connect_timeout": str(source.connect_timeout),
+        "chunk_size": str(snapshot.chunk_size),
+        "parallelism": str(snapshot.parallelism),
+        "distribution_factor_lower": repr(snapshot.distribution_factor_lower),
+        "distribution_factor_upper": repr(snapshot.distribution_factor_upper),
+        "snapshot_batch_rows": str(snapshot.batch_rows),
+        "incremental_chunks": str(snapshot.incremental_chunks),
+        "incremental_window": repr(snapshot.incremental_window),
+        "max_bytes": str(max_bytes),
+        "max_items": str(max_items),
+        "batch_mode": batch_mode,
+        "item_rows": str(item_rows),
+        "schema_history": schema_history,
+        "snapshot_delivery": snapshot_delivery,
+    }
+    if source.key_columns:
+        opts["key_columns"] = json.dumps({k: list(v) for k, v in source.key_columns.items()})
+    if snapshot.chunk_key_columns:
+        opts["chunk_key_columns"] = json.dumps(
+            {k: list(v) for k, v in snapshot.chunk_key_columns.items()}
+        )
+    if status_file:
+        opts["status_file"] = status_file
+    if snapshot_dir:
+        opts["snapshot_dir"] = snapshot_dir
+    if source.signal_table:
+        opts["signal_table"] = source.signal_table
+    if signal_dir:
+        opts["signal_dir"] = signal_dir
+    if batch_mark:
+        opts["batch_mark"] = batch_mark
+    return opts

@@ -1,0 +1,294 @@
+"""The stream reader of the ``<type>-cdc`` sources: a PySpark Python Data Source over the port.
+
+Design (PySpark's Python Data Source API, ``pyspark/sql/datasource.py``): Spark runs the stream
+reader in one long-lived driver-side Python process and calls it in this order::
+
+    initialOffset()                 new stream only: resolve ``startup`` to an offset
+    prepareForTriggerAvailableNow() trigger(availableNow=True) only: remember the log end now
+    latestOffset(start, limit)      end of the next store batches up to max_bytes, or start
+    partitions(start, end)          the change events of (start, end] as Arrow IPC bytes
+    commit(end)                     Spark committed ``end``: the source's ``ack(end)``
+    stop()
+
+Canal's ack: the store frees a batch as soon as its events are inside the partitions Spark
+planned (the partitions carry them from then on), so the log reader refills the store while
+Spark runs the micro-batch. Nothing is ever re-read from the store: a micro-batch that fails is
+replayed after the restart by a new log reader opened at the checkpointed offset. The source
+itself is acknowledged only in ``commit``: a PostgreSQL slot may then forget the log before it.
+
+The log reader thread and its :class:`~sparkcdc.store.ring.EventStore` live in that process and
+start lazily at the first ``start`` Spark hands over: the initial offset for a new stream, the
+checkpointed offset on a restart (a ``skip > 0`` start is a split transaction). When Spark
+replays an uncommitted micro-batch after a crash,
+:class:`~sparkcdc.spark.stream.delivery.DeliveryQueue` rebuilds exactly (start, end] from the
+reopened log. Offsets are the source's :meth:`~sparkcdc.core.offset.Offset.to_json` dicts.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    SupportsTriggerAvailableNow,
+)
+
+from sparkcdc.core.offset import Offset
+from sparkcdc.sources.port import ChangeFilter, Source
+from sparkcdc.sources.readiness import captured_tables
+from sparkcdc.spark.incremental.driver import IncrementalSnapshots
+from sparkcdc.spark.snapshot.phase import SnapshotPhase
+from sparkcdc.spark.snapshot.planner import SnapshotPlanner, SplitTask, is_snapshot
+from sparkcdc.spark.snapshot.split_task import read_split_task
+from sparkcdc.spark.stream.delivery import DeliveryQueue
+from sparkcdc.spark.stream.feed import IDLE_SECONDS, LogFeed
+from sparkcdc.spark.stream.options import SourceOptions
+from sparkcdc.spark.stream.partitions import EnvelopePartition, to_partitions
+from sparkcdc.spark.stream.status import StatusWriter, peak_rss_bytes
+
+
+class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """The stream reader; see the module docstring for the call order and the offsets."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._source: Source | None = None
+        self._feed = LogFeed(options, lambda: self.source, self._change_filter)
+        self._target: Offset | None = None
+        self._status_position: str | None = None
+        self._status_moved = 0.0
+        self._inflight: dict[Offset, tuple[int, int | None]] = {}
+        self._committed: Offset | None = None
+        self._committed_ts: int | None = None
+        self._committed_rows = 0
+        self._store_peak = 0
+        self._status: StatusWriter | None = None
+        self._snapshot: SnapshotPhase | None = None
+        self._handoff_checked = False
+        self._incremental: IncrementalSnapshots | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Spark pickles the reader to ship ``read`` to executors: only the options travel
+        return {"options": self.options}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["options"])  # type: ignore[misc]
+
+    @property
+    def source(self) -> Source:
+        if self._source is None:
+            self._source = self.options.open_source()
+        return self._source
+
+    @property
+    def snapshot(self) -> SnapshotPhase:
+        if self._snapshot is None:
+            self._snapshot = SnapshotPhase(self.options)
+        return self._snapshot
+
+    @property
+    def incremental(self) -> IncrementalSnapshots:
+        if self._incremental is None:
+            self._incremental = IncrementalSnapshots(
+                self.options,
+                SnapshotPlanner(self.options).root,
+                lambda: captured_tables(self.source),
+            )
+        return self._incremental
+
+    @property
+    def snapshots(self) -> bool:
+        return self.options.source.takes_snapshot
+
+    # ------------------------------------------------------------ Spark calls
+    def initialOffset(self) -> dict:
+        _source_logging()
+        if self.snapshots:
+            return self.snapshot.initial(captured_tables(self.source))
+        return self.source.startup_offset(self.options.source.startup).to_json()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        with self.source.catalog() as catalog:
+            self._target = catalog.log_end()
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        _source_logging()
+        if is_snapshot(start):
+            self._ensure_status()
+            return self.snapshot.next(start)
+        begin = self.options.offset(start)
+        if self.snapshots and not self._handoff_checked:
+            self._handoff_checked = True
+            self._target = self.snapshot.target(begin, self._target)
+        queue = self._queue_at(begin)
+        # Spark plans the next micro-batch only after the previous one is committed; acking
+        # here frees the store before Spark's own commit(end) call, which comes later
+        queue.commit(begin)
+        self._raise_reader_error()
+        cap = self.options.max_bytes
+        if isinstance(limit, ReadMaxBytes):
+            cap = max(1, min(cap, int(limit.max_bytes)))
+        while True:
+            if self._target is not None and self._feed.reached(begin, self._target):
+                if self._status is not None:
+                    self._status.flush()  # the final state: Spark may not call stop()
+                return start
+            end = queue.plan(begin, cap, wait=0.05 if self._target is None else 0.5)
+            self._raise_reader_error()
+            planned = self.incremental.plan(start, begin, end, queue, self._feed.reader)
+            if planned is not None:
+                return planned
+            if end > begin:
+                return end.to_json()
+            if self._target is None:
+                return start
+            # available-now ends at the first "no new data": wait until the reader catches up
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        if is_snapshot(end):
+            return self.snapshot.partitions(end)
+        if is_snapshot(start):
+            return []  # the hand-off: from the snapshot to the log, no events of its own
+        begin, finish = self.options.offset(start), self.options.offset(end)
+        queue = self._queue_at(begin)
+        batches: list[pa.RecordBatch] = []
+        if finish >= begin:  # at begin: the schema announcement, if it is still queued
+            taken = queue.take(finish, self._raise_reader_error)
+            self._inflight[finish] = (taken.rows, taken.last_event_ts_ms)
+            batches = taken.batches
+        # an incremental snapshot's chunk and notifications follow the batch's log events
+        batches = batches + self.incremental.events(end, batches)
+        if finish <= begin and not batches:
+            return []
+        parts = to_partitions(batches)
+        # The partitions carry the events from here on, and a failed micro-batch is replayed by
+        # a new reader from the checkpointed offset, never from this store: free it now, so the
+        # log reader fills it while Spark runs the batch.
+        queue.commit(finish)
+        return parts
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if isinstance(partition, SplitTask):
+            if partition.head:
+                yield from pa.ipc.open_stream(partition.head)
+            yield from read_split_task(self.options, partition)
+            return
+        assert isinstance(partition, EnvelopePartition)
+        yield from pa.ipc.open_stream(partition.payload)
+
+    def commit(self, end: dict) -> None:
+        if is_snapshot(end):
+            self.snapshot.committed(end)
+            return
+        finish = self.options.offset(end)
+        if self._feed.queue is not None:
+            self._feed.queue.commit(finish)
+        if self._feed.reader is not None:
+            self._feed.reader.ack(finish)  # the batch up to ``finish`` is in the sink for good
+        if self._incremental is not None:
+            self._incremental.committed(end)
+        for offset in [o for o in self._inflight if o <= finish]:
+            rows, ts = self._inflight.pop(offset)
+            self._committed_rows += rows
+            if ts is not None and (self._committed_ts is None or ts > self._committed_ts):
+                self._committed_ts = ts
+        self._committed = finish
+
+    def stop(self) -> None:
+        self._feed.stop()
+        if self._incremental is not None:
+            self._incremental.close()
+        if self._status is not None:
+            self._status.stop()
+
+    # ------------------------------------------------------------ the log reader
+    def _queue_at(self, start: Offset) -> DeliveryQueue:
+        queue, opened = self._feed.at(start)
+        if opened:
+            self._inflight.clear()
+            self._ensure_status()
+        return queue
+
+    def _change_filter(self, start: Offset) -> ChangeFilter | None:
+        """The snapshot's hand-off filter while ``start`` lies inside the hand-off range."""
+        return self.snapshot.change_filter(start) if self.snapshots else None
+
+    def _ensure_status(self) -> None:
+        o = self.options
+        if self._status is None and o.status_file:
+            self._status = StatusWriter(o.status_file, self.status)
+            self._status.start()
+
+    def _raise_reader_error(self) -> None:
+        error = self._feed.error
+        if error is not None:
+            if self._status is not None:
+                self._status.flush()
+            raise error
+
+    # ------------------------------------------------------------ status file
+    def status(self) -> dict[str, Any]:
+        """What the status file holds (see :mod:`sparkcdc.spark.stream.status`)."""
+        out: dict[str, Any] = {
+            "committed_offset": None if self._committed is None else str(self._committed),
+            "committed_ts_ms": self._committed_ts,
+            "committed_rows": self._committed_rows,
+            "peak_rss_bytes": peak_rss_bytes(),
+        }
+        if self._snapshot is not None and self._snapshot.progress:
+            out["snapshot"] = self._snapshot.figures()
+        if self._incremental is not None:
+            figures = self._incremental.figures()
+            if figures is not None:
+                out["incremental"] = figures
+        reader, store, queue = self._feed.reader, self._feed.store, self._feed.queue
+        if reader is not None:
+            stats = reader.stats()
+            out["position"] = None if stats.position is None else str(stats.position)
+            out.update(events=stats.events, rows=stats.rows, connected=stats.connected,
+                       last_event_ts_ms=stats.last_event_ts_ms)  # fmt: skip
+            if reader.error is not None:
+                out["error"] = {"type": type(reader.error).__name__, "message": str(reader.error)}
+        if store is not None:
+            s = store.stats()
+            self._store_peak = max(self._store_peak, s.used_bytes)
+            out["store_pending_bytes"] = s.pending_bytes
+            out["store_used_bytes"] = s.used_bytes
+            drained = s.pending_items == 0 and queue is not None and queue.idle
+            out["caught_up"] = drained and self._reader_idle(out.get("position"))
+        out["store_peak_bytes"] = self._store_peak
+        return out
+
+    def _reader_idle(self, position: str | None) -> bool:
+        """Whether the reader's position stood still for IDLE_SECONDS (it is at the log end)."""
+        now = time.monotonic()
+        if position != self._status_position:
+            self._status_position, self._status_moved = position, now
+        return now - self._status_moved >= IDLE_SECONDS
+
+
+def _source_logging() -> None:
+    """Spark runs the stream reader in a Python worker process of its own, where nothing set up
+    logging: what the log reader and the snapshot planner say goes to that process's stderr
+    (which ``sparkcdc run`` shows) at the level the command line asked for, once."""
+    level = os.environ.get("SPARKCDC_LOG_LEVEL")
+    root = logging.getLogger("sparkcdc")
+    if not level or root.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    root.addHandler(handler)
+    root.setLevel(level)
+    root.propagate = False

@@ -1,0 +1,198 @@
+"""Cutting one transaction's change events into store items, with Canal's resume counter.
+
+Canal's event store hands out a transaction larger than its memory in pieces and remembers how
+much of it was delivered; here every piece (:class:`~sparkcdc.core.logitem.LogItem`) carries that
+counter in its ``after`` offset::
+
+    txn starting at S   rows  1 .. n                     (n captured rows, item_rows = k)
+    inner items         after = S with skip = k, S with skip = 2k, …
+    last item           after = the boundary after the transaction's commit (skip = 0)
+
+An item is cut only when one more row arrives for a full builder, so the last item of a
+transaction always holds rows and inner offsets always leave rows to come. A reader resumed at
+``S`` with ``skip = s`` re-reads the transaction from its start and drops its first ``s``
+captured rows; ``total_order`` / ``data_collection_order`` count the dropped rows too, so a
+resumed transaction carries the same orders as an uninterrupted one.
+
+Small transactions are coalesced: a committed transaction's rows join the *pending* item, which
+the reader puts (:meth:`TransactionCutter.flush`) when no more of the log is buffered, when it
+is full or old; its ``after`` is the boundary after its last transaction and its ``boundaries``
+list the ones inside. A transaction that does not fit the pending item's remaining room is cut
+alone, as above: the pending item is put before its first inner item or before it joins, so the
+split points of a transaction do not depend on what came before it.
+
+Written once for every source: a log reader tells it where each transaction starts and ends and
+hands it the changes of each log record (:class:`~sparkcdc.core.envelope.EnvelopeBuilder`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from sparkcdc.core.envelope import EnvelopeBuilder, OwnValues
+from sparkcdc.core.event import Change, OffsetType, SchemaRow
+from sparkcdc.core.logitem import LogItem
+from sparkcdc.core.offset import Offset
+from sparkcdc.core.offset_events import schema_batch
+
+
+class TransactionCutter:
+    """Collects the captured rows of the open transaction and puts items of <= item_rows;
+    committed transactions wait in the pending item until :meth:`flush`."""
+
+    def __init__(self, item_rows: int, put: Callable[[LogItem], None], offsets: OffsetType) -> None:
+        if item_rows < 1:
+            raise ValueError("item_rows must be at least 1.")
+        self.item_rows = item_rows
+        self.put = put
+        self.offsets = offsets
+        self.builder = EnvelopeBuilder(offsets)
+        self.open = False
+        self.start: Offset | None = None  # where the open transaction starts (skip 0)
+        self.transaction = ""  # its id
+        self.ts_ms = 0
+        self.skip = 0
+        self.seen = 0  # captured rows of this transaction so far, dropped ones included
+        self._per_table: Counter[tuple[str, str]] = Counter()
+        # the pending item: committed transactions not put yet
+        self.pending: EnvelopeBuilder | None = None
+        self.pending_after: Offset | None = None
+        self.pending_since = 0.0  # time.monotonic() when its first transaction joined
+        self._bounds: list[tuple[int, Offset]] = []
+
+    def begin(self, start: Offset, transaction: str, ts_ms: int, skip: int = 0) -> None:
+        """A transaction ``transaction`` committed at ``ts_ms`` starts at ``start``; drop its
+        first ``skip`` rows."""
+        if len(self.builder):
+            self.builder = EnvelopeBuilder(self.offsets)
+        self.open = True
+        self.start, self.transaction, self.ts_ms = start, transaction, ts_ms
+        self.skip, self.seen = skip, 0
+        self._per_table.clear()
+
+    def reset(self) -> None:
+        """Forget the open transaction and the pending item (the stream is read again)."""
+        self.open = False
+        self.builder = EnvelopeBuilder(self.offsets)
+        self.pending = self.pending_after = None
+        self._bounds = []
+
+    def inner_offset(self) -> Offset:
+        """The offset after the open transaction's rows so far."""
+        assert self.start is not None
+        return self.start.with_skip(self.seen)
+
+    def add(
+        self,
+        db: str,
+        table: str,
+        schema_id: str,
+        position: str,
+        own: OwnValues,
+        changes: Sequence[Change],
+    ) -> None:
+        """The captured changes of one log record at ``position`` (its own ``source`` fields
+        ``own``), appended in bulk: one :meth:`EnvelopeBuilder.extend` per record (or per part
+        of it that goes into one item)."""
+        n = len(changes)
+        key = (db, table)
+        first, table_first = self.seen, self._per_table[key]
+        self.seen += n
+        self._per_table[key] += n
+        i = max(0, self.skip - first)  # rows delivered before a resume are dropped
+        while i < n:
+            room = self.item_rows - len(self.builder)
+            if room <= 0:  # full, and one more row is here: cut an inner item
+                self.flush()
+                assert self.start is not None
+                self._put(self.builder, self.start.with_skip(first + i))
+                self.builder = EnvelopeBuilder(self.offsets)
+                room = self.item_rows
+            j = min(n, i + room)
+            self.builder.extend(
+                changes if i == 0 and j == n else changes[i:j],
+                db,
+                table,
+                schema_id,
+                position=position,
+                index=i,
+                own=own,
+                ts_ms=self.ts_ms,
+                transaction=self.transaction,
+                total_order=first + i + 1,
+                data_collection_order=table_first + i + 1,
+            )
+            i = j
+
+    def add_ddl(
+        self, ddl: str, tables: list[SchemaRow], position: str, own: OwnValues, after: Offset
+    ) -> None:
+        """A schema change in the log record at ``position``: pending rows go first, then one
+        DDL item (rows from :func:`~sparkcdc.core.offset_events.schema_batch`) ending at
+        ``after``."""
+        self.flush_pending()
+        batch = schema_batch(
+            tables, self.offsets, position=position, own=own, ts_ms=self.ts_ms, ddl=ddl,
+            transaction=self.transaction,
+        )  # fmt: skip
+        self.put(LogItem(after=after, batch=batch, is_ddl=True))
+
+    def flush_pending(self) -> None:
+        """Put the pending item, then the open transaction's rows collected so far as an inner
+        item (before a DDL in the transaction)."""
+        self.flush()
+        if len(self.builder):
+            self._put(self.builder, self.inner_offset())
+            self.builder = EnvelopeBuilder(self.offsets)
+
+    def flush(self) -> None:
+        """Put the pending item, if any."""
+        pending, after = self.pending, self.pending_after
+        if pending is None or after is None:
+            return
+        bounds = self._bounds
+        if bounds and bounds[-1][1] is after:
+            bounds.pop()
+        self._bounds = []
+        self._put(pending, after, tuple(bounds))
+        # cleared only once the item is in the store: the log reader's ``passed`` relies on it
+        self.pending = self.pending_after = None
+
+    def _put(
+        self,
+        builder: EnvelopeBuilder,
+        after: Offset,
+        boundaries: tuple[tuple[int, Offset], ...] = (),
+    ) -> None:
+        batch = builder.build()
+        nbytes = batch.get_total_buffer_size()
+        self.put(LogItem(after=after, batch=batch, boundaries=boundaries, nbytes=nbytes))
+
+    def commit(self, boundary: Offset) -> bool:
+        """The transaction ended at ``boundary``: its rows join the pending item (put first if
+        they do not fit in it). True if the pending item now ends at ``boundary``."""
+        self.open = False
+        return self.advance(boundary)
+
+    def advance(self, boundary: Offset) -> bool:
+        """The log reached ``boundary`` with the open transaction's rows (if any) complete;
+        True if the pending item now ends there (False: nothing pending, no rows)."""
+        rows = self.builder
+        if len(rows):
+            pending = self.pending
+            if pending is not None and len(pending) + len(rows) > self.item_rows:
+                self.flush()
+                pending = None
+            if pending is None:
+                pending = self.pending = rows
+                self.pending_since = time.monotonic()
+            else:
+                pending.absorb(rows)
+            self.builder = EnvelopeBuilder(self.offsets)
+            self._bounds.append((len(pending), boundary))
+        elif self.pending is None:
+            return False
+        self.pending_after = boundary
+        return True
