@@ -42,7 +42,7 @@ from sparkcdc.spark.pipeline.checkpoint import (
 )
 from sparkcdc.spark.pipeline.progress import Meter, ProgressCallback
 from sparkcdc.spark.pipeline.session import SPARK_LOG_LEVEL, spark_log_level, start_session
-from sparkcdc.spark.runtime.worker_warmup import warm_workers
+from sparkcdc.spark.runtime.worker_warmup import warm_in_background, warm_workers
 from sparkcdc.spark.stream.options import source_options
 from sparkcdc.spark.stream.status import STATUS_FILE, read_status
 
@@ -76,7 +76,9 @@ def run_pipeline(
         checkpoint = Path(config.pipeline.checkpoint)
         own = checkpoint / "sparkcdc"
         own.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
         spark = start_session(config, own, level)
+        log.info("Spark session started in %.1fs", time.monotonic() - started)
         try:
             if stop.requested:
                 return 0
@@ -95,7 +97,8 @@ def _stream(
     progress: ProgressCallback | None,
     stop: _StopRequest,
 ) -> int:
-    """Start the query and watch it until it ends or a stop is asked for; the batches written."""
+    """Start the query (Python workers warmed up meanwhile, or before it for a snapshot) and
+    watch it; the batches written."""
     own = checkpoint / "sparkcdc"
     status_path = own / STATUS_FILE
     status_path.unlink(missing_ok=True)  # a previous run's error must not be reported again
@@ -105,7 +108,27 @@ def _stream(
         app_id=lambda: pipeline_id(spark_checkpoint),
         mark=BatchMark(own / "batch.mark"),
     )
-    query = _query(spark, config, own, sink, available_now).start()
+    started = time.monotonic()
+    clear_torn_first_offset(spark_checkpoint)
+    snapshot_first = config.source.takes_snapshot and snapshot_ahead(spark_checkpoint)
+    warming = None if snapshot_first else warm_in_background(spark)
+    try:
+        query = _query(spark, config, own, sink, available_now, snapshot_first).start()
+        log.info("stream query started in %.1fs", time.monotonic() - started)
+        return _watch(query, sink, status_path, progress, stop)
+    finally:
+        if warming is not None:
+            warming.join(timeout=60)  # before the session stops under it
+
+
+def _watch(
+    query: Any,
+    sink: DeltaSink,
+    status_path: Path,
+    progress: ProgressCallback | None,
+    stop: _StopRequest,
+) -> int:
+    """Watch the running query until it ends or a stop is asked for; the batches written."""
     meter = Meter(sink, status_path)
     try:
         while query.isActive:
@@ -126,9 +149,16 @@ def _stream(
     return int(sink.batches)
 
 
-def _query(spark: Any, config: Config, own: Path, sink: DeltaSink, available_now: bool) -> Any:
-    """The stream of the source's changes into the sink, not started yet (Spark's checkpoint
-    repaired and the snapshot's workers warmed up first)."""
+def _query(
+    spark: Any,
+    config: Config,
+    own: Path,
+    sink: DeltaSink,
+    available_now: bool,
+    snapshot_first: bool,
+) -> Any:
+    """The stream of the source's changes into the sink, not started yet (``snapshot_first``:
+    the snapshot's workers warmed up first)."""
     import sparkcdc.spark
 
     kind = config.source.type
@@ -163,8 +193,7 @@ def _query(spark: Any, config: Config, own: Path, sink: DeltaSink, available_now
         writer = writer.trigger(
             processingTime=f"{int(config.pipeline.trigger_seconds * 1000)} milliseconds"
         )
-    clear_torn_first_offset(spark_checkpoint)
-    if config.source.takes_snapshot and snapshot_ahead(spark_checkpoint):
+    if snapshot_first:
         warm_workers(spark, config.source.snapshot.parallelism)
     return writer
 

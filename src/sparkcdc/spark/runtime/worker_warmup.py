@@ -5,13 +5,17 @@ own process: a *planner* (Spark's ``plan_data_source_read``, which builds the re
 run once per query) and one *task worker* per split task. Started cold, each is a new process
 that imports pyspark, pyarrow and the chunk reader first: measured here as about 1.5 s between a
 snapshot's first offset and its first chunk read. Spark keeps idle workers of both kinds for
-reuse (``spark.python.worker.reuse``), so one tiny batch read of :class:`WarmUpSource` run
-just before the query starts leaves both kinds waiting: it is planned in a planner worker of
-the kind the stream's uses (which imports the reader there), and read in ``parallelism`` task
-workers forked by the session's daemon (:mod:`.worker_daemon`, which preloads what they import, for
-workers Spark starts later too). Run beside the query's start instead, on two busy
-cores, it was measured here finishing after the first offset was written: the micro-batch
-waited for the workers it started.
+reuse (``spark.python.worker.reuse``), so one tiny batch read of :class:`WarmUpSource` leaves
+both kinds waiting: it is planned in a planner worker of the kind the stream's uses (which
+imports the reader there), and read in task workers forked by the session's daemon
+(:mod:`.worker_daemon`, which preloads what they import, for workers Spark starts later too).
+
+Before a snapshot it runs just before the query starts, with one task per split task
+(:func:`warm_workers`): run beside the query's start instead, on two busy cores, it finished
+after the first offset was written and the micro-batch waited for the workers it started. A
+stream from the log needs one task worker, and its query's start mostly waits for Spark's
+own Python processes: there the read runs beside the start (:func:`warm_in_background`) and
+the first micro-batch finds the worker up (bench section 1's start-up phases).
 
 Only a head start: a failure changes nothing, the query starts whatever this read does.
 """
@@ -19,6 +23,7 @@ Only a head start: a failure changes nothing, the query starts whatever this rea
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -74,3 +79,13 @@ def warm_workers(spark: Any, tasks: int) -> None:
         log.debug("warming the Python workers failed: %s", exc)
         return
     log.debug("Python workers for %d split tasks ready in %.1fs", tasks, time.monotonic() - started)
+
+
+def warm_in_background(spark: Any) -> threading.Thread:
+    """:func:`warm_workers` for one task worker in a thread of its own, started; join it
+    before the session stops."""
+    thread = threading.Thread(
+        target=warm_workers, args=(spark, 1), name="sparkcdc-warm-up", daemon=True
+    )
+    thread.start()
+    return thread
