@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from sparkcdc.config.model import (
+    DEFAULT_TYPE,
     Config,
     PipelineConfig,
     SinkConfig,
@@ -220,11 +221,11 @@ def _one_of(*choices: str, aliases: dict[str, str] | None = None) -> Callable[[A
 def _source(section: Any) -> SourceConfig:
     p = "source"
     named = section.get("type") if isinstance(section, dict) else None
-    kind = source_type(as_text(named or "mysql", f"{p}.type"), f"{p}.type")
+    kind = source_type(as_text(named or DEFAULT_TYPE, f"{p}.type"), f"{p}.type")
     s = _section(section, p, SOURCE_KEYS + kind.settings.KEYS, required=True)
     settings = kind.settings.from_values(s.get, lambda name: f"{p}.{name}")
     source = SourceConfig(
-        type=canonical(named or "mysql"),
+        type=canonical(named or DEFAULT_TYPE),
         host=_get(s, "host", p, as_text, _REQUIRED),
         port=_get(s, "port", p, ranged(1, 65535), kind.default_port),
         user=_get(s, "user", p, as_text, _REQUIRED),

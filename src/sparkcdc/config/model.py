@@ -13,6 +13,10 @@ from typing import Any, ClassVar, Self
 SNAPSHOT_STARTUPS = ("initial", "snapshot")
 
 
+DEFAULT_TYPE = "mysql"
+"""``source.type`` when the pipeline file (or a ``<type>-cdc`` option set) names none."""
+
+
 @dataclass(frozen=True)
 class SnapshotConfig:
     """How the tables are snapshotted (startup ``initial`` or ``snapshot``): cut into chunks
@@ -96,7 +100,7 @@ class SourceConfig:
     password: str
     tables: tuple[str, ...]
     startup: str = "initial"
-    type: str = "mysql"
+    type: str = DEFAULT_TYPE
     key_columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
     connect_timeout: float = 10.0
     snapshot: SnapshotConfig = field(default_factory=SnapshotConfig)

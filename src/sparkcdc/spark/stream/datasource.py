@@ -21,9 +21,10 @@ from sparkcdc.spark.stream.options import SourceOptions
 
 
 class ChangeDataSource(DataSource):
-    """Change events of the tables of one source type (:attr:`source_type`)."""
+    """Change events of the tables of one source type (:attr:`source_type`); registered as
+    the subclass :func:`data_source` makes for that type."""
 
-    source_type: ClassVar[str] = "mysql"
+    source_type: ClassVar[str]
 
     @classmethod
     def name(cls) -> str:

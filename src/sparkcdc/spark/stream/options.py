@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
-from sparkcdc.config.model import SourceConfig
+from sparkcdc.config.model import DEFAULT_TYPE, SourceConfig
 from sparkcdc.config.values import (
     as_duration,
     as_signal_table,
@@ -78,7 +78,7 @@ class SourceOptions:
         return self.kind.offsets.from_json(value)
 
     @classmethod
-    def parse(cls, options: Mapping[str, str], source: str = "mysql") -> SourceOptions:
+    def parse(cls, options: Mapping[str, str], source: str = DEFAULT_TYPE) -> SourceOptions:
         """Check and convert the options Spark passes (all text) to the ``source`` type's
         source; ConfigError names the option."""
         opts = _Options(options, source)
