@@ -14,7 +14,10 @@ op          ``c`` insert, ``u`` update, ``d`` delete, ``r`` snapshot read,
             true``: a chunk of an incremental snapshot, always merged into the replica),
             ``source`` the chunk's high watermark,
             ``n`` a notification of the incremental snapshots (``after`` the notification
-            as JSON: ``{"type": ..., ...}``; ``db``/``table`` the table it is about, or empty)
+            as JSON: ``{"type": ..., ...}``; ``db``/``table`` the table it is about, or empty),
+            ``f`` the events of a whole micro-batch kept in an Arrow file (option ``log_dir``:
+            ``after`` is ``{"path": <file>, "rows": n}``, ``source`` the batch's end;
+            :mod:`sparkcdc.store.batch_files`)
 db, table   the source table's two-part name (MySQL: database and table; PostgreSQL: schema
             and table)
 key         JSON array of the key values (from ``after``, or ``before`` for deletes)
@@ -67,6 +70,7 @@ OP_READ = "r"
 OP_SCHEMA = "s"
 OP_CHUNK = "k"
 OP_NOTICE = "n"
+OP_FILE = "f"
 
 COMMON_SOURCE_FIELDS = (
     pa.field("db", pa.string()),

@@ -21,6 +21,7 @@ from sparkcdc.core import columns as col
 from sparkcdc.core.envelope import EnvelopeBuilder, OwnValues
 from sparkcdc.core.event import (
     OP_CHUNK,
+    OP_FILE,
     OP_NOTICE,
     OP_READ,
     OP_SCHEMA,
@@ -110,6 +111,19 @@ def chunk_event(
                       separators=(",", ":"))  # fmt: skip
     keys, refs = pa.nulls(1, col.STRING), pa.array([text], col.STRING)
     return snapshot_batch(keys, refs, db, table, schema_id, at, ts_ms, OP_CHUNK)
+
+
+def file_event(ref: dict[str, Any], at: Offset) -> pa.RecordBatch:
+    """The one ``f`` event standing for the events of a micro-batch ending at ``at`` that are
+    kept in the file ``ref`` names (``path``, ``rows``)."""
+    text = pa.array([json.dumps(ref, separators=(",", ":"))], col.STRING)
+    nothing = pa.nulls(1, col.STRING)
+    return pa.RecordBatch.from_arrays(
+        [col.strings_cached(OP_FILE, 1), col.strings_cached("", 1), col.strings_cached("", 1),
+         nothing, nothing, text, nothing, nothing, nothing,
+         offset_source(1, "", "", at, 0, snapshot=False), pa.nulls(1, TRANSACTION_TYPE)],
+        schema=envelope_schema(type(at)),
+    )  # fmt: skip
 
 
 def own_values(offsets: OffsetType, at: Offset | None) -> OwnValues:

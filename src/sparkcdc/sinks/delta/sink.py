@@ -1,7 +1,8 @@
 """The Delta sink: ``foreachBatch`` writer of every captured table's change log and replica.
 
 For micro-batch N (rows of :data:`~sparkcdc.core.event.envelope_schema` in log order, collected
-once with ``df.toArrow()``):
+once with ``df.toArrow()``; a stream with the option ``log_dir`` carries one ``f`` event instead,
+whose file holds them, :mod:`sparkcdc.store.batch_files`):
 
 1. Schema rows (``op = 's'``), in order: each announced schema is written to
    ``<sink>/_sparkcdc/schemas/<db>.<table>.<schema_id>.json`` and the table's Delta tables are
@@ -60,6 +61,7 @@ from sparkcdc.core.event import OP_NOTICE, OP_SCHEMA
 from sparkcdc.sinks.delta import chunk_files, chunk_rows, commits, notifications
 from sparkcdc.sinks.delta.lake import Lake, TableName
 from sparkcdc.sinks.delta.replica import latest_changes
+from sparkcdc.store import batch_files
 
 log = logging.getLogger("sparkcdc.sink")
 
@@ -115,7 +117,7 @@ class DeltaSink:
     def __call__(self, df: ArrowFrame, batch_id: int) -> None:
         try:
             started = time.perf_counter()
-            envelope = df.toArrow()
+            envelope = batch_files.expand(df.toArrow())
             self.write(envelope, int(batch_id), read_s=time.perf_counter() - started)
         except BaseException as exc:
             self.error = exc
@@ -161,8 +163,8 @@ class DeltaSink:
         self._touch_mark()
         noticed = notifications.record(self.path, envelope, self.app_id, batch_id)
         report = BatchReport(batch_id, count, tables, skipped, last_ts, noticed)
-        took = f"read {read_s:.1f}s, " if read_s is not None else ""
-        self._account(report, f" ({took}written in {time.perf_counter() - started:.1f}s)")
+        took = f"read {read_s:.2f}s, " if read_s is not None else ""
+        self._account(report, f" ({took}written in {time.perf_counter() - started:.2f}s)")
         return report
 
     def _touch_mark(self) -> None:

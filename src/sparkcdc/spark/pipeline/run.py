@@ -177,6 +177,7 @@ def _query(
         snapshot_delivery="store",  # the Delta sink reads the chunks from the split store
         signal_dir=str(signal_folder(checkpoint)),
         batch_mark=str(own / "batch.mark"),  # the sink's mark, watched by incremental snapshots
+        log_dir=str(own / "log"),  # the sink reads each micro-batch's events from a file
     )
     spark_checkpoint = checkpoint / "spark"
     writer = (

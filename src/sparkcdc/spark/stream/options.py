@@ -63,6 +63,7 @@ class SourceOptions:
     table: str | None = None  # the one db.table of a batch read
     signal_dir: str | None = None  # the folder of the file signal channel
     batch_mark: str | None = None  # the sink's batch mark (:mod:`..incremental.batch_mark`)
+    log_dir: str | None = None  # micro-batches as files (:mod:`sparkcdc.store.batch_files`)
 
     @property
     def kind(self) -> SourceType:
@@ -104,6 +105,7 @@ class SourceOptions:
             table=table,
             signal_dir=opts.given("signal_dir"),
             batch_mark=opts.given("batch_mark"),
+            log_dir=opts.given("log_dir"),
         )
 
 
@@ -256,6 +258,7 @@ def source_options(
     snapshot_delivery: str = "rows",
     signal_dir: str | None = None,
     batch_mark: str | None = None,
+    log_dir: str | None = None,
 ) -> dict[str, str]:
     """The ``.option(...)`` values that describe ``source`` to its ``<type>-cdc`` source."""
     snapshot = source.snapshot
@@ -298,4 +301,6 @@ def source_options(
         opts["signal_dir"] = signal_dir
     if batch_mark:
         opts["batch_mark"] = batch_mark
+    if log_dir:
+        opts["log_dir"] = log_dir
     return opts

@@ -54,6 +54,7 @@ from sparkcdc.spark.stream.feed import IDLE_SECONDS, LogFeed
 from sparkcdc.spark.stream.options import SourceOptions
 from sparkcdc.spark.stream.partitions import EnvelopePartition, to_partitions
 from sparkcdc.spark.stream.status import StatusWriter, peak_rss_bytes
+from sparkcdc.store.batch_files import BatchFiles
 
 
 class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -75,6 +76,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._snapshot: SnapshotPhase | None = None
         self._handoff_checked = False
         self._incremental: IncrementalSnapshots | None = None
+        self._files = None if options.log_dir is None else BatchFiles(options.log_dir)
 
     def __getstate__(self) -> dict[str, Any]:
         # Spark pickles the reader to ship ``read`` to executors: only the options travel
@@ -172,6 +174,8 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         batches = batches + self.incremental.events(end, batches)
         if finish <= begin and not batches:
             return []
+        if self._files is not None and batches:
+            batches = [self._files.write(finish, batches)]
         parts = to_partitions(batches)
         # The partitions carry the events from here on, and a failed micro-batch is replayed by
         # a new reader from the checkpointed offset, never from this store: free it now, so the
@@ -199,6 +203,8 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._feed.reader.ack(finish)  # the batch up to ``finish`` is in the sink for good
         if self._incremental is not None:
             self._incremental.committed(end)
+        if self._files is not None:
+            self._files.release(finish)
         for offset in [o for o in self._inflight if o <= finish]:
             rows, ts = self._inflight.pop(offset)
             self._committed_rows += rows

@@ -1,0 +1,114 @@
+"""Micro-batches of the log handed to the sink as Arrow files instead of as Spark rows.
+
+The stream reader and a ``foreachBatch`` sink both run on Spark's driver. With the option
+``log_dir`` the stream reader writes the events of each micro-batch (start, end] to one Arrow
+IPC file in that folder, and the stream itself carries a single ``f`` event naming the file
+(:data:`~sparkcdc.core.event.OP_FILE`); the sink reads the events back from the file
+(:func:`expand`). The events then never become Spark rows: no conversion from Arrow into the
+JVM and back, which costs more than decoding them (the snapshot's kept chunks travel the same
+way, :mod:`sparkcdc.snapshot.split_store`).
+
+Exactly once: a file is named after the end offset of its micro-batch and written whole or not
+at all (a temporary file renamed). A micro-batch replayed after a crash is planned again from the
+log, which writes the same events under the same name. Files are removed once Spark committed
+their end (:meth:`BatchFiles.release`), including those a crashed run left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sparkcdc.core.errors import SinkError
+from sparkcdc.core.event import OP_FILE
+from sparkcdc.core.offset import Offset
+from sparkcdc.core.offset_events import file_event
+
+SUFFIX = ".arrow"
+
+
+def _name(end: Offset) -> str:
+    """Sortable as the offsets are: the end's position text and its skip count."""
+    return f"{end.position().replace(':', '-')}-{end.skip:010d}{SUFFIX}"
+
+
+class BatchFiles:
+    """The folder of one stream's micro-batch files (module docstring)."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+
+    def write(self, end: Offset, batches: Sequence[pa.RecordBatch]) -> pa.RecordBatch:
+        """Keep the events of the micro-batch ending at ``end`` in its file; the ``f`` event
+        that stands for them in the stream."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / _name(end)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        schema = batches[0].schema
+        rows = 0
+        with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+            for batch in batches:
+                writer.write_batch(batch)
+                rows += batch.num_rows
+        os.replace(tmp, path)
+        return file_event({"path": str(path), "rows": rows}, end)
+
+    def release(self, end: Offset) -> int:
+        """Remove the files of micro-batches ending at or before ``end`` (committed by Spark);
+        how many were removed."""
+        if not self.folder.is_dir():
+            return 0
+        last = _name(end)
+        removed = 0
+        for path in self.folder.iterdir():
+            if path.suffix == SUFFIX and not path.name.startswith(".") and path.name <= last:
+                path.unlink(missing_ok=True)
+                removed += 1
+        return removed
+
+
+def expand(envelope: pa.Table) -> pa.Table:
+    """``envelope`` with each ``f`` event replaced by the events of its file, in order."""
+    if envelope.num_rows == 0:
+        return envelope
+    ops = envelope.column("op")
+    found = pc.indices_nonzero(pc.equal(ops, OP_FILE)).to_pylist()
+    if not found:
+        return envelope
+    pieces: list[pa.Table] = []
+    read: list[pa.Table] = []
+    done = 0
+    for i in found:
+        if i > done:
+            pieces.append(envelope.slice(done, i - done))
+        ref = json.loads(envelope.column("after")[i].as_py())
+        read.append(_read(str(ref["path"]), int(ref["rows"])))
+        pieces.append(read[-1])
+        done = i + 1
+    if done < envelope.num_rows:
+        pieces.append(envelope.slice(done))
+    schema = read[0].schema  # events from Spark's rows take the files' types
+    return pa.concat_tables([p if p.schema == schema else p.cast(schema) for p in pieces])
+
+
+def _read(path: str, rows: int) -> pa.Table:
+    try:
+        with pa.OSFile(path, "rb") as source:
+            table = pa.ipc.open_file(source).read_all()
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise SinkError(
+            f"the log events of this micro-batch cannot be read from {path} ({exc}); the "
+            "folder log_dir must stay as the stream left it: restart the pipeline and the "
+            "micro-batch is read again from the log"
+        ) from exc
+    if table.num_rows != rows:
+        raise SinkError(
+            f"{path} holds {table.num_rows} log events where the stream announced {rows}; "
+            "restart the pipeline and the micro-batch is read again from the log"
+        )
+    return table
