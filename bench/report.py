@@ -94,37 +94,30 @@ def render(r: dict[str, Any]) -> str:
     ]
     t = r.get("throughput")
     if t:
-        ms = {m["name"]: m for m in t["measurements"]}
-        names = list(ms)
-        c, p = ms[names[0]], ms[names[1]]
         out += [
             f"## 1. Binlog → change log: {t['changes']:,} row changes",
             "",
-            "200k single-row insert transactions plus batched updates of every row.",
+            f"{t.get('inserts', 200_000):,} single-row insert transactions plus batched updates "
+            "of every row.",
             "",
-            "| reader | rows | seconds | rows/s | vs C decoder | vs python-mysql-replication |",
-            "|---|---:|---:|---:|---:|---:|",
+            *_stream_table(t),
+            "",
+            *_startup(t),
+            "",
+            *_timeline(t),
         ]
-        for m in t["measurements"]:
-            out.append(
-                f"| {m['name']} | {m['rows']:,} | {m['seconds']:.2f} | {m['rows_per_s']:,.0f} | "
-                f"{_ratio(m['rows_per_s'], c['rows_per_s'])} | "
-                f"{_ratio(m['rows_per_s'], p['rows_per_s'])} |"
-            )
-        out += ["", *_startup(t), ""]
+    one = r.get("singles")
+    if one:
+        out += [
+            f"### Single-row transactions only: {one['changes']:,} inserts, each its own commit",
+            "",
+            *_stream_table(one),
+            "",
+            *_timeline(one),
+        ]
     lat = r.get("latency")
     if lat:
-        out += [
-            f"## 2. Commit → visible in the replica at {lat['rate_rows_per_s']:,} rows/s",
-            "",
-            f"{lat['rows']:,} rows over {lat['seconds']:.0f} s, trigger `{lat['trigger']}`; "
-            f"{lat['not_visible']} rows not visible by the end.",
-            "",
-            "| p50 | p99 | max |",
-            "|---:|---:|---:|",
-            f"| {lat['p50_s']:.2f} s | {lat['p99_s']:.2f} s | {lat['max_s']:.2f} s |",
-            "",
-        ]
+        out += _latency(lat if isinstance(lat, list) else [lat])
     big = r.get("big")
     if big:
         out += [
@@ -142,10 +135,99 @@ def render(r: dict[str, Any]) -> str:
     inc = r.get("incremental")
     if inc:
         out += _incremental(inc)
-    out += ["## Where the time goes", "", r.get("notes") or NOTES, ""]
+    out += ["## Where the time goes", "", *_profile(r.get("profile")), NOTES, ""]
     if HISTORY.exists():
         out += [HISTORY.read_text()]
     return "\n".join(out)
+
+
+def _stream_table(t: dict[str, Any]) -> list[str]:
+    """Section 1's figures, each next to the C decoder (and python-mysql-replication)."""
+    ms = t["measurements"]
+    c = ms[0]
+    p = next((m for m in ms if m["name"] == "python-mysql-replication"), None)
+    head = "| reader | rows | seconds | rows/s | vs C decoder |"
+    out = [head + (" vs python-mysql-replication |" if p else ""),
+           "|---|---:|---:|---:|---:|" + ("---:|" if p else "")]  # fmt: skip
+    for m in ms:
+        line = (
+            f"| {m['name']} | {m['rows']:,} | {m['seconds']:.2f} | {m['rows_per_s']:,.0f} | "
+            f"{_ratio(m['rows_per_s'], c['rows_per_s'])} |"
+        )
+        out.append(line + (f" {_ratio(m['rows_per_s'], p['rows_per_s'])} |" if p else ""))
+    return out
+
+
+def _timeline(t: dict[str, Any]) -> list[str]:
+    """Where the whole run's time goes, from the lines it printed."""
+    w = t.get("timeline")
+    if not w:
+        return []
+    total = next(m["seconds"] for m in t["measurements"] if m["name"].startswith("sparkcdc run"))
+    reader = next(m["seconds"] for m in t["measurements"] if "log reader" in m["name"])
+    between = w["batches_s"] - w["sink_read_s"] - w["sink_write_s"]
+    rows = [
+        ("launch → stream query started (Python, JVM, session, data source)",
+         w["query_started_s"]),
+        (f"{w['batches']} micro-batches, query start → last batch written", w["batches_s"]),
+        ("… the sink reading the batches (`f` event → Arrow file)", w["sink_read_s"]),
+        ("… the sink writing Delta (change log append beside replica MERGE)",
+         w["sink_write_s"]),
+        ("… the rest: Spark planning and committing each batch, the source process "
+         "waiting for the log reader", between),
+        ("stop: the query and the session", w["stop_s"]),
+        ("**the whole run**", total),
+        ("the log reader alone on the same binlog (runs beside the micro-batches)", reader),
+    ]  # fmt: skip
+    return [
+        "Where the time goes in the whole run (its lines stamped as they arrived; the sink "
+        "logs what it read and wrote per micro-batch):",
+        "",
+        "| part | seconds |",
+        "|---|---:|",
+        *[f"| {name} | {sec:.2f} |" for name, sec in rows],
+        "",
+    ]
+
+
+def _profile(p: dict[str, Any] | None) -> list[str]:
+    """The py-spy summary of one whole run (bench/profile.py)."""
+    if not p:
+        return []
+    out = [
+        f"A py-spy profile of `sparkcdc run --available-now` over section 1's "
+        f"{p['changes']:,} changes (`python -m bench.run --only profile`, every Python process "
+        f"of the run sampled at {p['rate']} Hz, running threads only): CPU seconds per process "
+        "and, in each, by the innermost sparkcdc function on the stack (else the library "
+        "function running).",
+        "",
+        "| process | CPU s | where (CPU s) |",
+        "|---|---:|---|",
+    ]
+    for role in p["roles"]:
+        top = "; ".join(f"`{f['function']}` {f['cpu_s']:.1f}" for f in role["top"][:6])
+        out.append(f"| {role['role']} | {role['cpu_s']:.1f} | {top} |")
+    return [*out, ""]
+
+
+def _latency(runs: list[dict[str, Any]]) -> list[str]:
+    out = [
+        "## 2. Commit → visible in the replica",
+        "",
+        "A steady insert load while `sparkcdc run` streams it (trigger "
+        f"`{runs[0]['trigger']}`); goal p99 ≤ 1 s at 2k rows/s, ≤ 2 s at 20k rows/s.",
+        "",
+        "| rate asked | rows/transaction | rate reached | rows | not visible | p50 | p99 | max |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for lat in runs:
+        reached = lat.get("achieved_rows_per_s", lat["rows"] / lat["seconds"])
+        out.append(
+            f"| {lat['rate_rows_per_s']:,} | {lat.get('rows_per_transaction', 20)} | "
+            f"{reached:,.0f} | {lat['rows']:,} | {lat['not_visible']} | {lat['p50_s']:.2f} s | "
+            f"{lat['p99_s']:.2f} s | {lat['max_s']:.2f} s |"
+        )
+    return [*out, ""]
 
 
 def _startup(t: dict[str, Any]) -> list[str]:

@@ -5,8 +5,9 @@ Every figure is measured in this run, next to its baseline on the same binlog, a
 
 1. 1M row changes (single-row insert transactions + batched updates) decoded from the binlog:
    MariaDB's C decoder, python-mysql-replication, sparkcdc's log reader alone, and the whole
-   ``sparkcdc run --available-now`` into the Delta change log and replica.
-2. Commit → visible-in-replica latency, p50/p99, at a steady 2k rows/s.
+   ``sparkcdc run --available-now`` into the Delta change log and replica, with where its time
+   goes (:mod:`bench.stream`); the same on 500k single-row transactions only (``singles``).
+2. Commit → visible-in-replica latency, p50/p99, at a steady 2k and 20k rows/s.
 3. Peak memory of the source process while a single 1M-row transaction streams through a
    store limited to ``max_bytes``.
 4. The snapshot (``startup: snapshot``) of a 2M-row table into Delta at parallelism 1 and 2, next
@@ -31,18 +32,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import baselines, incremental, latency, snapshot, startup, workload
+from bench import baselines, incremental, latency, profile, snapshot, stream, workload
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 HERE = Path(__file__).resolve().parent
 
 
 def pipeline_yaml(work: Path, server: ThrowawayMariaDB, tables: str, **pipeline: str) -> Path:
-    opts = {"trigger": "1s", "max_bytes": "64MB"} | pipeline
+    opts = {"trigger": "1s", "max_bytes": "64MB", "startup": "earliest"} | pipeline
     cfg = work / "pipeline.yaml"
     cfg.write_text(
         f"source: {{type: mysql, host: 127.0.0.1, port: {server.port}, user: root, "
-        f"password: '', tables: ['{tables}'], startup: earliest}}\n"
+        f"password: '', tables: ['{tables}'], startup: {opts['startup']}}}\n"
         f"sink: {{type: delta, path: {work / 'lake'}}}\n"
         f"pipeline: {{checkpoint: {work / 'checkpoint'}, trigger: {opts['trigger']}, "
         f"store: {{max_bytes: {opts['max_bytes']}}}}}\n"
@@ -97,52 +98,41 @@ def reader_only(server: ThrowawayMariaDB, rows: int, work: Path) -> baselines.Me
 
 
 def throughput(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """Section 1 on the mixed workload: single-row inserts, then updates of every row."""
     server = ThrowawayMariaDB.start(base_dir=str(work))
     try:
         workload.create_schema(server)
         load = workload.write_changes(server, args.inserts, args.update_rounds)
         print(f"wrote {load.changes:,} changes in {load.seconds:.1f}s", flush=True)
-        c = baselines.mariadb_binlog(server, load.changes)
-        print(f"  {c.name}: {c.rows_per_s:,.0f} rows/s", flush=True)
-        p = baselines.python_mysql_replication(server, args.pmr_rows)
-        print(f"  {p.name}: {p.rows_per_s:,.0f} rows/s", flush=True)
-        r = reader_only(server, load.changes, work)
-        print(f"  {r.name}: {r.rows_per_s:,.0f} rows/s", flush=True)
-        # an empty pipeline run measures start-up (to its first commit) and the fixed costs
-        idle = work / "idle"
-        idle.mkdir()
-        server.execute("CREATE TABLE bench.empty (id INT PRIMARY KEY)")
-        start = startup.measure_startup(
-            pipeline_yaml(idle, server, r"bench\.empty"), idle / "checkpoint"
-        )
-        fixed = start["total_s"]
-        e2e_dir = work / "e2e"
-        e2e_dir.mkdir()
-        total = run_available_now(pipeline_yaml(e2e_dir, server, r"bench\.events"))
-        e = baselines.Measurement(
-            "sparkcdc run --available-now (binlog → Delta)", load.changes, total
-        )
-        steady = baselines.Measurement(
-            "  … without an empty run's start-up and stop", load.changes, max(total - fixed, 1e-9)
-        )
-        print(
-            f"  {e.name}: {e.rows_per_s:,.0f} rows/s ({total:.1f}s; empty run {fixed:.1f}s, "
-            f"first commit after {start['first_commit_s']:.1f}s)"
-        )
-        return {
-            "changes": load.changes,
-            "startup_s": fixed,
-            "startup": start,
-            "measurements": [
-                {"name": m.name, "rows": m.rows, "seconds": m.seconds, "rows_per_s": m.rows_per_s}
-                for m in (c, p, r, e, steady)
-            ],
-        }
+        return stream.measure(server, work, load, pipeline_yaml, reader_only, args.pmr_rows)
     finally:
         server.stop()
 
 
-def commit_latency(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+def singles(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """Section 1 on single-row insert transactions only (every change its own commit)."""
+    server = ThrowawayMariaDB.start(base_dir=str(work))
+    try:
+        workload.create_schema(server)
+        load = workload.write_changes(server, args.singles, 0)
+        print(f"wrote {load.changes:,} single-row transactions in {load.seconds:.1f}s", flush=True)
+        return stream.measure(server, work, load, pipeline_yaml, reader_only)
+    finally:
+        server.stop()
+
+
+def commit_latency(args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
+    """Section 2 at each rate asked for."""
+    runs = []
+    for rate in args.rate:
+        folder = work / f"rate-{rate}"
+        folder.mkdir()
+        runs.append(latency_at(args, folder, rate))
+        print(f"  {rate:,} rows/s: p99 {runs[-1]['p99_s']:.2f} s", flush=True)
+    return runs
+
+
+def latency_at(args: argparse.Namespace, work: Path, rate: int) -> dict[str, Any]:
     server = ThrowawayMariaDB.start(base_dir=str(work))
     try:
         server.execute("CREATE DATABASE bench", latency.LATENCY_DDL)
@@ -153,7 +143,8 @@ def commit_latency(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         deadline = time.time() + 120
         while not (replica / "_delta_log").exists() and time.time() < deadline:
             time.sleep(0.2)
-        load = latency.SteadyLoad(server, rate=args.rate, seconds=args.latency_seconds)
+        per_txn = max(20, rate // 100)  # at most 100 commits/s from the one client
+        load = latency.SteadyLoad(server, rate, args.latency_seconds, per_txn=per_txn)
         load.start()
         load.join()
         time.sleep(5)
@@ -163,7 +154,9 @@ def commit_latency(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         lat = [visible[i] - t for i, t in load.committed.items() if i in visible]
         missing = len(load.committed) - len(lat)
         return {
-            "rate_rows_per_s": args.rate,
+            "rate_rows_per_s": rate,
+            "rows_per_transaction": per_txn,
+            "achieved_rows_per_s": len(load.committed) / args.latency_seconds,
             "seconds": args.latency_seconds,
             "trigger": args.latency_trigger,
             "rows": len(load.committed),
@@ -230,7 +223,7 @@ def incremental_section(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             work,
             args.incremental_rows,
             args.incremental_chunks,
-            rate=args.rate,
+            rate=args.incremental_rate,
             trigger=args.latency_trigger,
             chunk_size=args.snapshot_chunk_size,
             idle_seconds=args.incremental_idle_seconds,
@@ -238,6 +231,14 @@ def incremental_section(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             window=args.incremental_window,
             baseline=not args.no_incremental_baseline,
         )
+    finally:
+        server.stop()
+
+
+def profile_section(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    server = ThrowawayMariaDB.start(base_dir=str(work))
+    try:
+        return profile.run(server, work, args.inserts, args.update_rounds, pipeline_yaml)
     finally:
         server.stop()
 
@@ -251,10 +252,12 @@ def write_report(results: dict[str, Any]) -> None:
 
 SECTIONS = {
     "throughput": throughput,
+    "singles": singles,
     "latency": commit_latency,
     "big": big_transaction,
     "snapshot": snapshot_section,
     "incremental": incremental_section,
+    "profile": profile_section,
 }
 
 
@@ -263,7 +266,9 @@ def main() -> int:
     parser.add_argument("--inserts", type=int, default=200_000)
     parser.add_argument("--update-rounds", type=int, default=4)
     parser.add_argument("--pmr-rows", type=int, default=50_000)
-    parser.add_argument("--rate", type=int, default=2000)
+    parser.add_argument("--singles", type=int, default=500_000)
+    parser.add_argument("--rate", type=int, nargs="+", default=[2000, 20000])
+    parser.add_argument("--incremental-rate", type=int, default=2000)
     parser.add_argument("--latency-seconds", type=float, default=30.0)
     parser.add_argument("--latency-trigger", default="0s")
     parser.add_argument("--big-rows", type=int, default=1_000_000)
