@@ -24,6 +24,12 @@ pick_python() {
 }
 PY=$(pick_python || true)
 if [ -z "$PY" ]; then need+=(python3 python3-venv python3-dev); fi
+# the compiled row decoder needs a C compiler and Python's headers
+command -v gcc >/dev/null 2>&1 || need+=(gcc)
+has_headers() {
+  "$1" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'
+}
+if [ -n "$PY" ] && ! has_headers "$PY"; then need+=(python3-dev); fi
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
@@ -49,5 +55,13 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e '.[dev]'
   touch "$stamp"
+fi
+# the row decoder in C (sources/mysql/binlog/_rowdecode.c), rebuilt when its source changes
+src=src/sparkcdc/sources/mysql/binlog/_rowdecode.c
+ext=${src%.c}$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+if [ ! -f "$ext" ] || [ "$src" -nt "$ext" ]; then
+  echo "setup: compiling the row decoder"
+  inc=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+  gcc -O2 -Wall -shared -fPIC -I"$inc" "$src" -o "$ext"
 fi
 echo "setup: ready ($(.venv/bin/python --version), $(java -version 2>&1 | head -1), $(mariadbd --version 2>/dev/null || /usr/sbin/mariadbd --version))"

@@ -37,7 +37,10 @@ class FakeSource(Source):
         schema_history: str,
         item_rows: int,
         change_filter: ChangeFilter | None = None,
+        typed: bool = False,
     ) -> FakeLogReader:
+        """A reader of JSON images only (``typed`` asks for typed images where a source has
+        them: the sink takes either)."""
         assert isinstance(start, FakeOffset)
         return FakeLogReader(self.config.host, start, store, item_rows, change_filter)
 

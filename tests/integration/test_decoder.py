@@ -13,11 +13,15 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
+from sparkcdc.core.convert import decode_images
 from sparkcdc.core.errors import SourceError
+from sparkcdc.core.images import ColumnarRows, StructMaker
 from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.sources.mysql.binlog import events as ev
+from sparkcdc.sources.mysql.binlog import native
 from sparkcdc.sources.mysql.binlog.protocol import ReplicationConnection
 from sparkcdc.sources.mysql.binlog.rows import RowsDecoder
 from sparkcdc.sources.mysql.schema.column_types import BINARY_TYPES, column
@@ -63,7 +67,7 @@ def iter_events(
         conn.close()
 
 
-Change = tuple[str, str, str | None, str | None, str | None]
+Change = tuple[str, str, str | None, Any, Any]
 
 
 def read_changes(
@@ -71,8 +75,10 @@ def read_changes(
     start: tuple[str, int],
     stop: tuple[str, int],
     schemas: dict[str, TableSchema],
+    typed: bool = False,
 ) -> list[Change]:
-    """Every row change between ``start`` and ``stop`` of the tables in ``schemas``."""
+    """Every row change between ``start`` and ``stop`` of the tables in ``schemas`` (``typed``:
+    with typed row images)."""
     decoders: dict[int, RowsDecoder] = {}
     changes: list[Change] = []
     for header, fd, data in iter_events(
@@ -83,16 +89,29 @@ def read_changes(
             tmap = ev.parse_table_map(data, fd)
             schema = schemas.get(f"{tmap.db}.{tmap.table}")
             if schema is not None:
-                decoders[tmap.table_id] = RowsDecoder(tmap, schema)
+                decoders[tmap.table_id] = RowsDecoder(tmap, schema, typed)
         elif header.type in ev.ROWS_EVENTS or header.type in ev.COMPRESSED_EVENTS:
             assert fd is not None
             start_, end_ = ev.body_range(data, fd)
             table_id = int.from_bytes(data[start_ : start_ + 6], "little")
             if table_id in decoders:
                 dec = decoders[table_id]
-                for op, key, before, after in dec.decode(header.type, data, start_, end_):
+                decoded = dec.decode(header.type, data, start_, end_)
+                for op, key, before, after in as_dicts(dec.schema, decoded) if typed else decoded:
                     changes.append((dec.schema.table, op, key, before, after))
     return changes
+
+
+def as_dicts(schema: TableSchema, decoded: Any) -> list[tuple[Any, ...]]:
+    """Typed changes with their images as Arrow gives them back, as dicts (or None)."""
+    make = StructMaker(schema)
+    if isinstance(decoded, ColumnarRows):  # the compiled decoder's buffers
+        before, after = decoded.structs(make.fields)
+        ops = [decoded.op] * len(decoded)
+        return list(zip(ops, decoded.keys, before.to_pylist(), after.to_pylist(), strict=True))
+    return [
+        (op, key, make([b]).to_pylist()[0], make([a]).to_pylist()[0]) for op, key, b, a in decoded
+    ]
 
 
 def master_status(server: ThrowawayMariaDB) -> tuple[str, int]:
@@ -403,3 +422,65 @@ def test_v2_rows_events_decode_like_v1(mariadb: ThrowawayMariaDB, db: str) -> No
             v2_data = data[: s + 8] + extra + data[s + 8 :]
             v2 = decoder.decode(header.type + 7, v2_data, s, e + len(extra))
             assert v1 == v2 and v1
+
+
+def test_typed_images_equal_what_the_sink_reads_from_the_json_ones(
+    mariadb: ThrowawayMariaDB, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every type, and keys of every kind of column: the typed decoder's images are the structs
+    the sink makes of the JSON decoder's images, value by value, and its keys the same text."""
+    mariadb.execute(ALL_TYPES, database=db)
+    mariadb.execute(
+        "CREATE TABLE keyed (d DECIMAL(10,3), dt DATETIME(6), ts TIMESTAMP(3) NULL, da DATE,"
+        " vc VARCHAR(10), bi VARBINARY(4), f FLOAT, e ENUM('x','y'), n INT,"
+        " PRIMARY KEY (d, dt, da, vc, bi, e))",
+        database=db,
+    )
+    # the compiled decoder takes every type but TIME: all of them again, without TIME
+    mariadb.execute(
+        "CREATE TABLE no_time LIKE all_types",
+        "ALTER TABLE no_time DROP COLUMN tm6, DROP COLUMN tm3, DROP COLUMN tm1, DROP COLUMN tm0",
+        database=db,
+    )
+    names = ("all_types", "keyed", "no_time")
+    schemas = {s.name: s for s in (load_schema(mariadb, db, t) for t in names)}
+    start = master_status(mariadb)
+    with contextlib.closing(mariadb.connect(db)) as conn, conn.cursor() as cur:
+        cur.execute("SET sql_mode = '', time_zone = '+05:00'")
+        cur.execute(f"INSERT INTO all_types ({COLUMNS}) VALUES {MIN_ROW}, {MAX_ROW}, {NULL_ROW}")
+        cur.execute(f"INSERT INTO all_types ({COLUMNS}) VALUES {MISC_ROW}, {ROW5}")
+        cur.execute("UPDATE all_types SET ti = 5, vc = NULL, dt6 = NULL WHERE id = 4")
+        cur.execute("DELETE FROM all_types WHERE id IN (1, 2)")
+        cur.execute(
+            "INSERT INTO keyed VALUES (-1.5, '2020-02-29 23:59:59.000001', '2001-01-01 00:00:01',"
+            " '1999-12-31', 'a\"\\\\ü', x'00ff', 1.25, 'y', 1),"
+            " (0, '1000-01-01', NULL, '9999-12-31', '', x'', -0.5, 'x', 2)"
+        )
+        cur.execute("UPDATE keyed SET n = n + 1, vc = CONCAT(vc, '.')")
+        kept = [c.name for c in schemas[f"{db}.no_time"].columns]
+        cur.execute(f"INSERT INTO no_time SELECT {', '.join(kept)} FROM all_types")
+        cur.execute("UPDATE no_time SET vc = 'x', e = NULL, bin = 'q' WHERE id > 3")
+        cur.execute("DELETE FROM no_time")
+    stop = master_status(mariadb)
+    texts = read_changes(mariadb, start, stop, schemas)
+    typed = read_changes(mariadb, start, stop, schemas, typed=True)
+    assert len(typed) == len(texts) == 12 + 3 + 2 + 3
+    assert_typed_like_json(texts, typed, schemas, db)
+    if native.available():  # the compiled decoder's twin: the generated Python code
+        monkeypatch.setenv("SPARKCDC_NATIVE_ROWS", "0")
+        in_python = read_changes(mariadb, start, stop, schemas, typed=True)
+        assert in_python == typed
+        assert_typed_like_json(texts, in_python, schemas, db)
+
+
+def assert_typed_like_json(
+    texts: list[Change], typed: list[Change], schemas: dict[str, TableSchema], db: str
+) -> None:
+    for (table, op, key, before, after), (t_table, t_op, t_key, t_before, t_after) in zip(
+        texts, typed, strict=True
+    ):
+        assert (t_table, t_op, t_key) == (table, op, key)
+        schema = schemas[f"{db}.{table}"]
+        for text, values in ((before, t_before), (after, t_after)):
+            expected = decode_images(pa.array([text], pa.string()), schema)
+            assert [values] == expected.to_pylist()

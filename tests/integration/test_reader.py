@@ -14,11 +14,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from sparkcdc.config.model import SourceConfig
+from sparkcdc.core.convert import arrow_schema, decode_images
 from sparkcdc.core.errors import ConfigError, ConnectionFailed, LogPositionGone
+from sparkcdc.core.images import images_of
 from sparkcdc.core.logitem import LogItem
+from sparkcdc.core.schema import TableSchema
 from sparkcdc.sources.mysql.binlog.reader import LogReader
 from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.schema.history import SchemaHistory
@@ -583,3 +587,53 @@ def test_server_restart_is_survived_and_a_long_outage_gives_up(tmp_path: Path) -
                 h.store.get(timeout=1)
         finally:
             h.close()
+
+
+def test_typed_images_travel_beside_the_envelope_and_match_the_json_ones(
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path, harnesses: list[Harness]
+) -> None:
+    """A reader with typed images: the envelope keeps keys and no image text; every change's
+    images are found by its position, in split and coalesced items and across a DDL, equal to
+    what the sink makes of a JSON reader's images of the same log."""
+    mariadb.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(8), d DATE)")
+    start = latest(mariadb)
+    pattern = rf"{db}\.t"
+    typed = Harness(
+        source_for(mariadb, pattern), start, tmp_path / "typed.jsonl", item_rows=10, typed=True
+    )
+    texts = Harness(source_for(mariadb, pattern), start, tmp_path / "json.jsonl", item_rows=10)
+    harnesses += [typed, texts]
+    with contextlib.closing(mariadb.connect(db)) as conn, conn.cursor() as cur:
+        cur.execute("BEGIN")
+        cur.execute("INSERT INTO t VALUES " + ",".join(f"({i},'v{i}',NULL)" for i in range(25)))
+        cur.execute("COMMIT")
+        for i in range(5):
+            cur.execute(f"UPDATE t SET v = 'w{i}', d = '2024-01-0{i + 1}' WHERE id = {i}")
+            cur.execute("COMMIT")
+        cur.execute("ALTER TABLE t ADD COLUMN n INT")
+        cur.execute("DELETE FROM t WHERE id < 3")
+        cur.execute("COMMIT")
+    rows = typed.until_rows(33)
+    expected = texts.until_rows(33)
+    assert [r["key"] for r in rows] == [r["key"] for r in expected]
+    assert all(r["before"] is None and r["after"] is None for r in rows)
+    schemas = {
+        r["schema_id"]: TableSchema.from_json(json.loads(r["schema"]))
+        for it in ddl_items(typed.items) for r in it.batch.to_pylist() if r["schema"]
+    }  # fmt: skip
+    images = {id(i): i for it in typed.items for i in it.images}.values()
+    assert {i.schema_id for i in images} == {r["schema_id"] for r in rows}
+    for sid, schema in schemas.items():
+        fields = list(arrow_schema(schema))
+        mine = [r for r in rows if r["schema_id"] == sid]
+        if not mine:
+            continue
+        positions = pa.array([r["source"]["position"] for r in mine])
+        index, before, after = images_of(
+            positions, [i for i in images if i.schema_id == sid], fields
+        )
+        assert index.null_count == 0
+        texts_of = [r for r in expected if r["schema_id"] == sid]
+        for side, got in (("before", before), ("after", after)):
+            want = decode_images(pa.array([r[side] for r in texts_of], pa.string()), schema)
+            assert got.take(index).to_pylist() == want.to_pylist()

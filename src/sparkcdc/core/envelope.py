@@ -16,7 +16,15 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from sparkcdc.core import columns as col
-from sparkcdc.core.event import TRANSACTION_TYPE, Change, OffsetType, envelope_schema, source_type
+from sparkcdc.core.event import (
+    TRANSACTION_TYPE,
+    LogChange,
+    OffsetType,
+    envelope_schema,
+    source_type,
+)
+from sparkcdc.core.images import ColumnarRows, TypedImages, images_batch, struct_maker
+from sparkcdc.core.schema import TableSchema
 
 OwnValues = tuple[object, ...]
 """Values of the source's own ``source`` fields (its offset type's ``SOURCE_FIELDS``), in order;
@@ -31,6 +39,20 @@ _Segment = tuple[
 # data_collection_order, own source values)
 
 
+class _TypedRows:
+    """The typed images of one table's changes in one schema version, and their rows: as
+    tuples, or in a source's own buffers (``columnar``)."""
+
+    __slots__ = ("schema", "rows", "befores", "afters", "columnar")
+
+    def __init__(self, schema: TableSchema, columnar: ColumnarRows | None = None) -> None:
+        self.schema = schema
+        self.rows: list[int] = []
+        self.befores: list[object] = []
+        self.afters: list[object] = []
+        self.columnar = columnar
+
+
 class EnvelopeBuilder:
     """Collects change events of one source and emits its envelope batches (module docstring).
 
@@ -38,7 +60,9 @@ class EnvelopeBuilder:
     table (PostgreSQL): it fills ``source.db``, and the table's first name part fills
     ``source.schema``. Without it ``source.db`` is the first name part (MySQL's database)."""
 
-    __slots__ = ("_ops", "_keys", "_befores", "_afters", "_segments", "offsets", "database")
+    __slots__ = (
+        "_ops", "_keys", "_befores", "_afters", "_segments", "_typed", "offsets", "database"
+    )  # fmt: skip
 
     def __init__(self, offsets: OffsetType, database: str | None = None) -> None:
         self.offsets = offsets
@@ -48,13 +72,14 @@ class EnvelopeBuilder:
         self._befores: list[str | None] = []
         self._afters: list[str | None] = []
         self._segments: list[_Segment] = []
+        self._typed: dict[tuple[str, str, str, bool], _TypedRows] = {}
 
     def __len__(self) -> int:
         return len(self._ops)
 
     def extend(
         self,
-        changes: Sequence[Change],
+        changes: Sequence[LogChange] | ColumnarRows,
         db: str,
         table: str,
         schema_id: str,
@@ -69,17 +94,27 @@ class EnvelopeBuilder:
         snapshot: bool = False,
         ddl: str | None = None,
         schema: str | None = None,
+        images: TableSchema | None = None,
     ) -> None:
         """Change events ``(op, key, before, after)`` of one log record at ``position``
         sharing everything else; ``index`` (the first one's index in the record),
-        ``total_order`` and ``data_collection_order`` count up by one from change to change."""
+        ``total_order`` and ``data_collection_order`` count up by one from change to change.
+        With ``images`` (their table's schema) before and after are typed row tuples, kept
+        apart (:meth:`typed_images`)."""
         m = len(changes)
-        if m == 1:
+        if isinstance(changes, ColumnarRows):
+            if not m:
+                return
+            assert images is not None
+            self._columnar_rows(changes, db, table, schema_id, images)
+        elif images is not None and m:
+            self._typed_rows(changes, db, table, schema_id, images)
+        elif m == 1:
             op, key, before, after = changes[0]
             self._ops.append(op)
             self._keys.append(key)
-            self._befores.append(before)
-            self._afters.append(after)
+            self._befores.append(before)  # type: ignore[arg-type]  # JSON text without images
+            self._afters.append(after)  # type: ignore[arg-type]
         elif m:
             ops, keys, befores, afters = zip(*changes, strict=True)
             self._ops += ops
@@ -93,8 +128,56 @@ class EnvelopeBuilder:
              total_order, data_collection_order, own)
         )  # fmt: skip
 
+    def _typed_rows(
+        self, changes: Sequence[LogChange], db: str, table: str, schema_id: str, schema: TableSchema
+    ) -> None:
+        ops, keys, befores, afters = zip(*changes, strict=True)
+        group = self._typed.get((db, table, schema_id, False))
+        if group is None:
+            group = self._typed[(db, table, schema_id, False)] = _TypedRows(schema)
+        first = len(self._ops)
+        group.rows += range(first, first + len(ops))
+        group.befores += befores
+        group.afters += afters
+        nothing = [None] * len(ops)
+        self._ops += ops
+        self._keys += keys
+        self._befores += nothing
+        self._afters += nothing
+
+    def _columnar_rows(
+        self, changes: ColumnarRows, db: str, table: str, schema_id: str, schema: TableSchema
+    ) -> None:
+        group = self._typed.get((db, table, schema_id, True))
+        first, m = len(self._ops), len(changes)
+        if group is None:  # the first event's buffers become the group's
+            group = _TypedRows(schema, changes.owned())
+            self._typed[(db, table, schema_id, True)] = group
+        else:
+            assert group.columnar is not None
+            group.columnar.extend(changes)
+        group.rows += range(first, first + m)
+        nothing = [None] * m
+        self._ops += [changes.op] * m
+        self._keys += changes.keys
+        self._befores += nothing
+        self._afters += nothing
+
     def absorb(self, other: EnvelopeBuilder) -> None:
-        """Append the change events collected by ``other`` (after this one's)."""
+        """Append the change events collected by ``other`` (after this one's); ``other`` is
+        used up (its typed images move here)."""
+        shift = len(self._ops)
+        for name, theirs in other._typed.items():
+            ours = self._typed.get(name)
+            theirs.rows = [r + shift for r in theirs.rows]
+            if ours is None:
+                self._typed[name] = theirs
+                continue
+            ours.rows += theirs.rows
+            if ours.columnar is not None and theirs.columnar is not None:
+                ours.columnar.extend(theirs.columnar)
+            ours.befores += theirs.befores
+            ours.afters += theirs.afters
         self._ops += other._ops
         self._keys += other._keys
         self._befores += other._befores
@@ -146,6 +229,24 @@ class EnvelopeBuilder:
             ],
             schema=envelope_schema(self.offsets),
         )
+
+    def typed_images(self, batch: pa.RecordBatch) -> tuple[TypedImages, ...]:
+        """The typed row images collected, per table and schema version, found by the
+        ``source.position`` their changes have in ``batch`` (what :meth:`build` returned)."""
+        if not self._typed:
+            return ()
+        positions = batch.column(batch.schema.get_field_index("source")).field("position")
+        out = []
+        for (db, table, schema_id, _), group in self._typed.items():
+            make = struct_maker(group.schema)
+            if group.columnar is not None:
+                before, after = group.columnar.structs(make.fields)
+            else:
+                before = make(group.befores)  # type: ignore[arg-type]
+                after = make(group.afters)  # type: ignore[arg-type]
+            found = positions.take(pa.array(group.rows, pa.int64()))
+            out.append(TypedImages(db, table, schema_id, images_batch(found, before, after)))
+        return tuple(out)
 
     def _own(
         self,

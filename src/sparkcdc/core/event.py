@@ -3,7 +3,9 @@
 Every micro-batch is a set of rows of one fixed schema per source type (:func:`envelope_schema`),
 whatever tables they come from; row images are JSON text (encodings in :mod:`sparkcdc.core.types`),
 so one stream carries many tables and DDL changes never change the stream's schema. Sinks turn
-row images back into typed columns with the table schema announced by ``op = 's'`` events.
+row images back into typed columns with the table schema announced by ``op = 's'`` events. A
+stream whose micro-batches travel as files (``f`` below) keeps the images typed instead: their
+text is null and :mod:`sparkcdc.core.images` holds them beside the events.
 
 ==========  ==========================================================================
 op          ``c`` insert, ``u`` update, ``d`` delete, ``r`` snapshot read,
@@ -93,6 +95,12 @@ OffsetType = type[Offset]
 
 Change = tuple[str, str | None, str | None, str | None]
 """(op, key JSON, before JSON, after JSON) of one row, as a source's log decoder returns them."""
+
+Image = str | tuple[object, ...] | None
+"""A row image: JSON text, or a tuple of every column's typed value (:mod:`.images`)."""
+
+LogChange = tuple[str, str | None, Image, Image]
+"""A :data:`Change` whose images may be typed (a log reader opened with typed images)."""
 
 SchemaRow = tuple[str, str, str | None, str | None, str, str]
 """(db, table, new schema JSON or None if dropped, previous schema JSON or None, change JSON

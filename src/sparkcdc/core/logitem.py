@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from sparkcdc.core.images import TypedImages
 from sparkcdc.core.offset import Offset
 
 
@@ -33,6 +34,10 @@ class LogItem:
     ``(rows of the item before that boundary, offset of the boundary)``: empty when the item
     holds one transaction (or one part of one). ``nbytes`` is the batch's size if the producer
     knew it already (it is then not measured again).
+
+    ``images`` are the typed row images of the batch's changes whose ``before``/``after`` text
+    is null (:mod:`sparkcdc.core.images`), found by their ``source.position``; the parts of a
+    sliced item keep them all.
     """
 
     after: Offset
@@ -40,6 +45,7 @@ class LogItem:
     is_ddl: bool = False
     boundaries: tuple[tuple[int, Offset], ...] = ()
     nbytes: int | None = None
+    images: tuple[TypedImages, ...] = ()
 
     @property
     def rows(self) -> int:
@@ -50,7 +56,8 @@ class LogItem:
         """Bytes accounted against the store's memory limit (at least 64 per item)."""
         if self.nbytes is not None:
             return 64 + self.nbytes
-        return 64 + (0 if self.batch is None else self.batch.nbytes)
+        own = sum(i.nbytes for i in self.images)
+        return 64 + own + (0 if self.batch is None else self.batch.nbytes)
 
     def rows_before(self, offset: Offset) -> int:
         """Rows of this item that come before the boundary ``offset`` (which must lie at or

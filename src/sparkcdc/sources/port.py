@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, ClassVar, Protocol, Self
@@ -47,9 +47,16 @@ if TYPE_CHECKING:
 TableName = tuple[str, str]
 """A table's two-part name: (MySQL database or PostgreSQL schema, table)."""
 
-ChangeFilter = Callable[[str, str, Offset, list[Change]], list[Change]]
-"""(db, table, position of the log record, its changes) -> the changes to keep (the snapshot's
-hand-off filter)."""
+class ChangeFilter(Protocol):
+    """The snapshot's hand-off filter: (db, table, position of the log record, its changes with
+    JSON images) -> the changes to keep. It keeps every change at or after ``until`` (None: it
+    keeps every change), where a log reader stops calling it."""
+
+    until: Offset | None
+
+    def __call__(
+        self, db: str, table: str, at: Offset, changes: list[Change]
+    ) -> list[Change]: ...
 
 
 class Catalog(Protocol):
@@ -153,9 +160,12 @@ class Source(ABC):
         schema_history: str,
         item_rows: int,
         change_filter: ChangeFilter | None = None,
+        typed: bool = False,
     ) -> LogReader:
         """A log reader from ``start`` (not started); ``schema_history`` is a file the source may
-        keep table schemas along its log in."""
+        keep table schemas along its log in. With ``typed`` the row images of its changes are
+        typed (:mod:`sparkcdc.core.images`), except where JSON images are read: the signal
+        table's rows and the changes a ``change_filter`` still sees."""
 
     @abstractmethod
     def back_fill(

@@ -6,7 +6,8 @@ IPC file in that folder, and the stream itself carries a single ``f`` event nami
 (:data:`~sparkcdc.core.event.OP_FILE`); the sink reads the events back from the file
 (:func:`expand`). The events then never become Spark rows: no conversion from Arrow into the
 JVM and back, which costs more than decoding them (the snapshot's kept chunks travel the same
-way, :mod:`sparkcdc.snapshot.split_store`).
+way, :mod:`sparkcdc.snapshot.split_store`). The typed row images of the batch's changes
+(:mod:`sparkcdc.core.images`) go beside it, one file per table and schema version.
 
 Exactly once: a file is named after the end offset of its micro-batch and written whole or not
 at all (a temporary file renamed). A micro-batch replayed after a crash is planned again from the
@@ -26,15 +27,16 @@ import pyarrow.compute as pc
 
 from sparkcdc.core.errors import SinkError
 from sparkcdc.core.event import OP_FILE
+from sparkcdc.core.images import TypedImages
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.offset_events import file_event
 
 SUFFIX = ".arrow"
 
 
-def _name(end: Offset) -> str:
+def _stem(end: Offset) -> str:
     """Sortable as the offsets are: the end's position text and its skip count."""
-    return f"{end.position().replace(':', '-')}-{end.skip:010d}{SUFFIX}"
+    return f"{end.position().replace(':', '-')}-{end.skip:010d}"
 
 
 class BatchFiles:
@@ -43,45 +45,56 @@ class BatchFiles:
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
 
-    def write(self, end: Offset, batches: Sequence[pa.RecordBatch]) -> pa.RecordBatch:
-        """Keep the events of the micro-batch ending at ``end`` in its file; the ``f`` event
-        that stands for them in the stream."""
+    def write(
+        self,
+        end: Offset,
+        batches: Sequence[pa.RecordBatch],
+        images: Sequence[TypedImages] = (),
+    ) -> pa.RecordBatch:
+        """Keep the events of the micro-batch ending at ``end``, and the typed images of its
+        changes, in its files; the ``f`` event that stands for them in the stream."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        path = self.folder / _name(end)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        schema = batches[0].schema
-        rows = 0
-        with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
-            for batch in batches:
-                writer.write_batch(batch)
-                rows += batch.num_rows
-        os.replace(tmp, path)
-        return file_event({"path": str(path), "rows": rows}, end)
+        stem = _stem(end)
+        path = self.folder / f"{stem}{SUFFIX}"
+        rows = _write(path, batches)
+        groups: dict[tuple[str, str, str], list[pa.RecordBatch]] = {}
+        for found in images:
+            groups.setdefault((found.db, found.table, found.schema_id), []).append(found.rows)
+        refs = []
+        for k, ((db, table, schema_id), parts) in enumerate(groups.items()):
+            where = self.folder / f"{stem}.images-{k}{SUFFIX}"
+            n = _write(where, parts)
+            refs.append({"path": str(where), "db": db, "table": table, "schema_id": schema_id,
+                         "rows": n})  # fmt: skip
+        return file_event({"path": str(path), "rows": rows, "images": refs}, end)
 
     def release(self, end: Offset) -> int:
         """Remove the files of micro-batches ending at or before ``end`` (committed by Spark);
         how many were removed."""
         if not self.folder.is_dir():
             return 0
-        last = _name(end)
+        last = _stem(end)
         removed = 0
         for path in self.folder.iterdir():
-            if path.suffix == SUFFIX and not path.name.startswith(".") and path.name <= last:
+            name = path.name
+            if name.endswith(SUFFIX) and not name.startswith(".") and name.split(".")[0] <= last:
                 path.unlink(missing_ok=True)
                 removed += 1
         return removed
 
 
-def expand(envelope: pa.Table) -> pa.Table:
-    """``envelope`` with each ``f`` event replaced by the events of its file, in order."""
+def expand(envelope: pa.Table) -> tuple[pa.Table, list[TypedImages]]:
+    """``envelope`` with each ``f`` event replaced by the events of its file, in order, and
+    the typed images kept beside them."""
     if envelope.num_rows == 0:
-        return envelope
+        return envelope, []
     ops = envelope.column("op")
     found = pc.indices_nonzero(pc.equal(ops, OP_FILE)).to_pylist()
     if not found:
-        return envelope
+        return envelope, []
     pieces: list[pa.Table] = []
     read: list[pa.Table] = []
+    images: list[TypedImages] = []
     done = 0
     for i in found:
         if i > done:
@@ -89,11 +102,29 @@ def expand(envelope: pa.Table) -> pa.Table:
         ref = json.loads(envelope.column("after")[i].as_py())
         read.append(_read(str(ref["path"]), int(ref["rows"])))
         pieces.append(read[-1])
+        for part in ref.get("images", []):
+            rows = _read(str(part["path"]), int(part["rows"])).combine_chunks().to_batches()
+            batch = rows[0] if rows else None
+            if batch is not None:
+                images.append(TypedImages(part["db"], part["table"], part["schema_id"], batch))
         done = i + 1
     if done < envelope.num_rows:
         pieces.append(envelope.slice(done))
     schema = read[0].schema  # events from Spark's rows take the files' types
-    return pa.concat_tables([p if p.schema == schema else p.cast(schema) for p in pieces])
+    table = pa.concat_tables([p if p.schema == schema else p.cast(schema) for p in pieces])
+    return table, images
+
+
+def _write(path: Path, batches: Sequence[pa.RecordBatch]) -> int:
+    """``batches`` as one Arrow IPC file at ``path``, whole or not at all; their rows."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    rows = 0
+    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, batches[0].schema) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    os.replace(tmp, path)
+    return rows
 
 
 def _read(path: str, rows: int) -> pa.Table:

@@ -32,10 +32,12 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from sparkcdc.core.envelope import EnvelopeBuilder, OwnValues
-from sparkcdc.core.event import Change, OffsetType, SchemaRow
+from sparkcdc.core.event import LogChange, OffsetType, SchemaRow
+from sparkcdc.core.images import ColumnarRows
 from sparkcdc.core.logitem import LogItem
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.offset_events import schema_batch
+from sparkcdc.core.schema import TableSchema
 
 
 class TransactionCutter:
@@ -91,11 +93,12 @@ class TransactionCutter:
         schema_id: str,
         position: str,
         own: OwnValues,
-        changes: Sequence[Change],
+        changes: Sequence[LogChange] | ColumnarRows,
+        images: TableSchema | None = None,
     ) -> None:
         """The captured changes of one log record at ``position`` (its own ``source`` fields
         ``own``), appended in bulk: one :meth:`EnvelopeBuilder.extend` per record (or per part
-        of it that goes into one item)."""
+        of it that goes into one item); ``images``: the schema of their typed row images."""
         n = len(changes)
         key = (db, table)
         first, table_first = self.seen, self._per_table[key]
@@ -123,6 +126,7 @@ class TransactionCutter:
                 transaction=self.transaction,
                 total_order=first + i + 1,
                 data_collection_order=table_first + i + 1,
+                images=images,
             )
             i = j
 
@@ -167,8 +171,11 @@ class TransactionCutter:
         boundaries: tuple[tuple[int, Offset], ...] = (),
     ) -> None:
         batch = builder.build()
-        nbytes = batch.get_total_buffer_size()
-        self.put(LogItem(after=after, batch=batch, boundaries=boundaries, nbytes=nbytes))
+        images = builder.typed_images(batch)
+        nbytes = batch.get_total_buffer_size() + sum(i.nbytes for i in images)
+        self.put(
+            LogItem(after=after, batch=batch, boundaries=boundaries, nbytes=nbytes, images=images)
+        )
 
     def commit(self, boundary: Offset) -> bool:
         """The transaction ended at ``boundary``: its rows join the pending item (put first if

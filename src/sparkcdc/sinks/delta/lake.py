@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import pyarrow.compute as pc
 
 from sparkcdc.core.convert import arrow_schema, cast_struct, decode_images
 from sparkcdc.core.errors import SinkError
+from sparkcdc.core.images import TypedImages, images_of
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks.delta import commits
 
@@ -107,10 +109,41 @@ class Lake:
         return self._columns[name]
 
     def images(
-        self, name: TableName, rows: pa.Table, schema_ids: list[str], columns: list[pa.Field]
+        self,
+        name: TableName,
+        rows: pa.Table,
+        schema_ids: list[str],
+        columns: list[pa.Field],
+        typed: Sequence[TypedImages] = (),
     ) -> tuple[pa.StructArray, pa.StructArray]:
         """The before and after images of ``rows`` (one table's, in log order) as typed structs
-        of ``columns``, each row decoded with the schema it names."""
+        of ``columns``: from ``typed`` where they hold a row's images (found by its position),
+        else decoded from its JSON images with the schema it names."""
+        mine = [t for t in typed if (t.db, t.table) == name]
+        if not mine:
+            return self._json_images(name, rows, schema_ids, columns)
+        positions = rows.column("source").combine_chunks().field("position")
+        try:
+            index, before, after = images_of(positions, mine, columns)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise _misfit(name, exc) from exc
+        missing = pc.is_null(index)
+        if not pc.any(missing).as_py():
+            return before.take(index), after.take(index)
+        rest = rows.filter(missing)
+        json_before, json_after = self._json_images(
+            name, rest, rest.column("schema_id").to_pylist(), columns
+        )
+        ranks = pc.subtract(pc.cumulative_sum(pc.cast(missing, pa.int64())), 1)
+        where = pc.if_else(missing, pc.add(ranks, len(before)), index.cast(pa.int64()))
+        return (
+            pa.concat_arrays([before, json_before]).take(where),
+            pa.concat_arrays([after, json_after]).take(where),
+        )
+
+    def _json_images(
+        self, name: TableName, rows: pa.Table, schema_ids: list[str], columns: list[pa.Field]
+    ) -> tuple[pa.StructArray, pa.StructArray]:
         images = []
         for side in ("before", "after"):
             values = rows.column(side).combine_chunks()
@@ -123,11 +156,7 @@ class Lake:
                 try:
                     parts.append(cast_struct(decoded, columns))
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                    raise SinkError(
-                        f"a change to {name[0]}.{name[1]} does not fit the Delta column types "
-                        f"({exc}); column type changes need a new table.",
-                        table=f"{name[0]}.{name[1]}",
-                    ) from exc
+                    raise _misfit(name, exc) from exc
                 order.append(pc.indices_nonzero(mask))
             if len(parts) == 1:
                 images.append(parts[0])
@@ -136,6 +165,14 @@ class Lake:
             where = pa.concat_arrays([o.cast(pa.int64()) for o in order])
             images.append(merged.take(pc.sort_indices(where)))
         return images[0], images[1]
+
+
+def _misfit(name: TableName, exc: Exception) -> SinkError:
+    return SinkError(
+        f"a change to {name[0]}.{name[1]} does not fit the Delta column types ({exc}); column "
+        "type changes need a new table.",
+        table=f"{name[0]}.{name[1]}",
+    )
 
 
 def _empties_table(row: dict[str, Any]) -> bool:

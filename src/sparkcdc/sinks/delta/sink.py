@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -58,6 +58,7 @@ import pyarrow.compute as pc
 
 from sparkcdc.core.errors import SinkError
 from sparkcdc.core.event import OP_NOTICE, OP_SCHEMA
+from sparkcdc.core.images import TypedImages
 from sparkcdc.sinks.delta import chunk_files, chunk_rows, commits, notifications
 from sparkcdc.sinks.delta.lake import Lake, TableName
 from sparkcdc.sinks.delta.replica import latest_changes
@@ -107,6 +108,7 @@ class DeltaSink:
         self.last_report: BatchReport | None = None
         self.error: BaseException | None = None
         self._appends = chunk_rows.AppendBook(self.path)
+        self._images: Sequence[TypedImages] = ()  # of the batch being written
 
     @property
     def app_id(self) -> str:
@@ -117,16 +119,25 @@ class DeltaSink:
     def __call__(self, df: ArrowFrame, batch_id: int) -> None:
         try:
             started = time.perf_counter()
-            envelope = batch_files.expand(df.toArrow())
-            self.write(envelope, int(batch_id), read_s=time.perf_counter() - started)
+            envelope, images = batch_files.expand(df.toArrow())
+            read_s = time.perf_counter() - started
+            self.write(envelope, int(batch_id), read_s=read_s, images=images)
         except BaseException as exc:
             self.error = exc
             raise
 
     # -------------------------------------------------------------- one batch
-    def write(self, envelope: pa.Table, batch_id: int, read_s: float | None = None) -> BatchReport:
-        """Write one micro-batch (see the module docstring); idempotent per ``batch_id``."""
+    def write(
+        self,
+        envelope: pa.Table,
+        batch_id: int,
+        read_s: float | None = None,
+        images: Sequence[TypedImages] = (),
+    ) -> BatchReport:
+        """Write one micro-batch (see the module docstring); idempotent per ``batch_id``.
+        ``images``: the typed images of changes whose JSON images are null."""
         started = time.perf_counter()
+        self._images = images
         self.lake.source = envelope.schema.field("source").type
         ops = envelope.column("op").to_pylist() if envelope.num_rows else []
         resets: dict[TableName, int] = {}
@@ -245,7 +256,7 @@ class DeltaSink:
         and after images."""
         if not chunk_rows.has_chunks(rows):
             before, after = self.lake.images(
-                name, rows, rows.column("schema_id").to_pylist(), columns
+                name, rows, rows.column("schema_id").to_pylist(), columns, self._images
             )
             return rows, before, after
         try:
@@ -253,7 +264,7 @@ class DeltaSink:
                 rows,
                 columns,
                 lambda inline: self.lake.images(
-                    name, inline, inline.column("schema_id").to_pylist(), columns
+                    name, inline, inline.column("schema_id").to_pylist(), columns, self._images
                 ),
             )
         except (OSError, ValueError) as exc:

@@ -52,11 +52,13 @@ class MySQLSource(Source):
         schema_history: str,
         item_rows: int,
         change_filter: ChangeFilter | None = None,
+        typed: bool = False,
     ) -> LogReader:
         history = SchemaHistory(schema_history)
         return LogReader(
-            self.config, _binlog(start), store, history, item_rows, change_filter=change_filter
-        )
+            self.config, _binlog(start), store, history, item_rows, change_filter=change_filter,
+            typed=typed,
+        )  # fmt: skip
 
     def back_fill(
         self, db: str, table: str, low: Offset, high: Offset, worker: int

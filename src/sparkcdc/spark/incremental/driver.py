@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ import pyarrow.compute as pc
 
 from sparkcdc.core.errors import ConfigError
 from sparkcdc.core.event import OP_CREATE
+from sparkcdc.core.images import TypedImages
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.offset_events import notice_batch
 from sparkcdc.snapshot.incremental import IncrementalState, add_new_tables, apply_signal
@@ -146,9 +147,11 @@ class IncrementalSnapshots:
         return out
 
     # ------------------------------------------------------------ partitions
-    def events(self, end: dict, batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+    def events(
+        self, end: dict, batches: list[pa.RecordBatch], images: Sequence[TypedImages] = ()
+    ) -> list[pa.RecordBatch]:
         """The ``k`` event of the window that ``end`` closes and its notifications, to follow
-        the micro-batch's log events (``batches``)."""
+        the micro-batch's log events (``batches``, their typed ``images``)."""
         state = IncrementalState.from_offset(end)
         if state.window is None and not state.notices:
             return []
@@ -156,7 +159,7 @@ class IncrementalSnapshots:
         ts = int(time.time() * 1000)
         out: list[pa.RecordBatch] = []
         if state.window is not None:
-            out.append(window_chunk_event(state.window, batches, finish, ts))
+            out.append(window_chunk_event(state.window, batches, finish, ts, images))
         if state.notices:
             out.append(notice_batch(state.notices, finish, ts))
         return out

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkcdc.core.event import OP_CREATE, OP_DELETE, OP_SCHEMA, OP_UPDATE
+from sparkcdc.core.images import POSITION, TypedImages, json_values
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.offset_events import chunk_event
 from sparkcdc.core.schema import TableSchema
@@ -38,7 +40,7 @@ def events_of(
 ) -> pa.Table:
     """The ``columns`` of the events of ``db.table`` with an op in ``ops``, in one pass."""
     if not batches:
-        return pa.table({c: pa.array([], pa.string()) for c in columns})
+        return pa.table({c: pa.array([], pa.string()) for c in columns if c != "source"})
     rows = pa.Table.from_batches(batches).select(["op", "db", "table", *columns])
     mask = pc.and_(
         pc.and_(pc.equal(rows.column("db"), db), pc.equal(rows.column("table"), table)),
@@ -48,14 +50,18 @@ def events_of(
 
 
 def window_chunk_event(
-    window: dict, batches: list[pa.RecordBatch], finish: Offset, ts: int
+    window: dict,
+    batches: list[pa.RecordBatch],
+    finish: Offset,
+    ts: int,
+    images: Sequence[TypedImages] = (),
 ) -> pa.RecordBatch:
-    """The ``k`` event of ``window`` (its raw chunk file without the keys ``batches`` touched),
-    at ``finish``, the micro-batch's end."""
+    """The ``k`` event of ``window`` (its raw chunk file without the keys ``batches`` touched,
+    their typed ``images`` included), at ``finish``, the micro-batch's end."""
     raw = Path(window["path"])
     with pa.memory_map(str(raw)) as source:
         rows = pa.ipc.open_file(source).read_all()
-    changed = touched(batches, window["table"], window["row_key"])
+    changed = touched(batches, window["table"], window["row_key"], images)
     kept = raw  # the window's log events changed none of its keys: the raw file is the chunk
     if changed:
         rows = rows.filter(pc.invert(pc.is_in(rows.column("key"), pa.array(changed))))
@@ -66,16 +72,31 @@ def window_chunk_event(
     return chunk_event(ref, db, table, window["schema_id"], finish, ts)
 
 
-def touched(batches: list[pa.RecordBatch], name: str, row_key: list[str]) -> list[str]:
-    """The key texts of ``name``'s rows the log events changed (old and new keys)."""
+def touched(
+    batches: list[pa.RecordBatch],
+    name: str,
+    row_key: list[str],
+    images: Sequence[TypedImages] = (),
+) -> list[str]:
+    """The key texts of ``name``'s rows the log events changed (old and new keys), from their
+    JSON images or their typed ``images``."""
     db, _, table = name.partition(".")
-    picked = events_of(batches, db, table, [OP_CREATE, OP_UPDATE, OP_DELETE], ["before", "after"])
+    ops = [OP_CREATE, OP_UPDATE, OP_DELETE]
+    picked = events_of(batches, db, table, ops, ["before", "after", "source"])
     out: set[str] = set()
     for image_col in ("before", "after"):
         for image in picked.column(image_col).to_pylist():
             if image is not None:
                 row = json.loads(image)
                 out.add(key_text([row.get(c) for c in row_key]))
+    mine = [i for i in images if (i.db, i.table) == (db, table)]
+    if mine and picked.num_rows:
+        positions = picked.column("source").combine_chunks().field("position")
+        for found in mine:
+            rows = found.rows.filter(pc.is_in(found.rows.column(POSITION), value_set=positions))
+            for side in ("before", "after"):
+                values = json_values(rows.column(side), row_key)
+                out.update(key_text(v) for v in values if v is not None)
     return sorted(out)
 
 

@@ -32,11 +32,12 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparkcdc.core.images import TypedImages
 from sparkcdc.core.logitem import LogItem
 from sparkcdc.core.offset import Offset
 from sparkcdc.store.batch import Batch
@@ -50,6 +51,7 @@ class Taken:
     batches: list[pa.RecordBatch]
     rows: int
     last_event_ts_ms: int | None
+    images: list[TypedImages] = field(default_factory=list)  # of the batches' typed changes
 
 
 class _Entry:
@@ -138,6 +140,7 @@ class DeliveryQueue:
         ``wait_more`` is called between store polls (it raises the log reader's error, if any).
         """
         out: list[pa.RecordBatch] = []
+        images: dict[int, TypedImages] = {}  # shared by the parts of a sliced item: once
         end_key = end.key
         cursor_key = self.cursor.key
         deadline = time.monotonic() + deadline_s
@@ -158,10 +161,12 @@ class DeliveryQueue:
                     self._consumed += 1
                 if item.batch is not None and item.batch.num_rows:
                     out.append(item.batch)
+                    images.update((id(i), i) for i in item.images)
                 if item_key > cursor_key:
                     self.cursor, cursor_key = item.after, item_key
             if cursor_key >= end_key:
-                return Taken(out, sum(b.num_rows for b in out), _max_ts(out))
+                rows = sum(b.num_rows for b in out)
+                return Taken(out, rows, _max_ts(out), list(images.values()))
             if time.monotonic() > deadline:
                 raise TimeoutError(
                     f"the log reader did not reach offset {end} within {deadline_s:.0f}s "
@@ -196,11 +201,12 @@ class DeliveryQueue:
             end_key = end.key
             boundaries = tuple((r - n, b) for r, b in item.boundaries if b.key > end_key)
             rest = _Entry(
-                LogItem(item.after, batch.slice(n), is_ddl=item.is_ddl, boundaries=boundaries)
-            )
+                LogItem(item.after, batch.slice(n), is_ddl=item.is_ddl, boundaries=boundaries,
+                        images=item.images)
+            )  # fmt: skip
         self._ready_bytes += rest.size - entry.size
         self._ready[0] = rest
-        return LogItem(after=end, batch=batch.slice(0, n))
+        return LogItem(after=end, batch=batch.slice(0, n), images=item.images)
 
     # ---------------------------------------------------------------- commit
     def commit(self, end: Offset) -> int:

@@ -42,6 +42,8 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from sparkcdc.core.errors import SourceError
+from sparkcdc.core.images import TypedImages
 from sparkcdc.core.offset import Offset
 from sparkcdc.sources.port import ChangeFilter, Source
 from sparkcdc.sources.readiness import captured_tables
@@ -166,16 +168,22 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin, finish = self.options.offset(start), self.options.offset(end)
         queue = self._queue_at(begin)
         batches: list[pa.RecordBatch] = []
+        images: list[TypedImages] = []
         if finish >= begin:  # at begin: the schema announcement, if it is still queued
             taken = queue.take(finish, self._raise_reader_error)
             self._inflight[finish] = (taken.rows, taken.last_event_ts_ms)
-            batches = taken.batches
+            batches, images = taken.batches, taken.images
         # an incremental snapshot's chunk and notifications follow the batch's log events
-        batches = batches + self.incremental.events(end, batches)
+        batches = batches + self.incremental.events(end, batches, images)
         if finish <= begin and not batches:
             return []
         if self._files is not None and batches:
-            batches = [self._files.write(finish, batches)]
+            batches = [self._files.write(finish, batches, images)]
+        elif images:
+            raise SourceError(
+                "typed row images reached a stream without the option log_dir; they travel "
+                "only in its batch files"
+            )
         parts = to_partitions(batches)
         # The partitions carry the events from here on, and a failed micro-batch is replayed by
         # a new reader from the checkpointed offset, never from this store: free it now, so the

@@ -25,9 +25,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import cast
 
 from sparkcdc.core.errors import SourceError
+from sparkcdc.core.event import Change, LogChange
+from sparkcdc.core.images import ColumnarRows
 from sparkcdc.core.logitem import LogItem
 from sparkcdc.core.offset import position_text
 from sparkcdc.sources.mysql.binlog import events as ev
@@ -60,6 +63,8 @@ class BinlogDispatch:
     cutter: TransactionCutter
     schemas: SchemaState
     change_filter: ChangeFilter | None
+    typed: bool  # typed row images, except for json_table and while change_filter applies
+    json_table: str | None
     stop_at: BinlogOffset | None
     progress_interval: float
 
@@ -252,25 +257,37 @@ class BinlogDispatch:
         assert self._fd is not None
         start = self._fd.header_len
         table_id = int.from_bytes(data[start : start + self._id_lens[etype]], "little")
-        found = self.schemas.decoder(table_id)
+        change_filter = self.change_filter
+        if change_filter is not None and (
+            change_filter.until is None or BinlogOffset(self._file, pos) >= change_filter.until
+        ):
+            change_filter = self.change_filter = None  # past the hand-off: typed from here
+        found = self.schemas.decoder(table_id, self.typed and change_filter is None)
         if found is None:
             return
         tm, decoder, sid = found
+        if decoder.typed and self.json_table == f"{tm.db}.{tm.table}":
+            found = self.schemas.decoder(table_id, False)
+            assert found is not None
+            tm, decoder, sid = found
         if not self.cutter.open:
             raise SourceError(
                 f"the binlog holds changes of {tm.db}.{tm.table} at {self._file}:{pos} outside "
                 "any transaction, which sparkcdc cannot place; start from a transaction "
                 "boundary (startup: latest, or a GTID position)."
             )
+        changes: Sequence[LogChange] | ColumnarRows
         changes = decoder.decode(etype, data, start, len(data) - self._trailer)
-        if self.change_filter is not None:
+        if change_filter is not None:
             at = BinlogOffset(self._file, pos)
-            changes = self.change_filter(tm.db, tm.table, at, changes)
+            changes = change_filter(tm.db, tm.table, at, cast(list[Change], changes))
             if not changes:
                 return
         cutter = self.cutter
         own = (self._server_id, self._file, pos, None, cutter.transaction)
-        cutter.add(tm.db, tm.table, sid, f"{self._file_prefix}{pos:010d}", own, changes)
+        images = decoder.schema if decoder.typed else None
+        position = f"{self._file_prefix}{pos:010d}"
+        cutter.add(tm.db, tm.table, sid, position, own, changes, images)
 
     def _compressed(self, etype: int, data: bytes) -> None:
         """A MariaDB compressed event (``log_bin_compress``): harmless on tables not captured,

@@ -94,4 +94,7 @@ def parse_gtid_pos(text: str) -> dict[int, tuple[int, int]]:
 
 
 def format_gtid_pos(state: dict[int, tuple[int, int]]) -> str:
+    if len(state) == 1:  # one replication domain: the common case, once per transaction
+        ((d, (s, n)),) = state.items()
+        return f"{d}-{s}-{n}"
     return ",".join(f"{d}-{s}-{n}" for d, (s, n) in sorted(state.items()))

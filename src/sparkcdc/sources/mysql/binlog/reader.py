@@ -70,6 +70,7 @@ class LogReader(BinlogDispatch):
         progress_interval: float = 0.2,
         stop_at: BinlogOffset | None = None,
         change_filter: ChangeFilter | None = None,
+        typed: bool = False,
     ) -> None:
         super().__init__()
         self.source = source
@@ -82,6 +83,8 @@ class LogReader(BinlogDispatch):
         self.progress_interval = progress_interval
         self.stop_at = stop_at
         self.change_filter = change_filter
+        self.typed = typed
+        self.json_table = source.signal_table  # its rows are read as JSON (signals)
         self.cutter = TransactionCutter(item_rows, self._put, BinlogOffset)
         self.schemas = SchemaState(source, history)
         self._thread: threading.Thread | None = None

@@ -8,7 +8,8 @@ value at ``p`` and advance ``p``. :mod:`sparkcdc.sources.mysql.binlog.rows` stit
 into one Python function per table layout, so decoding a row costs no per-value dispatch.
 
 Every fragment assigns its JSON text (or an ``int``/``float`` whose ``str`` is the JSON text)
-to the target variable it is given.
+to the target variable it is given; with ``typed`` it assigns the value's typed form instead
+(:mod:`sparkcdc.core.images`, helpers in :mod:`.typedvalues`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 from sparkcdc.core.errors import SourceError
 from sparkcdc.core.schema import Column
 from sparkcdc.sources.mysql.binlog import tablemap as tm
+from sparkcdc.sources.mysql.binlog import typedvalues as tv
 from sparkcdc.sources.mysql.binlog import values as vals
 from sparkcdc.sources.mysql.schema.column_types import BINARY_TYPES
 
@@ -39,17 +41,18 @@ class ColumnCode:
     nfields: int = 1
 
 
-class IntTextCache(dict[int, str]):
-    """An int -> text cache whose hits cost one dictionary subscript (misses call ``fn``)."""
+class IntTextCache(dict[int, Any]):
+    """An int -> text (or typed value) cache whose hits cost one dictionary subscript (misses
+    call ``fn``)."""
 
     __slots__ = ("fn", "limit")
 
-    def __init__(self, fn: Callable[[int], str], limit: int = 1 << 16) -> None:
+    def __init__(self, fn: Callable[[int], Any], limit: int = 1 << 16) -> None:
         super().__init__()
         self.fn = fn
         self.limit = limit
 
-    def __missing__(self, key: int) -> str:
+    def __missing__(self, key: int) -> Any:
         if len(self) >= self.limit:
             self.clear()
         text = self[key] = self.fn(key)
@@ -69,7 +72,7 @@ class Namespace:
         self.env[name] = value
         return name
 
-    def cache(self, stem: str, fn: Callable[[int], str], limit: int = 1 << 16) -> str:
+    def cache(self, stem: str, fn: Callable[[int], Any], limit: int = 1 << 16) -> str:
         """The name of an :class:`IntTextCache` over ``fn``."""
         return self.add(stem, IntTextCache(fn, limit))
 
@@ -129,7 +132,7 @@ def _integer(t: int, col: Column) -> ColumnCode:
     return _fixed(code.upper() if col.unsigned else code, _INT_WIDTH[code])
 
 
-def _decimal(meta: int, ns: Namespace) -> ColumnCode:
+def _decimal(meta: int, ns: Namespace, typed: bool) -> ColumnCode:
     layout = vals.DecimalLayout(meta >> 8, meta & 0xFF)
     top = 1 << (8 * layout.size - 1)
     invert = ((1 << (8 * layout.size)) - 1) ^ top
@@ -140,21 +143,23 @@ def _decimal(meta: int, ns: Namespace) -> ColumnCode:
     elif layout.scale:
         body += f".{{{fpart}:0{layout.scale}d}}"
 
+    quote = "" if typed else '\\"'
+
     def post(s: list[str], v: str) -> list[str]:
         return [
             f"d = _fb({s[0]}, 'big')",
             f"if d & {top}:",
             f"    d ^= {top}",
-            f"    {v} = f'\"{body}\"'",
+            f"    {v} = f'{quote}{body}{quote}'",
             "else:",
             f"    d ^= {invert}",
-            f"    {v} = f'\"-{body}\"'",
+            f"    {v} = f'{quote}-{body}{quote}'",
         ]
 
     return _fixed(f"{layout.size}s", layout.size, post)
 
 
-def _temporal(t: int, meta: int, ns: Namespace) -> ColumnCode:
+def _temporal(t: int, meta: int, ns: Namespace, typed: bool) -> ColumnCode:
     nfrac = vals.FRACTION_BYTES[meta] if meta <= 6 else 0
     scale = vals.FRACTION_SCALE[meta] if meta <= 6 else 1
     mask = (1 << (8 * nfrac)) - 1
@@ -163,7 +168,12 @@ def _temporal(t: int, meta: int, ns: Namespace) -> ColumnCode:
         micros = [f"us = (w & {mask})" + (f" * {scale}" if scale > 1 else "")]
     text = "{_D3[us // 1000]}{_D3[us % 1000]}"
     if t == tm.T_DATETIME2:
-        ymd, hms = ns.cache("ymd", vals.ymd_text), ns.cache("hms", vals.hms_text, 1 << 17)
+        if typed:
+            ymd, hms = ns.cache("ymd", tv.ymd_days), ns.cache("hms", tv.hms_seconds, 1 << 17)
+            value = "None if t is None else (t * 86400 + u) * 1000000 + us"
+        else:
+            ymd, hms = ns.cache("ymd", vals.ymd_text), ns.cache("hms", vals.hms_text, 1 << 17)
+            value = f"f'\"{{t}}T{{u}}.{text}\"' if t else 'null'"
 
         def post_dt(s: list[str], v: str) -> list[str]:
             return [
@@ -171,32 +181,34 @@ def _temporal(t: int, meta: int, ns: Namespace) -> ColumnCode:
                 f"t = {ymd}[(w >> {8 * nfrac + 17}) - 4194304]",
                 f"u = {hms}[w >> {8 * nfrac} & 131071]",
                 *micros,
-                f"{v} = f'\"{{t}}T{{u}}.{text}\"' if t else 'null'",
+                f"{v} = {value}",
             ]
 
         return _fixed(f"{5 + nfrac}s", 5 + nfrac, post_dt)
     if t == tm.T_TIMESTAMP2:
         day, sec = ns.cache("day", vals.epoch_day_text), ns.cache("sec", vals.day_seconds_text)
+        if typed:
+            value = "x * 1000000 + us if x else None"
+        else:
+            value = f"f'\"{{{day}[x // 86400]}}T{{{sec}[x % 86400]}}.{text}Z\"' if x else 'null'"
 
         def post_ts(s: list[str], v: str) -> list[str]:
-            return [
-                f"w = _fb({s[0]}, 'big')",
-                f"x = w >> {8 * nfrac}",
-                *micros,
-                f"{v} = f'\"{{{day}[x // 86400]}}T{{{sec}[x % 86400]}}.{text}Z\"' if x else 'null'",
-            ]
+            return [f"w = _fb({s[0]}, 'big')", f"x = w >> {8 * nfrac}", *micros, f"{v} = {value}"]
 
         return _fixed(f"{4 + nfrac}s", 4 + nfrac, post_ts)
     # TIME2
-    fn = ns.add("time", functools.partial(_time2, fsp=meta))
+    fn = ns.add("time", functools.partial(_time2, fsp=meta, typed=typed))
     return _fixed(f"{3 + nfrac}s", 3 + nfrac, lambda s, v: [f"{v} = {fn}({s[0]})"])
 
 
-def _time2(raw: bytes, fsp: int) -> str:
-    return vals.time2_text(raw, fsp)
+def _time2(raw: bytes, fsp: int, typed: bool) -> str:
+    text = vals.time2_text(raw, fsp)
+    return tv.unquoted(text) if typed else text
 
 
-def _old_temporal(t: int, meta: int, col: Column, where: str, ns: Namespace) -> ColumnCode:
+def _old_temporal(
+    t: int, meta: int, col: Column, where: str, ns: Namespace, typed: bool
+) -> ColumnCode:
     """Pre-5.6 TIMESTAMP/DATETIME/TIME; MariaDB's old fractional variants carry no metadata,
     only the schema's fsp tells them apart."""
     if meta or col.fsp:
@@ -205,14 +217,17 @@ def _old_temporal(t: int, meta: int, col: Column, where: str, ns: Namespace) -> 
             "rebuild the table with mysql56_temporal_format=ON (ALTER TABLE ... FORCE)"
         )
     if t == tm.T_TIMESTAMP:
+        if typed:
+            return _fixed("I", 4, lambda s, v: [f"{v} = {s[0]} * 1000000 if {s[0]} else None"])
         fn = ns.add("ts", vals.timestamp_text)
         return _fixed(
             "I", 4, lambda s, v: [f"{v} = f'\"{{{fn}({s[0]})}}.000000Z\"' if {s[0]} else 'null'"]
         )
     if t == tm.T_DATETIME:
-        fn = ns.add("odt", vals.old_datetime_text)
+        fn = ns.add("odt", tv.old_datetime_micros if typed else vals.old_datetime_text)
         return _fixed("Q", 8, lambda s, v: [f"{v} = {fn}({s[0]})"])
-    fn = ns.add("otime", vals.old_time_text)
+    text_fn = vals.old_time_text
+    fn = ns.add("otime", (lambda p: tv.unquoted(text_fn(p))) if typed else text_fn)
     return _fixed("Hb", 3, lambda s, v: [f"{v} = {fn}({s[0]} | {s[1]} << 16)"], 2)
 
 
@@ -225,59 +240,68 @@ def _length_prefix(nbytes: int, v: str) -> list[str]:
 
 
 def _variable(
-    prefix: int, col: Column, ns: Namespace, pad_to: int = 0, binary: bool = False
+    prefix: int, col: Column, ns: Namespace, typed: bool, pad_to: int = 0, binary: bool = False
 ) -> ColumnCode:
     """A length-prefixed string or byte string."""
     binary = binary or col.data_type in BINARY_TYPES or (col.charset or "").lower() == "binary"
     if binary:
         b64 = ns.add("b64", _B64)
         pad = [f"if n < {pad_to}: b += bytes({pad_to} - n)"] if pad_to else []
+        value = "b" if typed else f"'\"' + {b64}(b).decode('ascii') + '\"'"
 
         def read_bin(v: str) -> list[str]:
             return [
                 *_length_prefix(prefix, v),
                 "b = buf[p:p + n]",
                 *pad,
-                f"{v} = '\"' + {b64}(b).decode('ascii') + '\"'",
+                f"{v} = {value}",
                 "p += n",
             ]
 
         return ColumnCode(read=read_bin)
     codec, errors = vals.python_codec(col.charset)
-    js = ns.add("js", vals.json_str)
+    decoded = f"buf[p:p + n].decode({codec!r}, {errors!r})"
+    if not typed:
+        decoded = f"{ns.add('js', vals.json_str)}({decoded})"
 
     def read_text(v: str) -> list[str]:
         return [
             *_length_prefix(prefix, v),
-            f"{v} = {js}(buf[p:p + n].decode({codec!r}, {errors!r}))",
+            f"{v} = {decoded}",
             "p += n",
         ]
 
     return ColumnCode(read=read_text)
 
 
-def _enum_or_set(real: int, size: int, col: Column, ns: Namespace) -> ColumnCode:
+def _enum_or_set(real: int, size: int, col: Column, ns: Namespace, typed: bool) -> ColumnCode:
     fmt = {1: "B", 2: "H", 4: "I", 8: "Q"}.get(size, f"{size}s")
     raw = "{0}" if len(fmt) == 1 else "_fb({0}, 'little')"
     if real == tm.T_ENUM:
-        names = ns.add("enum", tuple(vals.json_str(m) for m in ("", *col.values)))
+        members = ("", *col.values) if typed else tuple(map(vals.json_str, ("", *col.values)))
+        names, empty = ns.add("enum", members), ns.add("empty", members[0])
         n = len(col.values) + 1
 
         def post_enum(s: list[str], v: str) -> list[str]:
             x = raw.format(s[0])
-            return [f"x = {x}", f"{v} = {names}[x] if x < {n} else '\"\"'"]
+            return [f"x = {x}", f"{v} = {names}[x] if x < {n} else {empty}"]
 
         return _fixed(fmt, size, post_enum)
-    fn = ns.add("set", functools.partial(_set_text, members=col.values))
+    fn = ns.add("set", functools.partial(_set_text, members=col.values, typed=typed))
     return _fixed(fmt, size, lambda s, v: [f"{v} = {fn}({raw.format(s[0])})"])
 
 
-def _set_text(mask: int, members: tuple[str, ...]) -> str:
+def _set_text(mask: int, members: tuple[str, ...], typed: bool) -> str:
+    if typed:
+        return ",".join(m for i, m in enumerate(members) if mask >> i & 1)
     return vals.set_text(mask, members)
 
 
-def column_code(t: int, meta: int, col: Column, where: str, ns: Namespace) -> ColumnCode:
-    """The code fragment for a column of binlog type ``t`` with table-map metadata ``meta``."""
+def column_code(
+    t: int, meta: int, col: Column, where: str, ns: Namespace, typed: bool = False
+) -> ColumnCode:
+    """The code fragment for a column of binlog type ``t`` with table-map metadata ``meta``
+    (``typed``: assigning the typed value instead of JSON text)."""
     if col.data_type not in _KNOWN and t != tm.T_GEOMETRY:
         raise SourceError(
             f"column {col.name} of {where} has type {col.data_type}, which sparkcdc does not "
@@ -293,13 +317,15 @@ def column_code(t: int, meta: int, col: Column, where: str, ns: Namespace) -> Co
         )
     if t in _INT_FMT or t == tm.T_INT24:
         return _integer(t, col)
+    if t == tm.T_FLOAT and typed:
+        return _fixed("f", 4)
     if t == tm.T_FLOAT:
         f32 = ns.add("f32", vals.float32_text)
         return _fixed("f", 4, lambda s, v: [f"{v} = {f32}({s[0]})"])
     if t == tm.T_DOUBLE:
         return _fixed("d", 8)
     if t == tm.T_NEWDECIMAL:
-        return _decimal(meta, ns)
+        return _decimal(meta, ns, typed)
     if t == tm.T_YEAR:
         return _fixed("B", 1, lambda s, v: [f"{v} = {s[0]} + 1900 if {s[0]} else 0"])
     if t == tm.T_BIT:
@@ -308,25 +334,25 @@ def column_code(t: int, meta: int, col: Column, where: str, ns: Namespace) -> Co
             return _fixed("B", 1)
         return _fixed(f"{nbytes}s", nbytes, lambda s, v: [f"{v} = _fb({s[0]}, 'big')"])
     if t in (tm.T_DATE, tm.T_NEWDATE):
-        dates = ns.cache("date", vals.date_text)
+        dates = ns.cache("date", tv.date_days if typed else vals.date_text)
         return _fixed("HB", 3, lambda s, v: [f"{v} = {dates}[{s[0]} | {s[1]} << 16]"], 2)
     if t in (tm.T_DATETIME2, tm.T_TIMESTAMP2, tm.T_TIME2):
-        return _temporal(t, meta, ns)
+        return _temporal(t, meta, ns, typed)
     if t in (tm.T_TIMESTAMP, tm.T_DATETIME, tm.T_TIME):
-        return _old_temporal(t, meta, col, where, ns)
+        return _old_temporal(t, meta, col, where, ns, typed)
     if t in (tm.T_VARCHAR, tm.T_VAR_STRING):
-        return _variable(1 if meta < 256 else 2, col, ns)
+        return _variable(1 if meta < 256 else 2, col, ns, typed)
     if t in (tm.T_BLOB, tm.T_TINY_BLOB, tm.T_MEDIUM_BLOB, tm.T_LONG_BLOB, tm.T_GEOMETRY):
-        return _variable(meta, col, ns, binary=t == tm.T_GEOMETRY)
+        return _variable(meta, col, ns, typed, binary=t == tm.T_GEOMETRY)
     if t in (tm.T_STRING, tm.T_ENUM, tm.T_SET):
         real, length = meta >> 8, meta & 0xFF
         if t != tm.T_STRING:
             real = t
         if real in (tm.T_ENUM, tm.T_SET):
-            return _enum_or_set(real, length, col, ns)
+            return _enum_or_set(real, length, col, ns, typed)
         if (real & 0x30) != 0x30:  # CHAR longer than 255 bytes: high length bits in the type
             length += ((real & 0x30) ^ 0x30) << 4
-        return _variable(1 if length < 256 else 2, col, ns, pad_to=length)
+        return _variable(1 if length < 256 else 2, col, ns, typed, pad_to=length)
     raise SourceError(
         f"column {col.name} of {where} has binlog type code {t}, which sparkcdc cannot decode "
         "yet (MySQL's binary JSON and the legacy DECIMAL format are not supported)",

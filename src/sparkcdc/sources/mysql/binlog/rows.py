@@ -1,4 +1,5 @@
-"""Rows events -> change tuples ``(op, key_json, before_json, after_json)``.
+"""Rows events -> change tuples ``(op, key_json, before, after)``: row images as JSON text, or
+typed (a tuple of every column's typed value, :mod:`sparkcdc.core.images`).
 
 A WRITE/UPDATE/DELETE_ROWS event (v1: 23/24/25 as MariaDB writes them, v2: 30/31/32 as MySQL
 8 writes them) is laid out as
@@ -11,29 +12,36 @@ A WRITE/UPDATE/DELETE_ROWS event (v1: 23/24/25 as MariaDB writes them, v2: 30/31
 Decoding is the hot path, so :class:`RowsDecoder` generates one Python function per
 (event kind, present bitmaps) of its table with ``exec``: runs of fixed-width columns are read
 by one precompiled ``struct`` call, values are turned into JSON text in place, and each row's
-JSON object is one f-string over pre-escaped ``"column":`` prefixes. A second variant of each
-image is generated for rows with NULLs, where null bits decide which values are present.
+JSON object is one f-string over pre-escaped ``"column":`` prefixes; a typed image is one
+tuple. A second variant of each image is generated for rows with NULLs, where null bits decide
+which values are present.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
 from collections.abc import Callable
 from typing import Any
 
 from sparkcdc.core.errors import SourceError
+from sparkcdc.core.event import LogChange
+from sparkcdc.core.images import ColumnarRows
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sources.mysql.binlog import events as ev
+from sparkcdc.sources.mysql.binlog import native
+from sparkcdc.sources.mysql.binlog.native import decode_rows, native_layout
 from sparkcdc.sources.mysql.binlog.rowcode import ColumnCode, Namespace, column_code, plain
 from sparkcdc.sources.mysql.binlog.tablemap import TableMap
+from sparkcdc.sources.mysql.binlog.typedvalues import key_text
 
-Change = tuple[str, str | None, str | None, str | None]
-_RowsFn = Callable[[bytes, int, int], tuple[list[Change], int]]
+_RowsFn = Callable[[bytes, int, int], tuple[list[LogChange] | ColumnarRows, int]]
 
 
 _MAX_LAYOUTS = 512
-_LAYOUTS: dict[tuple[bytes, tuple[int, ...], tuple[bool, ...], TableSchema], _Layout] = {}
+_LAYOUTS: dict[tuple[bytes, tuple[int, ...], tuple[bool, ...], TableSchema, bool, bool], _Layout]
+_LAYOUTS = {}
 
 
 def _indent(lines: list[str], n: int = 4) -> list[str]:
@@ -51,22 +59,29 @@ class RowsDecoder:
     The generated code is shared by every decoder of the same layout (types, metadata, NULL
     flags and schema; the table id does not matter), so building a decoder for each TABLE_MAP
     event, which MariaDB writes before every transaction's rows, costs a dictionary lookup.
+    With ``typed`` the images are tuples of every column's typed value (None for a column the
+    event leaves out), the key still JSON text.
     """
 
-    def __init__(self, table_map: TableMap, schema: TableSchema) -> None:
+    def __init__(self, table_map: TableMap, schema: TableSchema, typed: bool = False) -> None:
         self.table_map = table_map
         self.schema = schema
-        key = (table_map.column_types, table_map.column_meta, table_map.nullable, schema)
+        self.typed = typed
+        compiled = typed and native.available()
+        key = (table_map.column_types, table_map.column_meta, table_map.nullable, schema, typed,
+               compiled)  # fmt: skip
         layout = _LAYOUTS.get(key)
         if layout is None:
             if len(_LAYOUTS) >= _MAX_LAYOUTS:
                 del _LAYOUTS[next(iter(_LAYOUTS))]
-            layout = _LAYOUTS[key] = _Layout(table_map, schema)
+            layout = _LAYOUTS[key] = _Layout(table_map, schema, typed, compiled)
         self._layout = layout
         self.where = layout.where
         self.ncols = layout.ncols
 
-    def decode(self, event_type: int, data: bytes, start: int, end: int) -> list[Change]:
+    def decode(
+        self, event_type: int, data: bytes, start: int, end: int
+    ) -> list[LogChange] | ColumnarRows:
         """Decode ``data[start:end]`` (the rows event after the common header, no checksum)."""
         if event_type in ev.WRITE_ROWS:
             kind = "c"
@@ -115,8 +130,11 @@ class RowsDecoder:
 class _Layout:
     """The generated decode functions of one table layout, per (kind, present bitmaps)."""
 
-    def __init__(self, table_map: TableMap, schema: TableSchema) -> None:
+    def __init__(
+        self, table_map: TableMap, schema: TableSchema, typed: bool, compiled: bool
+    ) -> None:
         self.where = schema.name
+        self.typed = typed
         self.table_map = table_map
         self.ncols = len(table_map.column_types)
         if self.ncols != len(schema.columns):
@@ -127,13 +145,16 @@ class _Layout:
             )
         self._ns = Namespace()
         self._codes: list[ColumnCode] = [
-            column_code(t, meta, col, self.where, self._ns)
+            column_code(t, meta, col, self.where, self._ns, typed)
             for t, meta, col in zip(
                 table_map.column_types, table_map.column_meta, schema.columns, strict=True
             )
         ]
         lower = [c.name.lower() for c in schema.columns]
         self._key = [lower.index(k.lower()) for k in schema.key]
+        texts = [key_text(c) if typed else None for c in schema.columns]
+        self._key_text = [None if fn is None else self._ns.add("key", fn) for fn in texts]
+        self._native = native_layout(table_map, schema, self._key, texts) if compiled else None
         self._names = [
             json.dumps(c.name).replace("{", "{{").replace("}", "}}") for c in schema.columns
         ]
@@ -143,7 +164,11 @@ class _Layout:
     def function(self, kind: str, present: bytes, present2: bytes) -> _RowsFn:
         fn = self._fns.get((kind, present, present2))
         if fn is None:
-            fn = self._fns[(kind, present, present2)] = self._build(kind, present, present2)
+            if self._native is not None:
+                fn = functools.partial(decode_rows, self._native, kind, present, present2)
+            else:
+                fn = self._build(kind, present, present2)
+            self._fns[(kind, present, present2)] = fn
         return fn
 
     def _struct(self, fmt: str) -> str:
@@ -183,7 +208,8 @@ class _Layout:
             run = []
             one = self._run([i], pre) if code.read is None else code.read(f"{pre}{i}")
             if check:
-                lines += [f"if nb & {1 << k}:", f"    {pre}{i} = 'null'", "else:", *_indent(one)]
+                null = "None" if self.typed else "'null'"
+                lines += [f"if nb & {1 << k}:", f"    {pre}{i} = {null}", "else:", *_indent(one)]
             else:
                 lines += one
         return lines + self._run(run, pre)
@@ -203,11 +229,20 @@ class _Layout:
             lines += _indent(fast)
         else:
             lines += fast
-        obj = ",".join(f"{self._names[i]}:{{{pre}{i}}}" for i in cols)
-        row = "f" + repr("{{" + obj + "}}")
+        if self.typed:
+            values = [f"{pre}{i}" if i in cols else "None" for i in range(self.ncols)]
+            row = "(" + ", ".join(values) + ",)"
+        else:
+            obj = ",".join(f"{self._names[i]}:{{{pre}{i}}}" for i in cols)
+            row = "f" + repr("{{" + obj + "}}")
         key = None
         if self._key and all(i in cols for i in self._key):
-            key = "f" + repr("[" + ",".join(f"{{{pre}{i}}}" for i in self._key) + "]")
+            texts = [self._key_text[i] for i in self._key]
+            parts = [
+                f"{{{pre}{i}}}" if fn is None else f"{{{fn}({pre}{i})}}"
+                for i, fn in zip(self._key, texts, strict=True)
+            ]
+            key = "f" + repr("[" + ",".join(parts) + "]")
         return lines, row, key
 
     def _build(self, kind: str, present: bytes, present2: bytes) -> _RowsFn:

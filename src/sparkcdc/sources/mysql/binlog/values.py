@@ -20,8 +20,11 @@ from __future__ import annotations
 import codecs
 import datetime as _dt
 import functools
-import struct
 from json.encoder import encode_basestring
+
+from sparkcdc.core.images import float32_text
+
+__all__ = ["float32_text"]  # FLOAT's JSON text, the same as the typed images' (core.images)
 
 json_str = encode_basestring  # str -> JSON string literal (C-accelerated, no ASCII escaping)
 
@@ -90,16 +93,6 @@ def python_codec(charset: str | None) -> tuple[str, str]:
     if name == "latin1":
         return "cp1252", "sparkcdc-latin1"
     return _CHARSETS.get(name, "utf-8"), "replace"
-
-
-def float32_text(value: float) -> str:
-    """The shortest decimal text that reads back as the same float32 (FLOAT columns)."""
-    packed = struct.pack("<f", value)
-    for digits in range(6, 10):
-        text = f"{value:.{digits}g}"
-        if struct.pack("<f", float(text)) == packed:
-            return text
-    return repr(value)
 
 
 def date_text(packed: int) -> str:

@@ -47,11 +47,13 @@ class SchemaState:
         self.tracker = self._tracker({})
         self._snapshots: list[tuple[BinlogOffset, dict[str, Any]]] = []
         self._table_maps: dict[int, TableMap] = {}
-        self._decoders: dict[tuple[int, str], RowsDecoder] = {}
+        self._decoders: dict[tuple[int, str, bool], RowsDecoder] = {}
         self._unknown: set[tuple[str, str]] = set()
         self._sids: dict[int, tuple[TableSchema, str]] = {}
         # table id -> (table map, schema, answer of decoder()): valid while both are current
-        self._hot: dict[int, tuple[TableMap, TableSchema, tuple[TableMap, RowsDecoder, str]]] = {}
+        self._hot: dict[
+            tuple[int, bool], tuple[TableMap, TableSchema, tuple[TableMap, RowsDecoder, str]]
+        ] = {}
 
     def captured(self, db: str, table: str) -> bool:
         """Whether ``db.table`` fully matches one of ``source.tables``."""
@@ -148,15 +150,18 @@ class SchemaState:
         if old is not tm and old != tm:
             self._table_maps[tm.table_id] = tm
             if old is not None:
-                self._hot.pop(tm.table_id, None)
+                self._hot.pop((tm.table_id, False), None)
+                self._hot.pop((tm.table_id, True), None)
                 for key in [k for k in self._decoders if k[0] == tm.table_id]:
                     del self._decoders[key]
 
-    def decoder(self, table_id: int) -> tuple[TableMap, RowsDecoder, str] | None:
+    def decoder(
+        self, table_id: int, typed: bool = False
+    ) -> tuple[TableMap, RowsDecoder, str] | None:
         """(table map, decoder, schema_id) for rows of ``table_id``; None if not captured.
-        Decoders are cached per (table id, schema_id)."""
+        Decoders are cached per (table id, schema_id, ``typed``: typed row images)."""
         tm = self._table_maps.get(table_id)
-        hot = self._hot.get(table_id)
+        hot = self._hot.get((table_id, typed))
         if hot is not None and hot[0] is tm and self.tracker.get(tm.db, tm.table) is hot[1]:
             return hot[2]  # the same table map and schema as last time
         if tm is None or not self.captured(tm.db, tm.table):
@@ -176,10 +181,10 @@ class SchemaState:
         if known is None or known[0] is not schema:  # schema_id() hashes the schema's JSON
             known = self._sids[id(schema)] = (schema, schema.schema_id())
         sid = known[1]
-        decoder = self._decoders.get((table_id, sid))
+        decoder = self._decoders.get((table_id, sid, typed))
         if decoder is None:
-            decoder = self._decoders[(table_id, sid)] = RowsDecoder(tm, schema)
-        found = self._hot[table_id] = (tm, schema, (tm, decoder, sid))
+            decoder = self._decoders[(table_id, sid, typed)] = RowsDecoder(tm, schema, typed)
+        found = self._hot[(table_id, typed)] = (tm, schema, (tm, decoder, sid))
         return found[2]
 
     def rewind(self, offset: BinlogOffset) -> None:

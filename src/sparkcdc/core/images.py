@@ -1,0 +1,240 @@
+"""Typed row images: the before/after values of log changes as Arrow structs, never as JSON.
+
+A log reader opened with typed images (:meth:`~sparkcdc.sources.port.Source.open_reader`)
+decodes each row into a tuple of Python values, one per column of the table's schema, in the
+form :func:`column_array` turns into the column's Arrow type (:mod:`sparkcdc.core.types`):
+
+================  ==============================================================
+logical type      value in the tuple
+================  ==============================================================
+int8 .. int64     int
+uint64            int (0 .. 2**64 - 1)
+float32, float64  float (a FLOAT's value exactly)
+decimal(p,s)      str of the exact digits
+string            str
+binary            bytes
+date              int, days since 1970-01-01
+timestamp(_ntz)   int, microseconds since 1970-01-01 00:00 (UTC for timestamp)
+================  ==============================================================
+
+None is NULL (and a column the log left out of a minimal row image, as in a JSON image).
+
+The envelope keeps one row per change with its key and ``source``; its ``before``/``after``
+text stays null for typed rows, whose images travel beside it in :class:`TypedImages`: per table
+and schema version, the changes' ``source.position`` (unique in the log) with their typed
+``before`` and ``after``. A consumer finds a change's images by its position
+(:func:`images_of`), so slicing the envelope never has to slice the images.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import decimal
+import functools
+import struct
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sparkcdc.core.convert import arrow_schema, cast_struct
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.core.types import arrow_type
+
+Row = tuple[object, ...]
+POSITION = "position"
+LOGICAL = "logical"  # the metadata key of an image field: the column's logical type
+
+
+class ColumnarRows(ABC):
+    """The changes of one log record whose typed images a source's decoder keeps in buffers of
+    its own, turned into Arrow without a Python object per value (MySQL: ``_rowdecode.c``).
+    Every change has the op ``op``; ``keys`` are their key texts. Sliced like a sequence."""
+
+    __slots__ = ()
+    op: str
+    keys: list[str | None]
+
+    @abstractmethod
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, part: slice) -> ColumnarRows:
+        lo, hi, _ = part.indices(len(self))
+        return self.part(lo, hi)
+
+    @abstractmethod
+    def part(self, lo: int, hi: int) -> ColumnarRows:
+        """Changes ``lo``..``hi - 1`` of these."""
+
+    @abstractmethod
+    def empty(self) -> ColumnarRows:
+        """No changes yet, of the same table layout: :meth:`extend` fills it."""
+
+    @abstractmethod
+    def owned(self) -> ColumnarRows:
+        """These changes in buffers of their own, which :meth:`extend` may grow (themselves
+        when they span their buffers whole; the caller hands them over)."""
+
+    @abstractmethod
+    def extend(self, other: ColumnarRows) -> None:
+        """Append ``other``'s changes (of the same layout)."""
+
+    @property
+    @abstractmethod
+    def nbytes(self) -> int: ...
+
+    @abstractmethod
+    def structs(self, fields: list[pa.Field]) -> tuple[pa.StructArray, pa.StructArray]:
+        """The before and after images as structs of ``fields`` (no image: a null struct)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TypedImages:
+    """The typed images of some changes of one table in one schema version: ``rows`` has the
+    columns ``position`` (the change's ``source.position``), ``before`` and ``after`` (structs
+    of the schema's columns, null where the change has no such image)."""
+
+    db: str
+    table: str
+    schema_id: str
+    rows: pa.RecordBatch
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows.get_total_buffer_size()
+
+
+def _via(storage: pa.DataType, target: pa.DataType) -> Callable[[Sequence[object]], pa.Array]:
+    def convert(values: Sequence[object]) -> pa.Array:
+        return pa.array(values, storage).cast(target)
+
+    return convert
+
+
+def column_array(logical: str) -> Callable[[Sequence[object]], pa.Array]:
+    """The function turning a column's values (the module table's forms) into Arrow."""
+    target = arrow_type(logical)
+    if logical == "uint64":
+        return _via(pa.uint64(), target)
+    if pa.types.is_decimal(target):
+        return _via(pa.string(), target)
+    if pa.types.is_date32(target):
+        return _via(pa.int32(), target)
+    if pa.types.is_timestamp(target):
+        return _via(pa.int64(), target)
+    return lambda values: pa.array(values, target)
+
+
+class StructMaker:
+    """Builds struct arrays of one schema from row tuples (None: no image)."""
+
+    __slots__ = ("fields", "columns")
+
+    def __init__(self, schema: TableSchema) -> None:
+        self.fields = [
+            f.with_metadata({LOGICAL: c.logical})
+            for f, c in zip(arrow_schema(schema), schema.columns, strict=True)
+        ]
+        self.columns = [column_array(c.logical) for c in schema.columns]
+
+    def __call__(self, rows: Sequence[Row | None]) -> pa.StructArray:
+        n = len(rows)
+        present = [r is not None for r in rows]
+        if not any(present):
+            return _null_structs(n, self.fields)
+        mask = None
+        full: Sequence[Row | None] = rows
+        if not all(present):
+            filler: Row = (None,) * len(self.fields)
+            full = [filler if r is None else r for r in rows]
+            mask = pa.array([not p for p in present], pa.bool_())
+        values = zip(*full, strict=True)
+        arrays = [convert(v) for convert, v in zip(self.columns, values, strict=True)]
+        return pa.StructArray.from_arrays(arrays, fields=self.fields, mask=mask)
+
+
+@functools.lru_cache(maxsize=256)
+def struct_maker(schema: TableSchema) -> StructMaker:
+    """The (shared) :class:`StructMaker` of ``schema``."""
+    return StructMaker(schema)
+
+
+def _null_structs(n: int, fields: list[pa.Field]) -> pa.StructArray:
+    arrays = [pa.nulls(n, f.type) for f in fields]
+    mask = pa.array([True] * n, pa.bool_())
+    return pa.StructArray.from_arrays(arrays, fields=fields, mask=mask)
+
+
+def images_batch(
+    positions: pa.Array, before: pa.StructArray, after: pa.StructArray
+) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays(
+        [positions, before, after], names=[POSITION, "before", "after"]
+    )
+
+
+def images_of(
+    positions: pa.Array, found: Sequence[TypedImages], fields: list[pa.Field]
+) -> tuple[pa.Array, pa.StructArray, pa.StructArray]:
+    """For changes at ``positions``: the index of each among ``found``'s rows (null: not
+    typed), and ``found``'s before and after images as structs of ``fields``, concatenated."""
+    if not found:
+        nothing = _null_structs(0, fields)
+        return pa.nulls(len(positions), pa.int32()), nothing, nothing
+    befores = [cast_struct(t.rows.column(1), fields) for t in found]
+    afters = [cast_struct(t.rows.column(2), fields) for t in found]
+    keys = pa.concat_arrays([t.rows.column(0) for t in found])
+    index = pc.index_in(positions, value_set=keys)
+    before = pa.concat_arrays(befores)
+    after = pa.concat_arrays(afters)
+    assert isinstance(before, pa.StructArray) and isinstance(after, pa.StructArray)
+    return index, before, after
+
+
+def json_values(images: pa.StructArray, names: Sequence[str]) -> list[list[object] | None]:
+    """The values of the columns ``names`` of each image (None: no image) as its JSON image
+    holds them (:mod:`sparkcdc.core.types`): numbers, or text for exact decimals, dates,
+    date-times and base64 bytes."""
+    kinds = {images.type.field(i).name: images.type.field(i) for i in range(images.type.num_fields)}
+    columns = [
+        [_json_value(v, _logical(kinds[n])) for v in images.field(n).to_pylist()] for n in names
+    ]
+    rows = zip(*columns, strict=True)
+    valid = images.is_valid().to_pylist()
+    return [list(row) if ok else None for ok, row in zip(valid, rows, strict=True)]
+
+
+def _logical(f: pa.Field) -> str:
+    return (f.metadata or {}).get(LOGICAL.encode(), b"").decode()
+
+
+def _json_value(value: object, logical: str) -> object:
+    if value is None:
+        return None
+    if logical == "uint64":
+        return int(value)  # type: ignore[call-overload]
+    if logical == "float32":
+        return float(float32_text(value))  # type: ignore[arg-type]
+    if isinstance(value, decimal.Decimal):
+        return f"{value:f}"
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, _dt.datetime):
+        zone = "Z" if logical == "timestamp" else ""
+        return f"{value.year:04d}-{value:%m-%dT%H:%M:%S}.{value.microsecond:06d}{zone}"
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    return value
+
+
+def float32_text(value: float) -> str:
+    """The shortest text that reads back as the same float32 (as JSON images hold FLOATs)."""
+    packed = struct.pack("<f", value)
+    for digits in range(6, 10):
+        text = f"{value:.{digits}g}"
+        if struct.pack("<f", float(text)) == packed:
+            return text
+    return repr(value)
