@@ -66,8 +66,9 @@ def summarise(raw: str, rate: int = RATE, top: int = 8) -> dict[str, Any]:
         processes = [f for f in frames if f.startswith("process ")]
         role = _role(processes)
         roles[role] += int(count)
-        own = [f for f in frames[len(processes) :] if "sparkcdc/" in f]
-        leaf = own[-1] if own else frames[-1]
+        python = frames[len(processes) :]
+        own = [f for f in python if "sparkcdc/" in f]
+        leaf = own[-1] if own else python[-1] if python else "(no Python frame: native code)"
         functions.setdefault(role, Counter())[_name(leaf)] += int(count)
     return {
         "rate": rate,

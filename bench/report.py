@@ -9,21 +9,24 @@ from typing import Any
 HISTORY = Path(__file__).with_name("history.md")
 
 NOTES = """\
-Profiles of the log reader (cProfile of its thread while it streams the workload above):
+How a change travels in `sparkcdc run` (section 1):
 
-- **Row decoding** is code generated once per table layout (one specialised Python function per
-  table map and schema, JSON text built directly): about 330k rows/s on the benchmark table when
-  timed alone, 57× python-mysql-replication's per-column decoding of the same events.
-- **Per transaction** the reader pays for four events (GTID, TABLE_MAP, rows, XID), the envelope
-  build and a store put. Consecutive small transactions are coalesced into one store item while
-  more of the log is already buffered (at most 50 ms, so latency does not grow); this took
-  single-row transactions from ~4k to ~20k rows/s in the reader.
-- **Spark**: start-up of the JVM and session (counted separately above) and, per micro-batch,
-  shipping the Arrow IPC payload to the Python workers and back, then the Delta MERGE and append.
+- **Log reader** (the source process): the replication protocol and the event dispatch in
+  Python; rows events decoded by `_rowdecode.c` straight into Arrow buffers of the table's typed
+  columns (before and after images, no Python object per value; a layout with a TIME column is
+  decoded by generated Python code); per transaction the GTID, TABLE_MAP and XID events, the
+  cutter and the envelope builder in Python. Consecutive small transactions share one store item.
+- **Micro-batch hand-over**: the stream reader writes each micro-batch's events and, beside
+  them, its typed images (one Arrow file per table and schema version) to the pipeline's
+  `log_dir`; the stream carries one `f` event naming them, and the sink on the driver reads the
+  files. No row crosses the JVM and no JSON is built or parsed on this path.
+- **Sink**: per table one change-log append beside one replica MERGE (delta-rs), both with the
+  batch's transaction id.
 
-What would close the rest to the C decoder: decoding in native code (a small C/Rust extension
-producing Arrow columns directly, per table rather than per event), and building typed Arrow
-columns instead of JSON row images, which also removes the sink's JSON parse.
+The profile above splits the run's CPU by process; the table in section 1 splits its wall time.
+The reader is the longest part: per-event Python work (dispatch, transaction boundaries, the
+builder's bookkeeping) now costs more than decoding rows. Closing the rest to the C decoder
+means moving the event loop and transaction cutting into compiled code as well.
 """
 
 

@@ -70,15 +70,15 @@ def run_available_now(cfg: Path) -> float:
 
 
 def reader_only(server: ThrowawayMariaDB, rows: int, work: Path) -> baselines.Measurement:
-    """sparkcdc's log reader alone (opened through the source port): replication protocol +
-    row decoding into Arrow, drained."""
+    """sparkcdc's log reader alone (opened through the source port, with typed images as
+    ``sparkcdc run`` opens it): replication protocol + row decoding into Arrow, drained."""
     from sparkcdc.sources.registry import open_source
     from sparkcdc.store.ring import EventStore
 
     source = open_source(server.source_config(r"bench\.events"))
     start = source.startup_offset("earliest")
     store = EventStore(max_bytes=64 * 1024 * 1024, max_items=16384, batch_mode="MEMSIZE")
-    reader = source.open_reader(start, store, str(work / "history.jsonl"), 2048)
+    reader = source.open_reader(start, store, str(work / "history.jsonl"), 2048, typed=True)
     seen = 0
     started = time.perf_counter()
     reader.start()
