@@ -25,16 +25,21 @@ PHASES = (
 )
 
 
-def measure_startup(cfg: Path, checkpoint: Path) -> dict[str, Any]:
-    """Start-up of the pipeline in ``cfg`` (empty stream), its phases and its stop."""
-    commit = checkpoint / "spark" / "commits" / "0"
-    started = time.perf_counter()
-    proc = subprocess.Popen(
+def launch(cfg: Path) -> subprocess.Popen[str]:
+    """``sparkcdc run --available-now`` of ``cfg``, every line it prints on its stdout."""
+    return subprocess.Popen(
         [sys.executable, "-m", "sparkcdc.cli.main", "run", str(cfg), "--available-now"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
+
+
+def measure_startup(cfg: Path, checkpoint: Path) -> dict[str, Any]:
+    """Start-up of the pipeline in ``cfg`` (empty stream), its phases and its stop."""
+    commit = checkpoint / "spark" / "commits" / "0"
+    started = time.perf_counter()
+    proc = launch(cfg)
     seen: dict[str, float] = {}
     lines: list[str] = []
     committed: list[float] = []

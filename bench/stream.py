@@ -11,8 +11,6 @@ time goes" table of bench/RESULTS.md.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,12 +29,7 @@ YamlFor = Callable[..., Path]  # (folder, server, tables, **pipeline settings) -
 def timed_run(cfg: Path) -> tuple[float, list[tuple[float, str]]]:
     """``sparkcdc run --available-now`` of ``cfg``: its seconds, its lines with arrival times."""
     started = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sparkcdc.cli.main", "run", str(cfg), "--available-now"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = startup.launch(cfg)
     assert proc.stdout is not None
     lines = [(time.perf_counter() - started, line.rstrip()) for line in proc.stdout]
     proc.wait()
