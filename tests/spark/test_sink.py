@@ -148,3 +148,25 @@ def test_truncate_then_insert_in_one_batch_keeps_only_later_rows(
     write(spark, sink, Changes(pos=4000).ddl("shop", "accounts", "DROP TABLE accounts"), 2)
     assert rows(tmp_path / "shop" / "accounts") == []
     assert DeltaTable(str(tmp_path / "shop" / "accounts__changelog")).count() == 3
+
+
+def test_inserts_of_new_keys_are_appended_and_others_merged(spark: Any, tmp_path: Path) -> None:
+    """A batch of inserts whose keys no replica file can hold is appended (no MERGE), still once
+    per batch id; inserts into the replica's key range, and updates, are merged."""
+    a = ACCOUNTS
+    sink = DeltaSink(str(tmp_path), "p")
+    replica = tmp_path / "shop" / "accounts"
+    history = lambda: [h["operation"] for h in reversed(DeltaTable(str(replica)).history())]  # noqa: E731
+    first = Changes().schema(a)
+    for i in range(1, 4):
+        first.change("c", a, after={"id": i, "owner": f"o{i}", "balance": "1.00"})
+    write(spark, sink, first, 0)
+    write(spark, DeltaSink(str(tmp_path), "p"), first, 0)  # replayed: nothing twice
+    assert history()[-1] == "WRITE" and "MERGE" not in history()
+    inside = Changes(pos=5000).change("c", a, after={"id": 2, "owner": "again", "balance": "2.00"})
+    write(spark, sink, inside, 1)  # a key in the replica's range: merged (upserts)
+    assert history()[-1] == "MERGE"
+    beyond = Changes(pos=6000).change("c", a, after={"id": 9, "owner": "n", "balance": "0"})
+    write(spark, sink, beyond, 2)
+    assert history()[-1] == "WRITE"
+    assert [r["id"] for r in rows(replica)] == [1, 2, 3, 9] and rows(replica)[1]["owner"] == "again"

@@ -28,9 +28,10 @@ whose file holds them, :mod:`sparkcdc.store.batch_files`):
    order; deletes delete, inserts and updates upsert (an update that changes the key deletes
    the old key). A batch of nothing but chunks of the initial snapshot is appended instead,
    while the table has had nothing else (:class:`~.chunk_rows.AppendBook`): the Parquet files
-   its tasks wrote for both tables are linked in and committed (:mod:`.chunk_files`); chunks of
-   an incremental snapshot are appended only where the replica's file statistics prove it holds
-   none of their keys (:func:`~.chunk_rows.disjoint`).
+   its tasks wrote for both tables are linked in and committed (:mod:`.chunk_files`). Chunks of
+   an incremental snapshot, and batches of nothing but inserts (an append-only table), are
+   appended where the replica's file statistics prove it holds none of their keys
+   (:func:`~.chunk_rows.disjoint`).
 
    Tables are written in the batch's order, except that tables holding nothing but chunks of
    an incremental snapshot come last: before them the sink touches its mark (the pipeline's
@@ -57,7 +58,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkcdc.core.errors import SinkError
-from sparkcdc.core.event import OP_NOTICE, OP_SCHEMA
+from sparkcdc.core.event import OP_CREATE, OP_NOTICE, OP_SCHEMA
 from sparkcdc.core.images import TypedImages
 from sparkcdc.sinks.delta import chunk_files, chunk_rows, commits, notifications
 from sparkcdc.sinks.delta.lake import Lake, TableName
@@ -233,8 +234,11 @@ class DeltaSink:
                 schema=commits.changelog_schema(columns, rows.column("source").type),
             )  # fmt: skip
             log_path, replica_path = self.lake.changelog(name), self.lake.replica(name)
+            # new rows only (a chunk of an incremental snapshot, or inserts) whose keys the
+            # replica's file statistics prove absent: appended, not merged
+            appendable = incremental_only or (reset_at is None and _inserts_only(rows))
             if (chunks_only and self._appends.may_append(*name, self.app_id, replica_path)) or (
-                incremental_only and chunk_rows.disjoint(replica_path, latest.key, after)
+                appendable and chunk_rows.disjoint(replica_path, latest.key, after)
             ):
                 wrote = chunk_rows.append_chunks(
                     log_path, changelog, replica_path, after, self.app_id, batch_id
@@ -319,6 +323,11 @@ class DeltaSink:
             return
         empty = pa.table({})
         commits.merge_replica(path, empty, (), self.app_id, batch_id, reset=True)
+
+
+def _inserts_only(rows: pa.Table) -> bool:
+    ops = rows.column("op")
+    return bool(len(ops)) and bool(pc.all(pc.equal(ops, OP_CREATE)).as_py())
 
 
 def _whole(values: pa.StructArray | pa.ChunkedArray) -> pa.StructArray:
