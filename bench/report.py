@@ -174,7 +174,7 @@ def _timeline(t: dict[str, Any]) -> list[str]:
          w["query_started_s"]),
         (f"{w['batches']} micro-batches, query start → last batch written", w["batches_s"]),
         ("… the sink reading the batches (`f` event → Arrow file)", w["sink_read_s"]),
-        ("… the sink writing Delta (change log append beside replica MERGE)",
+        ("… the sink writing Delta (change log append beside the replica's MERGE or append)",
          w["sink_write_s"]),
         ("… the rest: Spark planning and committing each batch, the source process "
          "waiting for the log reader", between),
