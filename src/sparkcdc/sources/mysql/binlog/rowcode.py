@@ -317,11 +317,9 @@ def column_code(
         )
     if t in _INT_FMT or t == tm.T_INT24:
         return _integer(t, col)
-    if t == tm.T_FLOAT and typed:
-        return _fixed("f", 4)
-    if t == tm.T_FLOAT:
+    if t == tm.T_FLOAT:  # typed: the float itself; JSON: its shortest text
         f32 = ns.add("f32", vals.float32_text)
-        return _fixed("f", 4, lambda s, v: [f"{v} = {f32}({s[0]})"])
+        return _fixed("f", 4, plain if typed else lambda s, v: [f"{v} = {f32}({s[0]})"])
     if t == tm.T_DOUBLE:
         return _fixed("d", 8)
     if t == tm.T_NEWDECIMAL:
