@@ -22,7 +22,7 @@ from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.core.types import decimal_digits
 from sparkcdc.sources.mysql.binlog import tablemap as tm
 from sparkcdc.sources.mysql.binlog import values as vals
-from sparkcdc.sources.mysql.schema.column_types import BINARY_TYPES
+from sparkcdc.sources.mysql.schema.column_types import is_binary
 
 try:
     from sparkcdc.sources.mysql.binlog import _rowdecode  # type: ignore[attr-defined]
@@ -46,7 +46,7 @@ def available() -> bool:
 
 
 def _string(prefix: int, col: Column, pad_to: int = 0, binary: bool = False) -> Spec:
-    binary = binary or col.data_type in BINARY_TYPES or (col.charset or "").lower() == "binary"
+    binary = binary or is_binary(col)
     return (K_STRING, prefix, pad_to, None if binary else vals.python_codec(col.charset))
 
 
@@ -71,13 +71,11 @@ def column_spec(t: int, meta: int, col: Column) -> Spec | None:
     if t in _BLOBS:
         return _string(meta, col, binary=t == tm.T_GEOMETRY)
     if t in (tm.T_STRING, tm.T_ENUM, tm.T_SET):
-        real, length = (meta >> 8, meta & 0xFF) if t == tm.T_STRING else (t, meta & 0xFF)
+        real, length = tm.string_type(t, meta)
         if real == tm.T_ENUM:
             return (K_ENUM, length, 0, ("", *col.values))
         if real == tm.T_SET:
             return (K_SET, length, 0, tuple(col.values))
-        if (real & 0x30) != 0x30:
-            length += ((real & 0x30) ^ 0x30) << 4
         return _string(1 if length < 256 else 2, col, pad_to=length)
     return None
 

@@ -25,7 +25,7 @@ from sparkcdc.core.schema import Column
 from sparkcdc.sources.mysql.binlog import tablemap as tm
 from sparkcdc.sources.mysql.binlog import typedvalues as tv
 from sparkcdc.sources.mysql.binlog import values as vals
-from sparkcdc.sources.mysql.schema.column_types import BINARY_TYPES
+from sparkcdc.sources.mysql.schema.column_types import BINARY_TYPES, is_binary
 
 Post = Callable[[list[str], str], list[str]]
 
@@ -243,7 +243,7 @@ def _variable(
     prefix: int, col: Column, ns: Namespace, typed: bool, pad_to: int = 0, binary: bool = False
 ) -> ColumnCode:
     """A length-prefixed string or byte string."""
-    binary = binary or col.data_type in BINARY_TYPES or (col.charset or "").lower() == "binary"
+    binary = binary or is_binary(col)
     if binary:
         b64 = ns.add("b64", _B64)
         pad = [f"if n < {pad_to}: b += bytes({pad_to} - n)"] if pad_to else []
@@ -343,13 +343,9 @@ def column_code(
     if t in (tm.T_BLOB, tm.T_TINY_BLOB, tm.T_MEDIUM_BLOB, tm.T_LONG_BLOB, tm.T_GEOMETRY):
         return _variable(meta, col, ns, typed, binary=t == tm.T_GEOMETRY)
     if t in (tm.T_STRING, tm.T_ENUM, tm.T_SET):
-        real, length = meta >> 8, meta & 0xFF
-        if t != tm.T_STRING:
-            real = t
+        real, length = tm.string_type(t, meta)
         if real in (tm.T_ENUM, tm.T_SET):
             return _enum_or_set(real, length, col, ns, typed)
-        if (real & 0x30) != 0x30:  # CHAR longer than 255 bytes: high length bits in the type
-            length += ((real & 0x30) ^ 0x30) << 4
         return _variable(1 if length < 256 else 2, col, ns, typed, pad_to=length)
     raise SourceError(
         f"column {col.name} of {where} has binlog type code {t}, which sparkcdc cannot decode "

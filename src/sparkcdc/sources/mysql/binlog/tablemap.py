@@ -63,3 +63,13 @@ class TableMap:
     column_types: bytes
     column_meta: tuple[int, ...]
     nullable: tuple[bool, ...]
+
+
+def string_type(t: int, meta: int) -> tuple[int, int]:
+    """(real type, byte length) of a STRING, ENUM or SET column from its type and metadata:
+    the real type is ENUM, SET or a CHAR/BINARY type byte; a CHAR longer than 255 bytes keeps
+    the high bits of its length in that byte."""
+    real, length = (meta >> 8, meta & 0xFF) if t == T_STRING else (t, meta & 0xFF)
+    if real not in (T_ENUM, T_SET) and (real & 0x30) != 0x30:
+        length += ((real & 0x30) ^ 0x30) << 4
+    return real, length

@@ -22,9 +22,7 @@ import datetime as _dt
 import functools
 from json.encoder import encode_basestring
 
-from sparkcdc.core.images import float32_text
-
-__all__ = ["float32_text"]  # FLOAT's JSON text, the same as the typed images' (core.images)
+from sparkcdc.core.images import float32_text as float32_text  # FLOAT's JSON text
 
 json_str = encode_basestring  # str -> JSON string literal (C-accelerated, no ASCII escaping)
 

@@ -89,6 +89,11 @@ _MAXLEN = {
 }
 
 
+def is_binary(col: Column) -> bool:
+    """Whether the column's values are bytes, not text (a binary type or charset)."""
+    return col.data_type in BINARY_TYPES or (col.charset or "").lower() == "binary"
+
+
 def bytes_per_char(charset: str) -> int:
     """The most bytes one character takes in ``charset`` (4 for utf8mb4 and the unknown)."""
     return _MAXLEN.get(charset_name(charset), 4)
