@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
+from sparkcdc.core.errors import SinkError
 from sparkcdc.core.event import envelope_schema
 from sparkcdc.sinks.delta.sink import DeltaSink
 from sparkcdc.sources.mysql.offset import BinlogOffset
@@ -170,3 +171,19 @@ def test_inserts_of_new_keys_are_appended_and_others_merged(spark: Any, tmp_path
     write(spark, sink, beyond, 2)
     assert history()[-1] == "WRITE"
     assert [r["id"] for r in rows(replica)] == [1, 2, 3, 9] and rows(replica)[1]["owner"] == "again"
+
+
+def test_a_change_without_images_stops_the_batch(spark: Any, tmp_path: Path) -> None:
+    """An insert whose image is neither JSON text nor among the batch's typed images (a lost
+    image file) is an error, not a replica row of nulls."""
+    a = ACCOUNTS
+    batch = Changes().schema(a).change("c", a, after={"id": 1, "owner": "x", "balance": "1.00"})
+    table = batch.table()
+    at = table.schema.get_field_index("after")
+    ops, afters = table.column("op").to_pylist(), table.column("after").to_pylist()
+    lost = pa.array([None if op == "c" else v for op, v in zip(ops, afters, strict=True)])
+    broken = table.set_column(at, "after", lost)
+    sink = DeltaSink(str(tmp_path), "p")
+    with pytest.raises(SinkError, match="1 changes to shop.accounts .* neither JSON nor typed"):
+        sink.write(broken, 0)
+    assert rows(tmp_path / "shop" / "accounts") == []  # announced, created, nothing in it

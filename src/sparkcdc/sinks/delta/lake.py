@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from sparkcdc.core.convert import arrow_schema, cast_struct, decode_images
 from sparkcdc.core.errors import SinkError
+from sparkcdc.core.event import OP_CREATE, OP_DELETE, OP_READ, OP_UPDATE
 from sparkcdc.core.images import TypedImages, images_of
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks.delta import commits
@@ -144,6 +145,7 @@ class Lake:
     def _json_images(
         self, name: TableName, rows: pa.Table, schema_ids: list[str], columns: list[pa.Field]
     ) -> tuple[pa.StructArray, pa.StructArray]:
+        _check_images(name, rows)
         images = []
         for side in ("before", "after"):
             values = rows.column(side).combine_chunks()
@@ -165,6 +167,28 @@ class Lake:
             where = pa.concat_arrays([o.cast(pa.int64()) for o in order])
             images.append(merged.take(pc.sort_indices(where)))
         return images[0], images[1]
+
+
+_NEEDS_AFTER = pa.array([OP_CREATE, OP_UPDATE, OP_READ])
+_NEEDS_BEFORE = pa.array([OP_UPDATE, OP_DELETE])
+
+
+def _check_images(name: TableName, rows: pa.Table) -> None:
+    """Every change has the images its op needs, as JSON text here (typed images are found
+    before): one missing would be written as a row of nulls."""
+    op = rows.column("op")
+    lacking = pc.or_(
+        pc.and_(pc.is_in(op, _NEEDS_AFTER), pc.is_null(rows.column("after"))),
+        pc.and_(pc.is_in(op, _NEEDS_BEFORE), pc.is_null(rows.column("before"))),
+    )
+    count = pc.sum(pc.cast(lacking, pa.int64())).as_py() or 0
+    if count:
+        raise SinkError(
+            f"{count} changes to {name[0]}.{name[1]} in this micro-batch have neither JSON nor "
+            "typed row images (the batch's image files are incomplete); the micro-batch stops "
+            "before writing them: restart the pipeline and it is read again from the log",
+            table=f"{name[0]}.{name[1]}",
+        )
 
 
 def _misfit(name: TableName, exc: Exception) -> SinkError:
