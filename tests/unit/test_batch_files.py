@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from sparkcdc.core.errors import SinkError
+from sparkcdc.core.errors import ConfigError, SinkError
 from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.store.batch_files import BatchFiles, expand
 from tests.cases.envelopes import rows
@@ -50,3 +50,10 @@ def test_a_missing_or_altered_file_is_a_sentence_not_a_silent_gap(tmp_path: Path
     path.unlink()
     with pytest.raises(SinkError, match="restart the pipeline"):
         expand(pa.Table.from_batches([ref]))
+
+
+def test_an_unwritable_folder_is_named_with_its_option(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(ConfigError, match="option log_dir must name a folder"):
+        BatchFiles(blocker / "log").write(BinlogOffset(F, 200), [rows(0, 1)])

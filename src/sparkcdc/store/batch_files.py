@@ -25,7 +25,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkcdc.core.errors import SinkError
+from sparkcdc.core.errors import ConfigError, SinkError
 from sparkcdc.core.event import OP_FILE
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.offset import Offset
@@ -53,10 +53,18 @@ class BatchFiles:
     ) -> pa.RecordBatch:
         """Keep the events of the micro-batch ending at ``end``, and the typed images of its
         changes, in its files; the ``f`` event that stands for them in the stream."""
-        self.folder.mkdir(parents=True, exist_ok=True)
         stem = _stem(end)
         path = self.folder / f"{stem}{SUFFIX}"
-        rows = _write(path, batches)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            rows = _write(path, batches)
+        except OSError as exc:
+            raise ConfigError(
+                f"the micro-batch file {path} cannot be written ({exc.strerror or exc}); the "
+                "option log_dir must name a folder this process can write, with room for one "
+                "micro-batch",
+                key="log_dir",
+            ) from exc
         groups: dict[tuple[str, str, str], list[pa.RecordBatch]] = {}
         for found in images:
             groups.setdefault((found.db, found.table, found.schema_id), []).append(found.rows)
