@@ -261,7 +261,9 @@ class BinlogDispatch:
         if change_filter is not None and (
             change_filter.until is None or BinlogOffset(self._file, pos) >= change_filter.until
         ):
-            change_filter = self.change_filter = None  # past the hand-off: typed from here
+            # past the hand-off (its end is a high watermark, a transaction boundary, so no
+            # transaction read again after a reconnect starts before it): typed from here
+            change_filter = self.change_filter = None
         found = self.schemas.decoder(table_id, self.typed and change_filter is None)
         if found is None:
             return
