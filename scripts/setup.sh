@@ -56,12 +56,15 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q -e '.[dev]'
   touch "$stamp"
 fi
-# the row decoder in C (sources/mysql/binlog/_rowdecode.c), rebuilt when its source changes
-src=src/sparkcdc/sources/mysql/binlog/_rowdecode.c
-ext=${src%.c}$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-if [ ! -f "$ext" ] || [ "$src" -nt "$ext" ]; then
-  echo "setup: compiling the row decoder"
-  inc=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
-  gcc -O2 -Wall -shared -fPIC -I"$inc" "$src" -o "$ext"
-fi
+# the binlog's C modules (sources/mysql/binlog/_*.c: the row decoder, the packet splitter),
+# each rebuilt when its source changes
+suffix=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+inc=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+for src in src/sparkcdc/sources/mysql/binlog/_*.c; do
+  ext=${src%.c}$suffix
+  if [ ! -f "$ext" ] || [ "$src" -nt "$ext" ]; then
+    echo "setup: compiling $(basename "$src")"
+    gcc -O2 -Wall -shared -fPIC -I"$inc" "$src" -o "$ext"
+  fi
+done
 echo "setup: ready ($(.venv/bin/python --version), $(java -version 2>&1 | head -1), $(mariadbd --version 2>/dev/null || /usr/sbin/mariadbd --version))"

@@ -53,7 +53,7 @@ def iter_events(
         conn.query("SET @mariadb_slave_capability=4")
         fd: ev.FormatDescription | None = None
         current = file
-        for data in conn.dump(server_id, file, pos):
+        for data in itertools.chain.from_iterable(conn.dump(server_id, file, pos)):
             conn.set_timeout(30)
             header = ev.parse_header(data)
             if header.type == ev.FORMAT_DESCRIPTION:

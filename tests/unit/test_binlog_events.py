@@ -273,4 +273,4 @@ def test_a_mysql_servers_gtid_event_stops_the_reader_with_a_sentence(tmp_path: P
     for kind in (ev.MYSQL_GTID, ev.MYSQL_ANONYMOUS_GTID):
         gtid = event(kind, bytes(42), next_pos=200)
         with pytest.raises(SourceError, match="written by a MySQL server"):
-            reader.follow(start, iter([fde("8.0.36"), gtid]))
+            reader.follow(start, iter([[fde("8.0.36"), gtid]]))

@@ -11,6 +11,7 @@ or Arrow arrays per row, would cost more than decoding.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 
 import pyarrow as pa
@@ -30,13 +31,13 @@ OwnValues = tuple[object, ...]
 """Values of the source's own ``source`` fields (its offset type's ``SOURCE_FIELDS``), in order;
 the value of the event counter field is ignored (it counts up from the record's first index)."""
 
-_Segment = tuple[
+Segment = tuple[
     int, str, str, str, str | None, str | None, int, bool, str, str | None, int, int, int,
     OwnValues,
 ]  # fmt: skip
-# rows sharing their metadata: (count, db, table, schema_id, ddl, schema, ts_ms, snapshot,
-# transaction id, record position, first index, first total_order, first
-# data_collection_order, own source values)
+"""Changes sharing their metadata: (count, db, table, schema_id, ddl, schema, ts_ms, snapshot,
+transaction id, record position, first index, first total_order, first data_collection_order,
+own source values)."""
 
 
 class _TypedRows:
@@ -71,7 +72,7 @@ class EnvelopeBuilder:
         self._keys: list[str | None] = []
         self._befores: list[str | None] = []
         self._afters: list[str | None] = []
-        self._segments: list[_Segment] = []
+        self._segments: list[Segment] = []
         self._typed: dict[tuple[str, str, str, bool], _TypedRows] = {}
 
     def __len__(self) -> int:
@@ -101,32 +102,46 @@ class EnvelopeBuilder:
         ``total_order`` and ``data_collection_order`` count up by one from change to change.
         With ``images`` (their table's schema) before and after are typed row tuples, kept
         apart (:meth:`typed_images`)."""
-        m = len(changes)
-        if isinstance(changes, ColumnarRows):
-            if not m:
-                return
-            assert images is not None
-            self._columnar_rows(changes, db, table, schema_id, images)
-        elif images is not None and m:
-            self._typed_rows(changes, db, table, schema_id, images)
+        self.record(
+            changes,
+            images,
+            (len(changes), db, table, schema_id, ddl, schema, ts_ms, snapshot, transaction,
+             position, index, total_order, data_collection_order, own),
+        )  # fmt: skip
+
+    def record(
+        self,
+        changes: Sequence[LogChange] | ColumnarRows,
+        images: TableSchema | None,
+        segment: Segment,
+    ) -> None:
+        """:meth:`extend` with the values the changes share already in a :data:`Segment`
+        (``segment[0]`` is ``len(changes)``): the log readers' path, one call per record."""
+        m = segment[0]
+        if not m:
+            return
+        if images is not None:
+            if isinstance(changes, ColumnarRows):
+                self._columnar_rows(changes, segment[1], segment[2], segment[3], images)
+            else:
+                self._typed_rows(changes, segment[1], segment[2], segment[3], images)
+        elif isinstance(changes, ColumnarRows):
+            raise ValueError("changes decoded into buffers need the schema of their images")
         elif m == 1:
             op, key, before, after = changes[0]
+            self._pad_texts()
             self._ops.append(op)
             self._keys.append(key)
             self._befores.append(before)  # type: ignore[arg-type]  # JSON text without images
             self._afters.append(after)  # type: ignore[arg-type]
-        elif m:
+        else:
             ops, keys, befores, afters = zip(*changes, strict=True)
+            self._pad_texts()
             self._ops += ops
             self._keys += keys
             self._befores += befores
             self._afters += afters
-        else:
-            return
-        self._segments.append(
-            (m, db, table, schema_id, ddl, schema, ts_ms, snapshot, transaction, position, index,
-             total_order, data_collection_order, own)
-        )  # fmt: skip
+        self._segments.append(segment)
 
     def _typed_rows(
         self, changes: Sequence[LogChange], db: str, table: str, schema_id: str, schema: TableSchema
@@ -139,11 +154,8 @@ class EnvelopeBuilder:
         group.rows += range(first, first + len(ops))
         group.befores += befores
         group.afters += afters
-        nothing = [None] * len(ops)
         self._ops += ops
         self._keys += keys
-        self._befores += nothing
-        self._afters += nothing
 
     def _columnar_rows(
         self, changes: ColumnarRows, db: str, table: str, schema_id: str, schema: TableSchema
@@ -157,34 +169,49 @@ class EnvelopeBuilder:
             assert group.columnar is not None
             group.columnar.extend(changes)
         group.rows += range(first, first + m)
-        nothing = [None] * m
         self._ops += [changes.op] * m
         self._keys += changes.keys
-        self._befores += nothing
-        self._afters += nothing
 
-    def absorb(self, other: EnvelopeBuilder) -> None:
-        """Append the change events collected by ``other`` (after this one's); ``other`` is
-        used up (its typed images move here)."""
-        shift = len(self._ops)
-        for name, theirs in other._typed.items():
-            ours = self._typed.get(name)
-            theirs.rows = [r + shift for r in theirs.rows]
-            if ours is None:
-                self._typed[name] = theirs
+    def split(self, at: int) -> EnvelopeBuilder:
+        """Keep the first ``at`` change events and return a builder of the rest, typed images
+        included; ``at`` falls between two log records (a transaction boundary)."""
+        rest = EnvelopeBuilder(self.offsets, self.database)
+        segments, count, cut = self._segments, 0, 0
+        while count < at:
+            count += segments[cut][0]
+            cut += 1
+        if count != at:
+            raise ValueError(f"{at} is not between two log records' change events")
+        rest._segments, self._segments = segments[cut:], segments[:cut]
+        rest._ops, self._ops = self._ops[at:], self._ops[:at]
+        rest._keys, self._keys = self._keys[at:], self._keys[:at]
+        rest._befores, self._befores = self._befores[at:], self._befores[:at]
+        rest._afters, self._afters = self._afters[at:], self._afters[:at]
+        for name, group in list(self._typed.items()):
+            k = bisect_left(group.rows, at)
+            if k == len(group.rows):
                 continue
-            ours.rows += theirs.rows
-            if ours.columnar is not None and theirs.columnar is not None:
-                ours.columnar.extend(theirs.columnar)
-            ours.befores += theirs.befores
-            ours.afters += theirs.afters
-        self._ops += other._ops
-        self._keys += other._keys
-        self._befores += other._befores
-        self._afters += other._afters
-        self._segments += other._segments
+            tail = rest._typed[name] = _TypedRows(group.schema)
+            tail.rows = [r - at for r in group.rows[k:]]
+            tail.befores, tail.afters = group.befores[k:], group.afters[k:]
+            del group.rows[k:], group.befores[k:], group.afters[k:]
+            columnar = group.columnar
+            if columnar is not None:
+                tail.columnar = columnar.part(k, len(columnar)).owned()
+                group.columnar = columnar.part(0, k).owned()
+            if not k:
+                del self._typed[name]
+        return rest
+
+    def _pad_texts(self) -> None:
+        """Typed changes keep no JSON text; a null one per change so far before JSON text."""
+        missing = len(self._ops) - len(self._befores)
+        if missing:
+            self._befores += [None] * missing
+            self._afters += [None] * missing
 
     def build(self) -> pa.RecordBatch:
+        self._pad_texts()
         n = len(self._ops)
         segs = self._segments
         cols = list(zip(*segs, strict=True))

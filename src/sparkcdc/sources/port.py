@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 TableName = tuple[str, str]
 """A table's two-part name: (MySQL database or PostgreSQL schema, table)."""
 
+
 class ChangeFilter(Protocol):
     """The snapshot's hand-off filter: (db, table, position of the log record, its changes with
     JSON images) -> the changes to keep. It keeps every change at or after ``until`` (None: it
@@ -54,9 +55,7 @@ class ChangeFilter(Protocol):
 
     until: Offset | None
 
-    def __call__(
-        self, db: str, table: str, at: Offset, changes: list[Change]
-    ) -> list[Change]: ...
+    def __call__(self, db: str, table: str, at: Offset, changes: list[Change]) -> list[Change]: ...
 
 
 class Catalog(Protocol):

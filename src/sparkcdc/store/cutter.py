@@ -28,7 +28,6 @@ hands it the changes of each log record (:class:`~sparkcdc.core.envelope.Envelop
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 
 from sparkcdc.core.envelope import EnvelopeBuilder, OwnValues
@@ -42,7 +41,10 @@ from sparkcdc.core.schema import TableSchema
 
 class TransactionCutter:
     """Collects the captured rows of the open transaction and puts items of <= item_rows;
-    committed transactions wait in the pending item until :meth:`flush`."""
+    committed transactions wait in the pending item until :meth:`flush`.
+
+    One builder holds both: the pending item's rows (``committed``), then the open
+    transaction's; a transaction that outgrows the item's room splits the pending item off."""
 
     def __init__(self, item_rows: int, put: Callable[[LogItem], None], offsets: OffsetType) -> None:
         if item_rows < 1:
@@ -57,18 +59,23 @@ class TransactionCutter:
         self.ts_ms = 0
         self.skip = 0
         self.seen = 0  # captured rows of this transaction so far, dropped ones included
-        self._per_table: Counter[tuple[str, str]] = Counter()
-        # the pending item: committed transactions not put yet
-        self.pending: EnvelopeBuilder | None = None
+        self._per_table: dict[tuple[str, str], int] = {}
+        # the pending item: the builder's first ``committed`` rows, not put yet
+        self.committed = 0
         self.pending_after: Offset | None = None
         self.pending_since = 0.0  # time.monotonic() when its first transaction joined
         self._bounds: list[tuple[int, Offset]] = []
 
+    @property
+    def pending(self) -> EnvelopeBuilder | None:
+        """The builder while it holds committed transactions' rows (None: nothing pending)."""
+        return self.builder if self.committed else None
+
     def begin(self, start: Offset, transaction: str, ts_ms: int, skip: int = 0) -> None:
         """A transaction ``transaction`` committed at ``ts_ms`` starts at ``start``; drop its
         first ``skip`` rows."""
-        if len(self.builder):
-            self.builder = EnvelopeBuilder(self.offsets)
+        if len(self.builder) > self.committed:  # an open transaction that never ended
+            self.builder.split(self.committed)
         self.open = True
         self.start, self.transaction, self.ts_ms = start, transaction, ts_ms
         self.skip, self.seen = skip, 0
@@ -78,7 +85,8 @@ class TransactionCutter:
         """Forget the open transaction and the pending item (the stream is read again)."""
         self.open = False
         self.builder = EnvelopeBuilder(self.offsets)
-        self.pending = self.pending_after = None
+        self.committed = 0
+        self.pending_after = None
         self._bounds = []
 
     def inner_offset(self) -> Offset:
@@ -101,33 +109,29 @@ class TransactionCutter:
         of it that goes into one item); ``images``: the schema of their typed row images."""
         n = len(changes)
         key = (db, table)
-        first, table_first = self.seen, self._per_table[key]
-        self.seen += n
-        self._per_table[key] += n
-        i = max(0, self.skip - first)  # rows delivered before a resume are dropped
+        first, table_first = self.seen, self._per_table.get(key, 0)
+        self.seen = first + n
+        self._per_table[key] = table_first + n
+        i = self.skip - first if self.skip > first else 0  # rows delivered before a resume
+        item_rows, builder = self.item_rows, self.builder
         while i < n:
-            room = self.item_rows - len(self.builder)
-            if room <= 0:  # full, and one more row is here: cut an inner item
+            size = len(builder)
+            if self.committed and size + n - i > item_rows:  # the pending item goes first
                 self.flush()
+                builder = self.builder
+                size = len(builder)
+            if size >= item_rows:  # full, and one more row is here: cut an inner item
                 assert self.start is not None
-                self._put(self.builder, self.start.with_skip(first + i))
-                self.builder = EnvelopeBuilder(self.offsets)
-                room = self.item_rows
-            j = min(n, i + room)
-            self.builder.extend(
+                self._put(builder, self.start.with_skip(first + i))
+                builder = self.builder = EnvelopeBuilder(self.offsets)
+                size = 0
+            j = min(n, i + item_rows - size)
+            builder.record(
                 changes if i == 0 and j == n else changes[i:j],
-                db,
-                table,
-                schema_id,
-                position=position,
-                index=i,
-                own=own,
-                ts_ms=self.ts_ms,
-                transaction=self.transaction,
-                total_order=first + i + 1,
-                data_collection_order=table_first + i + 1,
-                images=images,
-            )
+                images,
+                (j - i, db, table, schema_id, None, None, self.ts_ms, False, self.transaction,
+                 position, i, first + i + 1, table_first + i + 1, own),
+            )  # fmt: skip
             i = j
 
     def add_ddl(
@@ -152,17 +156,20 @@ class TransactionCutter:
             self.builder = EnvelopeBuilder(self.offsets)
 
     def flush(self) -> None:
-        """Put the pending item, if any."""
-        pending, after = self.pending, self.pending_after
-        if pending is None or after is None:
+        """Put the pending item, if any (the open transaction's rows stay)."""
+        committed, after = self.committed, self.pending_after
+        if not committed or after is None:
             return
         bounds = self._bounds
         if bounds and bounds[-1][1] is after:
             bounds.pop()
         self._bounds = []
-        self._put(pending, after, tuple(bounds))
+        builder = self.builder
+        rest = builder.split(committed) if len(builder) > committed else None
+        self._put(builder, after, tuple(bounds))
         # cleared only once the item is in the store: the log reader's ``passed`` relies on it
-        self.pending = self.pending_after = None
+        self.builder = rest or EnvelopeBuilder(self.offsets)
+        self.committed, self.pending_after = 0, None
 
     def _put(
         self,
@@ -178,28 +185,22 @@ class TransactionCutter:
         )
 
     def commit(self, boundary: Offset) -> bool:
-        """The transaction ended at ``boundary``: its rows join the pending item (put first if
-        they do not fit in it). True if the pending item now ends at ``boundary``."""
+        """The transaction ended at ``boundary``: its rows join the pending item (which
+        :meth:`add` put first if they did not fit). True if the pending item now ends at
+        ``boundary``."""
         self.open = False
         return self.advance(boundary)
 
     def advance(self, boundary: Offset) -> bool:
         """The log reached ``boundary`` with the open transaction's rows (if any) complete;
         True if the pending item now ends there (False: nothing pending, no rows)."""
-        rows = self.builder
-        if len(rows):
-            pending = self.pending
-            if pending is not None and len(pending) + len(rows) > self.item_rows:
-                self.flush()
-                pending = None
-            if pending is None:
-                pending = self.pending = rows
+        size = len(self.builder)
+        if size > self.committed:
+            if not self.committed:
                 self.pending_since = time.monotonic()
-            else:
-                pending.absorb(rows)
-            self.builder = EnvelopeBuilder(self.offsets)
-            self._bounds.append((len(pending), boundary))
-        elif self.pending is None:
+            self.committed = size
+            self._bounds.append((size, boundary))
+        elif not self.committed:
             return False
         self.pending_after = boundary
         return True

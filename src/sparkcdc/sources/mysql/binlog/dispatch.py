@@ -71,7 +71,7 @@ class BinlogDispatch:
     def __init__(self) -> None:
         self._stop = threading.Event()
         self._conn: ReplicationConnection | None = None
-        self._events = self._events_since_connect = 0
+        self._events = self._connect_events = 0  # events read; read before this connection
         self._last_ts_ms = 0
         self._position: BinlogOffset | None = None
         self._last_put_at = 0.0
@@ -99,30 +99,39 @@ class BinlogDispatch:
         """The dump's first event arrived (the log reader logs it)."""
 
     # ------------------------------------------------------------------ one connection
-    def follow(self, resume: BinlogOffset, stream: Iterator[bytes]) -> None:
-        """Dispatch every event of ``stream``, a dump from ``resume`` (module docstring)."""
+    def follow(self, resume: BinlogOffset, stream: Iterator[list[bytes]]) -> None:
+        """Dispatch every event of ``stream``, a dump from ``resume`` in lists of events
+        (module docstring)."""
         self._set_file(resume.file)
         self._standalone = False
         self._set_format(None)
         self._gtids = _gtid_state(resume.gtid)
         self._gtid_text = None
         self._resume = resume if resume.skip else None
-        self._events_since_connect = 0
+        self._connect_events = self._events
         self.cutter.reset()
-        stopped = self._stop.is_set
+        for events in stream:
+            if self._stop.is_set():
+                raise Stopped
+            if self._events == self._connect_events:
+                self._on_connected(resume)
+            self._events += len(events)
+            self._dispatch(events)
+
+    @property
+    def _events_since_connect(self) -> int:
+        return self._events - self._connect_events
+
+    def _dispatch(self, events: list[bytes]) -> None:
+        """The events of one list, in order (the loop the stream's speed depends on)."""
         stop_file, stop_pos = (self.stop_at.file, self.stop_at.pos) if self.stop_at else (None, 0)
         unpack_header, rows_events = ev.unpack_header, ev.ROWS_EVENTS
         table_map, gtid_event, xid, query = ev.TABLE_MAP, ev.GTID, ev.XID, ev.QUERY
+        heartbeat, artificial = ev.HEARTBEAT, ARTIFICIAL
         before_format = (ev.ROTATE, ev.FORMAT_DESCRIPTION, ev.HEARTBEAT)
-        for data in stream:
-            if stopped():
-                raise Stopped
-            if not self._events_since_connect:
-                self._on_connected(resume)
-            self._events_since_connect += 1
-            self._events += 1
+        for data in events:
             ts, etype, server_id, size, next_pos, flags = unpack_header(data, 0)
-            if next_pos and not flags & ARTIFICIAL and etype != ev.HEARTBEAT:
+            if next_pos and not flags & artificial and etype != heartbeat:
                 self._read_pos = next_pos
             if ts:
                 self._last_ts_ms = ts * 1000
@@ -236,7 +245,10 @@ class BinlogDispatch:
         place = (self._file, pos, before, 0)
         if here is None or (here.file, here.pos, here.gtid, here.skip) != place:
             here = BinlogOffset(self._file, pos, before)
-        cutter.begin(here, f"{domain}-{server_id}-{seq}", ts * 1000, skip)
+        transaction = f"{domain}-{server_id}-{seq}"
+        cutter.begin(here, transaction, ts * 1000, skip)
+        if len(self._gtids) == 1:  # one replication domain: the position is this GTID
+            self._gtid_text = transaction
         self._server_id = server_id
         self._standalone = bool(flags & ev.FL_STANDALONE)
 
@@ -268,7 +280,8 @@ class BinlogDispatch:
         if found is None:
             return
         tm, decoder, sid = found
-        if decoder.typed and self.json_table == f"{tm.db}.{tm.table}":
+        json_table = self.json_table
+        if json_table is not None and decoder.typed and json_table == f"{tm.db}.{tm.table}":
             found = self.schemas.decoder(table_id, False)
             assert found is not None
             tm, decoder, sid = found

@@ -30,10 +30,11 @@ def open_dump(
     gtid: str = "",
     heartbeat: float = HEARTBEAT_SECONDS,
     idle: Callable[[], None] | None = None,
-) -> tuple[ReplicationConnection, Iterator[bytes]]:
+) -> tuple[ReplicationConnection, Iterator[list[bytes]]]:
     """A connected replication session and the iterator of raw events from ``file:pos``
-    (or from GTID position ``gtid`` when ``file`` is empty); ``idle`` is called whenever no
-    complete event is buffered (see :meth:`ReplicationConnection.dump`)."""
+    (or from GTID position ``gtid`` when ``file`` is empty), in lists of the events received
+    whole; ``idle`` is called whenever no complete event is buffered (see
+    :meth:`ReplicationConnection.dump`)."""
     conn = ReplicationConnection(
         source.host, source.port, source.user, source.password, source.connect_timeout
     )
@@ -51,8 +52,8 @@ def open_dump(
 
 
 def _with_read_timeout(
-    conn: ReplicationConnection, events: Iterator[bytes], heartbeat: float
-) -> Iterator[bytes]:
+    conn: ReplicationConnection, events: Iterator[list[bytes]], heartbeat: float
+) -> Iterator[list[bytes]]:
     """The dump's events; once streaming, a read waiting 10 heartbeats means a dead link."""
     for data in events:
         conn.set_timeout(max(10.0, heartbeat * 10))

@@ -19,6 +19,11 @@ from collections.abc import Callable, Iterator
 
 from sparkcdc.core.errors import ConnectionFailed, LogPositionGone, MissingPrivilege, SourceError
 
+try:
+    from sparkcdc.sources.mysql.binlog import _packets  # type: ignore[attr-defined]
+except ImportError:  # not built: split in Python
+    _packets = None
+
 _CAPS = (
     0x00000001  # LONG_PASSWORD
     | 0x00000004  # LONG_FLAG
@@ -45,6 +50,29 @@ def scramble_native(password: str, salt: bytes) -> bytes:
     stage2 = hashlib.sha1(stage1).digest()
     mix = hashlib.sha1(salt + stage2).digest()
     return bytes(a ^ b for a, b in zip(stage1, mix, strict=True))
+
+
+def split_packets(buf: bytearray, start: int, end: int) -> tuple[list[bytes], int, int]:
+    """The binlog events whose packets ``buf[start:end]`` holds whole, in order, up to the
+    first packet that is not one (held in part, empty, 16 MiB, an error or the end): (events,
+    where that packet starts, the last sequence number taken or -1). The twin of
+    ``_packets.split``, which runs instead when built."""
+    events: list[bytes] = []
+    view = memoryview(buf)
+    s, seq = start, -1
+    while end - s > 4:
+        length = buf[s] | buf[s + 1] << 8 | buf[s + 2] << 16
+        if length + 4 > end - s or not 0 < length < _MAX_PACKET or buf[s + 4] != 0:
+            break
+        events.append(view[s + 5 : s + 4 + length].tobytes())
+        seq = buf[s + 3]
+        s += 4 + length
+    return events, s, seq
+
+
+split_events: Callable[[bytearray, int, int], tuple[list[bytes], int, int]] = (
+    split_packets if _packets is None else _packets.split
+)
 
 
 class PacketReader:
@@ -199,8 +227,9 @@ class ReplicationConnection:
 
     def dump(
         self, server_id: int, file: str, pos: int, idle: Callable[[], None] | None = None
-    ) -> Iterator[bytes]:
-        """Start COM_BINLOG_DUMP and yield each event's bytes (header included, OK byte cut).
+    ) -> Iterator[list[bytes]]:
+        """Start COM_BINLOG_DUMP and yield its events' bytes (header included, OK byte cut),
+        as lists of the events received whole so far.
 
         ``idle`` is called whenever the receive buffer holds no complete event, before reading
         from the socket (which may then wait for the server)."""
@@ -208,46 +237,43 @@ class ReplicationConnection:
         payload = struct.pack("<BIHI", _COM_BINLOG_DUMP, pos, 0, server_id) + file.encode()
         self._send(payload, 0)
         reader = self.reader
-        read = reader.read
         while True:
-            # fast path: a whole event packet is in the buffer; copy its event out once
-            s = reader.start
-            avail = reader.end - s
-            if avail > 4:
-                b = reader.buf
-                length = b[s] | b[s + 1] << 8 | b[s + 2] << 16
-                if length + 4 <= avail and 0 < length < _MAX_PACKET and b[s + 4] == 0:
-                    reader.seq = (b[s + 3] + 1) & 0xFF
-                    reader.start = s + 4 + length
-                    yield reader.view[s + 5 : s + 4 + length].tobytes()
-                    continue
+            # fast path: the events whose packets are in the buffer whole, copied out once
+            events, reader.start, seq = split_events(reader.buf, reader.start, reader.end)
+            if events:
+                reader.seq = (seq + 1) & 0xFF
+                yield events
+                continue
             if idle is not None:
                 idle()
-            packet = read()
+            packet = reader.read()
             first = packet[0]
             if first == 0:
-                yield packet[1:]
+                yield [packet[1:]]
             elif first == 0xFF:
-                code, text = _err_text(packet)
-                if code in _LOG_GONE:
-                    raise LogPositionGone(
-                        f"the server cannot stream from {file or 'the requested GTID'}:{pos} "
-                        f"({text}); the binlog was purged or never existed: start a new "
-                        "checkpoint with startup: earliest and raise the server's binlog "
-                        "retention (expire_logs_days / binlog_expire_logs_seconds)",
-                        file=file,
-                        pos=pos,
-                    )
-                if code in _NO_PRIVILEGE:
-                    raise MissingPrivilege(
-                        f"user '{self.user}' may not read the binlog ({text}); run "
-                        f"GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '{self.user}'"
-                    )
-                raise SourceError(f"the binlog stream failed: {text}", code=code)
+                raise self._dump_error(packet, file, pos)
             elif first == 0xFE and len(packet) < 9:
                 return
             else:
                 raise SourceError(f"unexpected packet 0x{first:02x} on the binlog stream")
+
+    def _dump_error(self, packet: bytes, file: str, pos: int) -> SourceError:
+        code, text = _err_text(packet)
+        if code in _LOG_GONE:
+            return LogPositionGone(
+                f"the server cannot stream from {file or 'the requested GTID'}:{pos} "
+                f"({text}); the binlog was purged or never existed: start a new "
+                "checkpoint with startup: earliest and raise the server's binlog "
+                "retention (expire_logs_days / binlog_expire_logs_seconds)",
+                file=file,
+                pos=pos,
+            )
+        if code in _NO_PRIVILEGE:
+            return MissingPrivilege(
+                f"user '{self.user}' may not read the binlog ({text}); run "
+                f"GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '{self.user}'"
+            )
+        return SourceError(f"the binlog stream failed: {text}", code=code)
 
     def data_waiting(self) -> bool:
         """Whether the socket can be read without waiting (data, or the end of the stream)."""

@@ -237,7 +237,7 @@ class LogReader(BinlogDispatch):
 
     def _stream(self, resume: BinlogOffset) -> None:
         """One connection: every event of the dump from ``resume``."""
-        self._events_since_connect = 0
+        self._connect_events = self._events
         conn, stream = open_dump(
             self.source, self.server_id, resume.file, resume.pos, heartbeat=self.heartbeat,
             idle=self._idle,

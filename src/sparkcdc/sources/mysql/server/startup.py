@@ -72,7 +72,7 @@ def _probe(
         source, probe_server_id(source), file, pos, gtid, heartbeat=_PROBE_HEARTBEAT
     )
     try:
-        yield ((ev.parse_header(data), data) for data in stream)
+        yield ((ev.parse_header(data), data) for events in stream for data in events)
     finally:
         conn.close()
 
