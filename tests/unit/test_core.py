@@ -139,3 +139,33 @@ def test_errors_survive_pickling_with_their_fields() -> None:
     back = pickle.loads(pickle.dumps(err))
     assert type(back) is LogPositionGone and str(back) == str(err) and back.fields == {"file": "x"}
     assert isinstance(ConfigError("k"), SparkCDCError)
+
+
+def _record(b: EnvelopeBuilder, first: int, n: int, typed: TableSchema | None) -> None:
+    if typed is None:
+        changes = [("c", f"[{i}]", None, f'{{"id":{i}}}') for i in range(first, first + n)]
+    else:
+        changes = [("c", f"[{i}]", None, (i,)) for i in range(first, first + n)]  # type: ignore[misc]
+    b.extend(
+        changes, "shop", "orders", "abc", position=f"0000000001:{first:010d}", index=0,
+        own=(1, "mysql-bin.000001", first, None, "0-1-7"), ts_ms=5, transaction="0-1-7",
+        total_order=first + 1, data_collection_order=first + 1, images=typed,
+    )  # fmt: skip
+
+
+def test_a_builder_split_at_a_record_boundary_equals_two_builders() -> None:
+    schema = TableSchema("shop", "orders", (column("id", "int"),), ("id",))
+    plan = [(0, 2, schema), (2, 3, None), (5, 1, schema), (6, 4, schema), (10, 2, None)]
+    whole, head, tail = (EnvelopeBuilder(BinlogOffset) for _ in range(3))
+    for first, n, typed in plan:
+        _record(whole, first, n, typed)
+        _record(head if first < 6 else tail, first, n, typed)
+    rest = whole.split(6)
+    with pytest.raises(ValueError, match="between two log records"):
+        EnvelopeBuilder.split(rest, 1)
+    for got, want in ((whole, head), (rest, tail)):
+        batch, expected = got.build(), want.build()
+        assert batch.equals(expected)
+        assert [t.rows.to_pylist() for t in got.typed_images(batch)] == [
+            t.rows.to_pylist() for t in want.typed_images(expected)
+        ]

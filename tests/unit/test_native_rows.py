@@ -53,3 +53,62 @@ def test_integer_keys_are_their_digits(value: int, unsigned: bool, key: str) -> 
     rows = decoder.decode(23, event, 0, len(event))
     assert isinstance(rows, ColumnarRows) and rows.keys == [key]
     assert rows.structs(StructMaker(schema).fields)[1].to_pylist() == [{"id": value}]
+
+
+def _packet(seq: int, payload: bytes) -> bytes:
+    return len(payload).to_bytes(3, "little") + bytes([seq]) + payload
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b"",  # the buffer ends between packets
+        _packet(9, b"\x00" + bytes(40))[:20],  # a packet held in part
+        _packet(9, b"\xff\x10\x04#HY000boom"),  # an error packet
+        _packet(9, b"\xfe\x00\x00\x02\x00"),  # the end of the stream
+        _packet(9, b""),  # an empty packet
+    ],
+)
+def test_the_compiled_packet_splitter_matches_its_python_twin(tail: bytes) -> None:
+    from sparkcdc.sources.mysql.binlog import _packets  # type: ignore[attr-defined]
+    from sparkcdc.sources.mysql.binlog.protocol import split_packets
+
+    events = [bytes([i]) * (19 + i) for i in range(5)]
+    head = b"junk"
+    buf = bytearray(
+        head + b"".join(_packet(4 + i, b"\x00" + e) for i, e in enumerate(events)) + tail
+    )
+    expected = (events, len(buf) - len(tail), 8)
+    assert split_packets(buf, len(head), len(buf)) == expected
+    assert _packets.split(buf, len(head), len(buf)) == expected
+    assert _packets.split(buf, len(buf) - len(tail), len(buf)) == ([], len(buf) - len(tail), -1)
+    with pytest.raises(ValueError):
+        _packets.split(buf, 0, len(buf) + 1)
+
+
+def test_a_builder_split_moves_the_later_rows_of_the_compiled_buffers() -> None:
+    if not native.available():
+        pytest.skip("not built")
+    from sparkcdc.core.envelope import EnvelopeBuilder
+    from sparkcdc.sources.mysql.offset import BinlogOffset
+
+    schema = TableSchema(
+        "d", "t", (column("id", "bigint", nullable=False), column("v", "varchar", length=9)),
+        primary_key=("id",),
+    )  # fmt: skip
+    table_map = tm.TableMap(1, "d", "t", (tm.T_LONGLONG, tm.T_VARCHAR), (0, 36), (False, True))
+    decoder = RowsDecoder(table_map, schema, typed=True)
+    builder = EnvelopeBuilder(BinlogOffset)
+    for i in range(3):
+        row = bytes([0]) + i.to_bytes(8, "little") + bytes([2]) + f"v{i}".encode()
+        event = bytes(8) + bytes([2, 0b11]) + row + row
+        rows = decoder.decode(23, event, 0, len(event))
+        builder.extend(
+            rows, "d", "t", "s1", position=f"0000000001:{i:010d}", index=0,
+            own=(1, "f", i, None, ""), ts_ms=0, transaction="", total_order=1,
+            data_collection_order=1, images=schema,
+        )  # fmt: skip
+    rest = builder.split(2)
+    for part, ids in ((builder, [0, 0]), (rest, [1, 1, 2, 2])):
+        (images,) = part.typed_images(part.build())
+        assert [r["id"] for r in images.rows.column(2).to_pylist()] == ids
