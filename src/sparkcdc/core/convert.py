@@ -68,10 +68,11 @@ def _json_lines(images: pa.Array) -> pa.Buffer:
     return data.slice(first, last - first)
 
 
-def decode_images(images: pa.Array, schema: TableSchema) -> pa.StructArray:
+def decode_images(images: pa.Array, schema: TableSchema, strict: bool = False) -> pa.StructArray:
     """Typed struct array (one field per column of ``schema``) for JSON ``images``.
 
-    Null images give null structs; the result has the length of ``images``.
+    Null images give null structs; the result has the length of ``images``. ``strict``: an
+    image naming a column ``schema`` lacks is an error (ArrowInvalid), not left out.
     """
     types = [arrow_type(c) for c in schema.columns]
     fields = [pa.field(c.name, t) for c, t in zip(schema.columns, types, strict=True)]
@@ -92,7 +93,8 @@ def decode_images(images: pa.Array, schema: TableSchema) -> pa.StructArray:
         pa.BufferReader(buffer),
         read_options=pj.ReadOptions(block_size=max(BLOCK_BYTES, longest + 2)),
         parse_options=pj.ParseOptions(
-            explicit_schema=read_schema, unexpected_field_behavior="ignore"
+            explicit_schema=read_schema,
+            unexpected_field_behavior="error" if strict else "ignore",
         ),
     )
     columns = [

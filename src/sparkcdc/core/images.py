@@ -194,6 +194,23 @@ def images_of(
     return index, before, after
 
 
+def fill_untyped(
+    index: pa.Array,
+    typed: tuple[pa.StructArray, pa.StructArray],
+    decoded: tuple[pa.StructArray, pa.StructArray],
+) -> tuple[pa.StructArray, pa.StructArray]:
+    """Before and after images per change: the ``typed`` ones where ``index`` (what
+    :func:`images_of` found) names one, else the next of ``decoded`` (the images of the changes
+    ``index`` leaves null, in order)."""
+    missing = pc.is_null(index)
+    ranks = pc.subtract(pc.cumulative_sum(pc.cast(missing, pa.int64())), 1)
+    where = pc.if_else(missing, pc.add(ranks, len(typed[0])), index.cast(pa.int64()))
+    before = pa.concat_arrays([typed[0], decoded[0]]).take(where)
+    after = pa.concat_arrays([typed[1], decoded[1]]).take(where)
+    assert isinstance(before, pa.StructArray) and isinstance(after, pa.StructArray)
+    return before, after
+
+
 def json_values(images: pa.StructArray, names: Sequence[str]) -> list[list[object] | None]:
     """The values of the columns ``names`` of each image (None: no image) as its JSON image
     holds them (:mod:`sparkcdc.core.types`): numbers, or text for exact decimals, dates,

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from sparkcdc.core.convert import arrow_schema, cast_struct, decode_images
 from sparkcdc.core.errors import SinkError
 from sparkcdc.core.event import OP_CREATE, OP_DELETE, OP_READ, OP_UPDATE
-from sparkcdc.core.images import TypedImages, images_of
+from sparkcdc.core.images import TypedImages, fill_untyped, images_of
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks.delta import commits
 
@@ -132,15 +132,8 @@ class Lake:
         if not pc.any(missing).as_py():
             return before.take(index), after.take(index)
         rest = rows.filter(missing)
-        json_before, json_after = self._json_images(
-            name, rest, rest.column("schema_id").to_pylist(), columns
-        )
-        ranks = pc.subtract(pc.cumulative_sum(pc.cast(missing, pa.int64())), 1)
-        where = pc.if_else(missing, pc.add(ranks, len(before)), index.cast(pa.int64()))
-        return (
-            pa.concat_arrays([before, json_before]).take(where),
-            pa.concat_arrays([after, json_after]).take(where),
-        )
+        decoded = self._json_images(name, rest, rest.column("schema_id").to_pylist(), columns)
+        return fill_untyped(index, (before, after), decoded)
 
     def _json_images(
         self, name: TableName, rows: pa.Table, schema_ids: list[str], columns: list[pa.Field]

@@ -1,8 +1,9 @@
 """The ``<type>-cdc`` PySpark data sources, one per source type (``mysql-cdc``).
 
 ``spark.readStream.format("mysql-cdc")`` streams change events
-(:class:`~.reader.ChangeStreamReader`); ``spark.read.format("mysql-cdc").option("table", …)``
-reads one consistent snapshot of a table (:class:`~sparkcdc.spark.snapshot.batch_read.
+(:class:`~.reader.ChangeStreamReader`; with ``option("table", …)`` one table's, images typed:
+:mod:`~.table_stream`); ``spark.read.format("mysql-cdc").option("table", …)`` reads one
+consistent snapshot of a table (:class:`~sparkcdc.spark.snapshot.batch_read.
 SnapshotBatchReader`). Both are written once against the source port; :func:`data_source` makes
 the data source class of one source type, named after its Spark format.
 """
@@ -38,6 +39,10 @@ class ChangeDataSource(DataSource):
         if options.table is not None and "tables" not in {k.lower() for k in self.options}:
             from sparkcdc.spark.snapshot.batch_read import table_schema
 
+            if options.table_stream:
+                from sparkcdc.spark.stream.table_stream import TableStream
+
+                return TableStream(table_schema(options), options.kind.offsets).ddl()
             return table_schema(options).spark_ddl()
         return envelope_ddl(options.kind.offsets)
 
@@ -45,6 +50,12 @@ class ChangeDataSource(DataSource):
         from sparkcdc.spark.snapshot.batch_read import SnapshotBatchReader
 
         options = self._options()
+        if options.table_stream:
+            raise ConfigError(
+                f"a batch read of {self.name()} takes no schema_history: with it, the option "
+                "'table' names the typed change stream of one table (spark.readStream).",
+                key="schema_history",
+            )
         if options.table is None:
             raise ConfigError(
                 f"a batch read of {self.name()} takes one table: set .option('table', 'db.table').",
@@ -54,8 +65,12 @@ class ChangeDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from sparkcdc.spark.stream.reader import ChangeStreamReader
+        from sparkcdc.spark.stream.table_stream import TableStream
 
-        return ChangeStreamReader(self._options())
+        options = self._options()
+        if options.table_stream:
+            return ChangeStreamReader(options, TableStream.of_spark(schema, options.kind.offsets))
+        return ChangeStreamReader(options)
 
 
 def data_source(kind: str) -> type[ChangeDataSource]:

@@ -47,7 +47,8 @@ class LogFeed:
         store = EventStore(o.max_bytes, o.max_items, o.batch_mode)  # type: ignore[arg-type]
         self.reader = self._source().open_reader(
             start, store, o.schema_history, o.item_rows, change_filter=self._change_filter(start),
-            typed=o.log_dir is not None,  # the batch files carry typed images to the sink
+            # typed images travel in the batch files to the sink, or become a table stream's
+            typed=o.log_dir is not None or o.table_stream,
         )  # fmt: skip
         self.reader.start()
         self.store, self.queue = store, DeliveryQueue(store, start)

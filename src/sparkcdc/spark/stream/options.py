@@ -60,10 +60,16 @@ class SourceOptions:
     status_file: str | None = None
     snapshot_dir: str | None = None
     snapshot_delivery: str = "rows"
-    table: str | None = None  # the one db.table of a batch read
+    table: str | None = None  # the one db.table of a batch read or of a typed table stream
     signal_dir: str | None = None  # the folder of the file signal channel
     batch_mark: str | None = None  # the sink's batch mark (:mod:`..incremental.batch_mark`)
     log_dir: str | None = None  # micro-batches as files (:mod:`sparkcdc.store.batch_files`)
+
+    @property
+    def table_stream(self) -> bool:
+        """A stream of the one ``table`` with typed images (``table`` and the
+        ``schema_history`` only streams need; :mod:`~.table_stream`), not a batch read."""
+        return self.table is not None and bool(self.schema_history)
 
     @property
     def kind(self) -> SourceType:
@@ -89,6 +95,12 @@ class SourceOptions:
         delivery = (opts.given("snapshot_delivery") or "rows").lower()
         if delivery not in DELIVERIES:
             opts.fail("snapshot_delivery", f"{delivery!r} is not one of {', '.join(DELIVERIES)}")
+        if table is not None and opts.given("schema_history") and opts.given("log_dir"):
+            opts.fail(
+                "log_dir",
+                "a typed stream of one table (options table and schema_history) carries its "
+                "rows itself; leave log_dir out",
+            )
         return cls(
             source=_source_config(opts, table),
             # a batch read (``table`` alone) reads no log history: only streams need the file

@@ -26,6 +26,7 @@ reopened log. Offsets are the source's :meth:`~sparkcdc.core.offset.Offset.to_js
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import sys
@@ -56,13 +57,14 @@ from sparkcdc.spark.stream.feed import IDLE_SECONDS, LogFeed
 from sparkcdc.spark.stream.options import SourceOptions
 from sparkcdc.spark.stream.partitions import EnvelopePartition, to_partitions
 from sparkcdc.spark.stream.status import StatusWriter, peak_rss_bytes
+from sparkcdc.spark.stream.table_stream import TableStream
 from sparkcdc.store.batch_files import BatchFiles
 
 
 class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """The stream reader; see the module docstring for the call order and the offsets."""
 
-    def __init__(self, options: SourceOptions) -> None:
+    def __init__(self, options: SourceOptions, table: TableStream | None = None) -> None:
         self.options = options
         self._source: Source | None = None
         self._feed = LogFeed(options, lambda: self.source, self._change_filter)
@@ -79,13 +81,15 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._handoff_checked = False
         self._incremental: IncrementalSnapshots | None = None
         self._files = None if options.log_dir is None else BatchFiles(options.log_dir)
+        self.table_stream = table  # the typed stream of one table (:mod:`.table_stream`)
 
     def __getstate__(self) -> dict[str, Any]:
-        # Spark pickles the reader to ship ``read`` to executors: only the options travel
-        return {"options": self.options}
+        # Spark pickles the reader to ship ``read`` to executors: only the options travel, and
+        # the columns of a typed table stream
+        return {"options": self.options, "table": self.table_stream}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["options"])  # type: ignore[misc]
+        self.__init__(state["options"], state["table"])  # type: ignore[misc]
 
     @property
     def source(self) -> Source:
@@ -161,6 +165,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # available-now ends at the first "no new data": wait until the reader catches up
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        table = self.table_stream
         if is_snapshot(end):
             return self.snapshot.partitions(end)
         if is_snapshot(start):
@@ -179,6 +184,8 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return []
         if self._files is not None and batches:
             batches = [self._files.write(finish, batches, images)]
+        elif table is not None:
+            batches = [table.rows(b, images) for b in batches]
         elif images:
             raise SourceError(
                 "typed row images reached a stream without the option log_dir; they travel "
@@ -193,9 +200,10 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if isinstance(partition, SplitTask):
-            if partition.head:
-                yield from pa.ipc.open_stream(partition.head)
-            yield from read_split_task(self.options, partition)
+            table = self.table_stream
+            head = pa.ipc.open_stream(partition.head) if partition.head else ()
+            for batch in itertools.chain(head, read_split_task(self.options, partition)):
+                yield batch if table is None else table.rows(batch)
             return
         assert isinstance(partition, EnvelopePartition)
         yield from pa.ipc.open_stream(partition.payload)
