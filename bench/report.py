@@ -11,11 +11,12 @@ HISTORY = Path(__file__).with_name("history.md")
 NOTES = """\
 How a change travels in `sparkcdc run` (section 1):
 
-- **Log reader** (the source process): the replication protocol and the event dispatch in
-  Python; rows events decoded by `_rowdecode.c` straight into Arrow buffers of the table's typed
-  columns (before and after images, no Python object per value; a layout with a TIME column is
-  decoded by generated Python code); per transaction the GTID, TABLE_MAP and XID events, the
-  cutter and the envelope builder in Python. Consecutive small transactions share one store item.
+- **Log reader** (the source process): the replication protocol in Python, the dump's packets
+  split into lists of events by `_packets.c`, and one dispatch loop per list; rows events
+  decoded by `_rowdecode.c` straight into Arrow buffers of the table's typed columns (before and
+  after images, no Python object per value; a layout with a TIME column is decoded by generated
+  Python code); per transaction the GTID, TABLE_MAP and XID events, the cutter and the envelope
+  builder in Python, the open transaction's rows appended to the store item they join.
 - **Micro-batch hand-over**: the stream reader writes each micro-batch's events and, beside
   them, its typed images (one Arrow file per table and schema version) to the pipeline's
   `log_dir`; the stream carries one `f` event naming them, and the sink on the driver reads the
@@ -24,9 +25,9 @@ How a change travels in `sparkcdc run` (section 1):
   batch's transaction id.
 
 The profile above splits the run's CPU by process; the table in section 1 splits its wall time.
-The reader is the longest part: per-event Python work (dispatch, transaction boundaries, the
-builder's bookkeeping) now costs more than decoding rows. Closing the rest to the C decoder
-means moving the event loop and transaction cutting into compiled code as well.
+Per-event Python work (dispatch, transaction boundaries, the builder's bookkeeping) still costs
+more than decoding rows; moving the event loop and transaction cutting into compiled code is
+what is left to gain in the reader.
 """
 
 

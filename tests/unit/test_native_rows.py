@@ -112,3 +112,24 @@ def test_a_builder_split_moves_the_later_rows_of_the_compiled_buffers() -> None:
     for part, ids in ((builder, [0, 0]), (rest, [1, 1, 2, 2])):
         (images,) = part.typed_images(part.build())
         assert [r["id"] for r in images.rows.column(2).to_pylist()] == ids
+
+
+def test_a_rows_event_of_more_than_250_columns_is_decoded_whole() -> None:
+    if not native.available():
+        pytest.skip("not built")
+    columns = tuple(column(f"c{i}", "tinyint") for i in range(300))
+    schema = TableSchema("d", "wide", columns, primary_key=("c0",))
+    table_map = tm.TableMap(1, "d", "wide", (tm.T_TINY,) * 300, (0,) * 300, (True,) * 300)
+    decoder = RowsDecoder(table_map, schema, typed=True)
+    bitmap = b"\xff" * 38  # 300 columns present (38 bytes), then 300 null bits: none null
+    row = bytes(38) + bytes(range(256)) + bytes(range(44))
+    header = bytes(8) + b"\x02\x00" + b"\xfc" + (300).to_bytes(2, "little") + bitmap
+    event = header + row  # WRITE_ROWS v2 (empty extra data), a 3-byte column count
+    rows = decoder.decode(30, event, 0, len(event))
+    assert isinstance(rows, ColumnarRows) and rows.keys == ["[0]"]
+    _, after = rows.structs(StructMaker(schema).fields)
+    values = after.to_pylist()[0]
+    assert [values[f"c{i}"] for i in (0, 1, 255, 256, 299)] == [0, 1, -1, 0, 43]
+    with pytest.raises(Exception, match="does not match its table map"):
+        decoder.decode(30, event[:10] + b"\xfc" + (299).to_bytes(2, "little") + event[13:], 0,
+                       len(event))  # fmt: skip

@@ -9,12 +9,15 @@ counter joined inside Arrow.
 
 from __future__ import annotations
 
+import functools
 import struct
 from array import array
 from collections.abc import Callable, Sequence
 from itertools import accumulate, repeat
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 STRING = pa.string()
 INT64 = pa.int64()
@@ -155,34 +158,33 @@ def positions(
 ) -> pa.Array:
     """``<prefix>:<index>`` per row, the index counting up from each run's first and written
     with :data:`INDEX_DIGITS` digits, so the texts sort as (prefix, index) do; a None prefix
-    gives nulls. Joined in Python from cached index texts."""
-    texts: list[str | None] = []
-    cached = _INDEX_TEXTS
-    for prefix, first, m in zip(prefixes, firsts, counts, strict=True):
-        if prefix is None:
-            texts += [None] * m
-        elif m == 1 and first < len(cached):  # the common case: a row per log record
-            texts.append(prefix + cached[first])
-        else:
-            texts += [prefix + t for t in _index_texts(first, m)]
-    return pa.array(texts, STRING)
+    gives nulls. Joined inside Arrow from the cached index texts."""
+    if len(prefixes) == n:
+        prefix, index = pa.array(prefixes, STRING), np.asarray(firsts, np.int64)
+    else:
+        runs = np.repeat(np.arange(len(counts)), counts)
+        prefix, index = pa.array(prefixes, STRING).take(runs), _counting(firsts, counts, n)
+    if n and int(index.max()) >= INDEX_CACHE:
+        texts = pa.array([f":{i:0{INDEX_DIGITS}d}" for i in index.tolist()], STRING)
+    else:
+        texts = _index_texts().take(index)
+    return pc.binary_join_element_wise(prefix, texts, "")
 
 
-_INDEX_TEXTS: list[str] = [f":{i:0{INDEX_DIGITS}d}" for i in range(1024)]
-_INDEX_CACHE_LIMIT = 1 << 16
+INDEX_CACHE = 1 << 16  # index texts kept as one Arrow array
 
 
-def _index_texts(first: int, m: int) -> list[str]:
-    """``:<index>`` for ``first .. first + m - 1``, :data:`INDEX_DIGITS` digits each (cached
-    up to the largest index seen, below 65,536)."""
-    end = first + m
-    if end > _INDEX_CACHE_LIMIT:
-        return [f":{i:0{INDEX_DIGITS}d}" for i in range(first, end)]
-    have = len(_INDEX_TEXTS)
-    if end > have:
-        grown = min(max(end, 2 * have), _INDEX_CACHE_LIMIT)
-        _INDEX_TEXTS.extend(f":{i:0{INDEX_DIGITS}d}" for i in range(have, grown))
-    return _INDEX_TEXTS[first:end]
+@functools.cache
+def _index_texts() -> pa.Array:
+    """``:<index>`` for 0 .. INDEX_CACHE - 1, :data:`INDEX_DIGITS` digits each."""
+    return pa.array([f":{i:0{INDEX_DIGITS}d}" for i in range(INDEX_CACHE)], STRING)
+
+
+def _counting(firsts: Sequence[int], counts: Sequence[int], n: int) -> np.ndarray:
+    """Each run counting up from its first value, as one int64 array."""
+    sizes = np.asarray(counts, np.int64)
+    starts = np.cumsum(sizes) - sizes
+    return np.arange(n, dtype=np.int64) + np.repeat(np.asarray(firsts, np.int64) - starts, sizes)
 
 
 def int_runs(
@@ -201,10 +203,8 @@ def ranges(
 ) -> pa.Array:
     if len(firsts) == n:  # a row per run
         return from_buffers(type_, n, [None, _buffer(array(code, firsts))])
-    out = array(code)
-    for first, m in zip(firsts, counts, strict=True):
-        out.extend(range(first, first + m))
-    return from_buffers(type_, n, [None, _buffer(out)])
+    values = _counting(firsts, counts, n)
+    return from_buffers(type_, n, [None, _buffer(values.astype(np.dtype(code)))])
 
 
 def texts(values: list[str | None], n: int) -> pa.Array:

@@ -18,7 +18,8 @@
  * typed value into JSON text or None for str()): the key text of each row, as a Python str.
  *
  * Rows(layout): the images of some changes. decode(kind, present, present2, data, start, end)
- * appends an event's rows and returns (rows, key texts, end reached); extend(other, lo, hi)
+ * appends an event's rows and returns (rows, key texts, end reached); decode_event(kind, v2,
+ * data, start, end) does the same from the event's post-header on; extend(other, lo, hi)
  * appends rows of another; buffers() gives them to Arrow.
  */
 #define PY_SSIZE_T_CLEAN
@@ -606,30 +607,24 @@ static int keyed(Layout *L, const unsigned char *present) {
 }
 
 /* decode(kind, present, present2, data, start, end) -> (rows appended, key texts, end) */
-static PyObject *Rows_decode(Rows *R, PyObject *args) {
-    int kind;
-    Py_buffer pres, pres2, data;
-    Py_ssize_t p, end, first = R->n;
-    if (!PyArg_ParseTuple(args, "Cy*y*y*nn", &kind, &pres, &pres2, &data, &p, &end)) return NULL;
-    PyObject *keys = NULL;
-    int need = (R->layout->ncols + 7) / 8;
-    if (pres.len < need || (kind == 'u' && pres2.len < need) || end > data.len || p < 0) {
-        PyErr_SetString(PyExc_ValueError, "a rows event shorter than its bitmaps");
-        goto done;
-    }
-    keys = PyList_New(0);
-    const unsigned char *buf = data.buf;
-    int after_keyed = kind == 'u' && keyed(R->layout, pres2.buf);
+/* Append the rows of buf[p:end] (images of kind 'c', 'u' or 'd' with the present bitmaps pres
+ * and, for 'u', pres2) to R: (rows, key texts, where decoding stopped), NULL on an error. */
+static PyObject *append_rows(Rows *R, int kind, const unsigned char *pres,
+                             const unsigned char *pres2, const unsigned char *buf, Py_ssize_t p,
+                             Py_ssize_t end) {
+    Py_ssize_t first = R->n;
+    PyObject *keys = PyList_New(0);
+    int after_keyed = kind == 'u' && keyed(R->layout, pres2);
     while (keys && p < end) {
         PyObject *key_a = NULL, *key_b = NULL;
         int status;
         if (kind == 'c') {
-            status = put_no_image(R, 0) || put_image(R, 1, pres.buf, buf, &p, end, &key_a);
+            status = put_no_image(R, 0) || put_image(R, 1, pres, buf, &p, end, &key_a);
         } else if (kind == 'd') {
-            status = put_image(R, 0, pres.buf, buf, &p, end, &key_a) || put_no_image(R, 1);
+            status = put_image(R, 0, pres, buf, &p, end, &key_a) || put_no_image(R, 1);
         } else {
-            status = put_image(R, 0, pres.buf, buf, &p, end, after_keyed ? NULL : &key_a) ||
-                     put_image(R, 1, pres2.buf, buf, &p, end, after_keyed ? &key_b : NULL);
+            status = put_image(R, 0, pres, buf, &p, end, after_keyed ? NULL : &key_a) ||
+                     put_image(R, 1, pres2, buf, &p, end, after_keyed ? &key_b : NULL);
         }
         PyObject *key = key_b && key_b != Py_None ? key_b : key_a;
         if (status || PyList_Append(keys, key ? key : Py_None) < 0) Py_CLEAR(keys);
@@ -637,12 +632,62 @@ static PyObject *Rows_decode(Rows *R, PyObject *args) {
         Py_XDECREF(key_b);
         R->n++;
     }
-done:
+    if (!keys) return NULL;
+    return Py_BuildValue("(nNn)", R->n - first, keys, p);
+}
+
+static PyObject *Rows_decode(Rows *R, PyObject *args) {
+    int kind;
+    Py_buffer pres, pres2, data;
+    Py_ssize_t p, end;
+    if (!PyArg_ParseTuple(args, "Cy*y*y*nn", &kind, &pres, &pres2, &data, &p, &end)) return NULL;
+    PyObject *out = NULL;
+    int need = (R->layout->ncols + 7) / 8;
+    if (pres.len < need || (kind == 'u' && pres2.len < need) || end > data.len || p < 0)
+        PyErr_SetString(PyExc_ValueError, "a rows event shorter than its bitmaps");
+    else
+        out = append_rows(R, kind, pres.buf, pres2.buf, data.buf, p, end);
     PyBuffer_Release(&pres);
     PyBuffer_Release(&pres2);
     PyBuffer_Release(&data);
-    if (!keys) return NULL;
-    return Py_BuildValue("(nNn)", R->n - first, keys, p);
+    return out;
+}
+
+/* decode_event(kind, v2, data, start, end): a whole rows event's body data[start:end] (after
+ * the common header, no checksum): its post-header (6-byte table id, flags, and for v2 events
+ * the extra data), its column count, which must be the layout's, its bitmaps, then its rows as
+ * decode() appends them. */
+static PyObject *Rows_decode_event(Rows *R, PyObject *args) {
+    int kind, v2;
+    Py_buffer data;
+    Py_ssize_t p, end;
+    if (!PyArg_ParseTuple(args, "Cpy*nn", &kind, &v2, &data, &p, &end)) return NULL;
+    PyObject *out = NULL;
+    const unsigned char *buf = data.buf;
+    int need = (R->layout->ncols + 7) / 8;
+    Py_ssize_t ncols = -1;
+    if (p < 0 || end > data.len) goto done;
+    p += 8;
+    if (v2) {
+        if (p + 2 > end) goto done;
+        p += buf[p] | buf[p + 1] << 8;
+    }
+    if (p >= end) goto done;
+    int width = buf[p] < 251 ? 0 : buf[p] == 252 ? 2 : buf[p] == 253 ? 3 : buf[p] == 254 ? 8 : -1;
+    if (width < 0 || p + 1 + width > end) goto done; /* a length-encoded column count */
+    ncols = width ? 0 : buf[p];
+    for (int i = width; i > 0; i--) ncols = ncols << 8 | buf[p + i];
+    p += 1 + width;
+    if (ncols != R->layout->ncols || p + need * (kind == 'u' ? 2 : 1) > end) goto done;
+    const unsigned char *pres = buf + p, *pres2 = buf + p + need;
+    p += need * (kind == 'u' ? 2 : 1);
+    out = append_rows(R, kind, pres, pres2, buf, p, end);
+done:
+    if (!out && !PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError, "a rows event of %zd columns where its layout has %d",
+                     ncols, R->layout->ncols);
+    PyBuffer_Release(&data);
+    return out;
 }
 
 static int copy_bits(Buf *dst, Py_ssize_t at, const Buf *src, Py_ssize_t lo, Py_ssize_t hi) {
@@ -731,6 +776,8 @@ static PyObject *Rows_nbytes(Rows *R, void *unused) {
 static PyMethodDef Rows_methods[] = {
     {"decode", (PyCFunction)Rows_decode, METH_VARARGS,
      "decode(kind, present, present2, data, start, end) -> (rows, key texts, end reached)"},
+    {"decode_event", (PyCFunction)Rows_decode_event, METH_VARARGS,
+     "decode_event(kind, v2, data, start, end) -> decode() of a whole rows event's body"},
     {"extend", (PyCFunction)Rows_extend, METH_VARARGS, "extend(other, lo, hi): append rows"},
     {"buffers", (PyCFunction)Rows_buffers, METH_NOARGS, "the Arrow buffers of both images"},
     {NULL, NULL, 0, NULL}};

@@ -106,13 +106,14 @@ def native_layout(
     return _rowdecode.Layout(tuple(specs), tuple((i, key_text[i]) for i in key))
 
 
-def decode_rows(
-    layout: Any, op: str, present: bytes, present2: bytes, data: bytes, start: int, end: int
+def decode_event(
+    layout: Any, kind: str, v2: bool, data: bytes, start: int, end: int
 ) -> tuple[BufferedRows, int]:
-    """The changes of one rows event, their images in C buffers; where the decoding stopped."""
+    """The changes of the rows event whose body is ``data[start:end]``, their images in C
+    buffers; where the decoding stopped (ValueError: the event does not fit ``layout``)."""
     rows = _rowdecode.Rows(layout)
-    n, keys, stop = rows.decode(op, present, present2, data, start, end)
-    return BufferedRows(rows, op, keys, 0, n), stop
+    n, keys, stop = rows.decode_event(kind, v2, data, start, end)
+    return BufferedRows(rows, kind, keys, 0, n), stop
 
 
 class BufferedRows(ColumnarRows):

@@ -19,7 +19,6 @@ which values are present.
 
 from __future__ import annotations
 
-import functools
 import json
 import struct
 from collections.abc import Callable
@@ -31,7 +30,7 @@ from sparkcdc.core.images import ColumnarRows
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sources.mysql.binlog import events as ev
 from sparkcdc.sources.mysql.binlog import native
-from sparkcdc.sources.mysql.binlog.native import decode_rows, native_layout
+from sparkcdc.sources.mysql.binlog.native import decode_event, native_layout
 from sparkcdc.sources.mysql.binlog.rowcode import ColumnCode, Namespace, column_code, plain
 from sparkcdc.sources.mysql.binlog.tablemap import TableMap
 from sparkcdc.sources.mysql.binlog.typedvalues import key_text
@@ -83,16 +82,22 @@ class RowsDecoder:
         self, event_type: int, data: bytes, start: int, end: int
     ) -> list[LogChange] | ColumnarRows:
         """Decode ``data[start:end]`` (the rows event after the common header, no checksum)."""
-        if event_type in ev.WRITE_ROWS:
-            kind = "c"
-        elif event_type in ev.UPDATE_ROWS:
-            kind = "u"
-        elif event_type in ev.DELETE_ROWS:
-            kind = "d"
-        elif event_type in ev.COMPRESSED_EVENTS:
-            raise ev.compressed_event_error(event_type)
-        else:
+        kind = _KINDS.get(event_type)
+        if kind is None:
+            if event_type in ev.COMPRESSED_EVENTS:
+                raise ev.compressed_event_error(event_type)
             raise SourceError(f"binlog event type {event_type} is not a rows event")
+        compiled = self._layout.compiled
+        if compiled is not None:
+            try:
+                rows, stop = decode_event(
+                    compiled, kind, event_type >= ev.WRITE_ROWS_V2, data, start, end
+                )
+            except ValueError as exc:
+                raise self._misfit(exc) from exc
+            if stop != end:
+                raise self._misfit(None)
+            return rows
         p = start + 8
         if event_type >= ev.WRITE_ROWS_V2:
             p += data[p] | data[p + 1] << 8
@@ -114,17 +119,24 @@ class RowsDecoder:
         try:
             changes, stop = fn(data, p, end)
         except (struct.error, IndexError, ValueError, KeyError) as exc:
-            stop, changes = -1, []
-            cause: Exception | None = exc
-        else:
-            cause = None
+            raise self._misfit(exc) from exc
         if stop != end:
-            raise SourceError(
-                f"a rows event of {self.where} does not match its table map and schema "
-                f"({cause or 'the row images do not end where the event ends'})",
-                table=self.where,
-            ) from cause
+            raise self._misfit(None)
         return changes
+
+    def _misfit(self, cause: Exception | None) -> SourceError:
+        return SourceError(
+            f"a rows event of {self.where} does not match its table map and schema "
+            f"({cause or 'the row images do not end where the event ends'})",
+            table=self.where,
+        )
+
+
+_KINDS = {
+    **{t: "c" for t in ev.WRITE_ROWS},
+    **{t: "u" for t in ev.UPDATE_ROWS},
+    **{t: "d" for t in ev.DELETE_ROWS},
+}
 
 
 class _Layout:
@@ -154,7 +166,7 @@ class _Layout:
         self._key = [lower.index(k.lower()) for k in schema.key]
         texts = [key_text(c) if typed else None for c in schema.columns]
         self._key_text = [None if fn is None else self._ns.add("key", fn) for fn in texts]
-        self._native = native_layout(table_map, schema, self._key, texts) if compiled else None
+        self.compiled = native_layout(table_map, schema, self._key, texts) if compiled else None
         self._names = [
             json.dumps(c.name).replace("{", "{{").replace("}", "}}") for c in schema.columns
         ]
@@ -164,11 +176,7 @@ class _Layout:
     def function(self, kind: str, present: bytes, present2: bytes) -> _RowsFn:
         fn = self._fns.get((kind, present, present2))
         if fn is None:
-            if self._native is not None:
-                fn = functools.partial(decode_rows, self._native, kind, present, present2)
-            else:
-                fn = self._build(kind, present, present2)
-            self._fns[(kind, present, present2)] = fn
+            fn = self._fns[(kind, present, present2)] = self._build(kind, present, present2)
         return fn
 
     def _struct(self, fmt: str) -> str:
