@@ -11,7 +11,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
@@ -21,10 +22,25 @@ class Measurement:
     name: str
     rows: int
     seconds: float
+    runs: tuple[float, ...] = ()  # every run's seconds when ``seconds`` is their median
 
     @property
     def rows_per_s(self) -> float:
         return self.rows / self.seconds if self.seconds > 0 else float("inf")
+
+
+def alternating(repeats: int, *measures: Callable[[], Measurement]) -> list[Measurement]:
+    """Each of ``measures`` run ``repeats`` times, taking turns (so a slow spell of the machine
+    touches all of them), as the median run with every run's seconds."""
+    runs: list[list[Measurement]] = [[] for _ in measures]
+    for _ in range(repeats):
+        for taken, measure in zip(runs, measures, strict=True):
+            taken.append(measure())
+    out = []
+    for taken in runs:
+        middle = sorted(taken, key=lambda m: m.seconds)[len(taken) // 2]
+        out.append(replace(middle, runs=tuple(m.seconds for m in taken)))
+    return out
 
 
 def mariadb_binlog(server: ThrowawayMariaDB, rows: int) -> Measurement:

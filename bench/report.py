@@ -154,8 +154,12 @@ def _stream_table(t: dict[str, Any]) -> list[str]:
     out = [head + (" vs python-mysql-replication |" if p else ""),
            "|---|---:|---:|---:|---:|" + ("---:|" if p else "")]  # fmt: skip
     for m in ms:
+        runs = m.get("runs") or []
+        seconds = f"{m['seconds']:.2f}" + (
+            f" (median of {', '.join(f'{s:.2f}' for s in runs)})" if len(runs) > 1 else ""
+        )
         line = (
-            f"| {m['name']} | {m['rows']:,} | {m['seconds']:.2f} | {m['rows_per_s']:,.0f} | "
+            f"| {m['name']} | {m['rows']:,} | {seconds} | {m['rows_per_s']:,.0f} | "
             f"{_ratio(m['rows_per_s'], c['rows_per_s'])} |"
         )
         out.append(line + (f" {_ratio(m['rows_per_s'], p['rows_per_s'])} |" if p else ""))

@@ -104,7 +104,9 @@ def throughput(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         workload.create_schema(server)
         load = workload.write_changes(server, args.inserts, args.update_rounds)
         print(f"wrote {load.changes:,} changes in {load.seconds:.1f}s", flush=True)
-        return stream.measure(server, work, load, pipeline_yaml, reader_only, args.pmr_rows)
+        return stream.measure(
+            server, work, load, pipeline_yaml, reader_only, args.pmr_rows, args.repeats
+        )
     finally:
         server.stop()
 
@@ -116,7 +118,7 @@ def singles(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         workload.create_schema(server)
         load = workload.write_changes(server, args.singles, 0)
         print(f"wrote {load.changes:,} single-row transactions in {load.seconds:.1f}s", flush=True)
-        return stream.measure(server, work, load, pipeline_yaml, reader_only)
+        return stream.measure(server, work, load, pipeline_yaml, reader_only, 0, args.repeats)
     finally:
         server.stop()
 
@@ -267,6 +269,13 @@ def main() -> int:
     parser.add_argument("--update-rounds", type=int, default=4)
     parser.add_argument("--pmr-rows", type=int, default=50_000)
     parser.add_argument("--singles", type=int, default=500_000)
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="runs of the C decoder and the "
+        "log reader alone in section 1, taking turns; the median is reported",
+    )
     parser.add_argument("--rate", type=int, nargs="+", default=[2000, 20000])
     parser.add_argument("--incremental-rate", type=int, default=2000)
     parser.add_argument("--latency-seconds", type=float, default=30.0)
