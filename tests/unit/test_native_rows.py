@@ -17,7 +17,8 @@ def test_the_compiled_decoder_is_built() -> None:
     assert native._rowdecode is not None, "scripts/setup.sh compiles _rowdecode.c"
 
 
-def test_a_truncated_image_is_an_error_not_a_crash() -> None:
+def two_columns() -> tuple[TableSchema, RowsDecoder]:
+    """A table of a BIGINT key and a VARCHAR(9), and its compiled decoder."""
     if not native.available():
         pytest.skip("not built")
     schema = TableSchema(
@@ -26,7 +27,11 @@ def test_a_truncated_image_is_an_error_not_a_crash() -> None:
     )  # fmt: skip
     types = (tm.T_LONGLONG, tm.T_VARCHAR)
     table_map = tm.TableMap(1, "d", "t", types, (0, 36), (False, True))
-    decoder = RowsDecoder(table_map, schema, typed=True)
+    return schema, RowsDecoder(table_map, schema, typed=True)
+
+
+def test_a_truncated_image_is_an_error_not_a_crash() -> None:
+    schema, decoder = two_columns()
     row = bytes([0]) + (7).to_bytes(8, "little") + bytes([3]) + b"abc"
     event = bytes(8) + bytes([2, 0b11]) + row  # WRITE_ROWS v1: ids, 2 columns, both present
     rows = decoder.decode(23, event, 0, len(event))
@@ -87,17 +92,10 @@ def test_the_compiled_packet_splitter_matches_its_python_twin(tail: bytes) -> No
 
 
 def test_a_builder_split_moves_the_later_rows_of_the_compiled_buffers() -> None:
-    if not native.available():
-        pytest.skip("not built")
     from sparkcdc.core.envelope import EnvelopeBuilder
     from sparkcdc.sources.mysql.offset import BinlogOffset
 
-    schema = TableSchema(
-        "d", "t", (column("id", "bigint", nullable=False), column("v", "varchar", length=9)),
-        primary_key=("id",),
-    )  # fmt: skip
-    table_map = tm.TableMap(1, "d", "t", (tm.T_LONGLONG, tm.T_VARCHAR), (0, 36), (False, True))
-    decoder = RowsDecoder(table_map, schema, typed=True)
+    schema, decoder = two_columns()
     builder = EnvelopeBuilder(BinlogOffset)
     for i in range(3):
         row = bytes([0]) + i.to_bytes(8, "little") + bytes([2]) + f"v{i}".encode()
