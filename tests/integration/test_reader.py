@@ -31,6 +31,7 @@ from sparkcdc.sources.mysql.server.startup import resolve_startup
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from sparkcdc.spark.stream.delivery import DeliveryQueue
 from sparkcdc.store.ring import EventStore
+from tests.cases.binlog import compressed_binlog
 
 pytestmark = pytest.mark.mariadb
 
@@ -212,25 +213,27 @@ def test_big_transaction_is_split_and_resumes_at_inner_offset(
     assert [it.after.skip for it in resumed] == [30, 0]
 
 
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "log_bin_compress"])
 def test_ddl_mid_stream_comes_in_order_and_later_rows_follow_it(
-    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path, harnesses: list[Harness]
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path, harnesses: list[Harness], compressed: bool
 ) -> None:
     mariadb.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v INT)")
     start = latest(mariadb)
     history = SchemaHistory(tmp_path / "h.jsonl")
     h = Harness(source_for(mariadb, rf"{db}\..*"), start, tmp_path / "h.jsonl")
     harnesses.append(h)
-    mariadb.execute(
-        "INSERT INTO t VALUES (1, 1)",
-        "ALTER TABLE t ADD COLUMN note VARCHAR(10) DEFAULT 'x'",
-        "INSERT INTO t VALUES (2, 2, 'two')",
-        "CREATE TABLE born (id INT PRIMARY KEY)",
-        "INSERT INTO born VALUES (7)",
-        "RENAME TABLE born TO grown",
-        "TRUNCATE TABLE grown",
-        "DROP TABLE grown",
-        database=db,
-    )
+    with compressed_binlog(mariadb, compressed):
+        mariadb.execute(
+            "INSERT INTO t VALUES (1, 1)",
+            "ALTER TABLE t ADD COLUMN note VARCHAR(10) DEFAULT 'x'",
+            "INSERT INTO t VALUES (2, 2, 'two')",
+            "CREATE TABLE born (id INT PRIMARY KEY)",
+            "INSERT INTO born VALUES (7)",
+            "RENAME TABLE born TO grown",
+            "TRUNCATE TABLE grown",
+            "DROP TABLE grown",
+            database=db,
+        )
     h.until(lambda items: len(ddl_items(items)) >= 6)
     kinds = [
         ("ddl" if it.is_ddl else "rows" if it.batch is not None else "marker") for it in h.items

@@ -34,6 +34,7 @@ from sparkcdc.core.images import ColumnarRows
 from sparkcdc.core.logitem import LogItem
 from sparkcdc.core.offset import position_text
 from sparkcdc.sources.mysql.binlog import events as ev
+from sparkcdc.sources.mysql.binlog.compressed import uncompressed
 from sparkcdc.sources.mysql.binlog.dump import format_gtid_pos, parse_gtid_pos
 from sparkcdc.sources.mysql.binlog.protocol import ReplicationConnection
 from sparkcdc.sources.mysql.binlog.tablemap import TableMap
@@ -153,11 +154,11 @@ class BinlogDispatch:
                 assert fd is not None
                 self._query(ev.parse_query(data, fd), next_pos - size, next_pos)
             else:
-                self._other_event(data, etype, next_pos - size, flags)
+                self._other_event(data, etype, next_pos - size, next_pos, flags)
             if next_pos >= stop_pos and self._file == stop_file and etype != ev.ROTATE:
                 raise ReachedStop
 
-    def _other_event(self, data: bytes, etype: int, pos: int, flags: int) -> None:
+    def _other_event(self, data: bytes, etype: int, pos: int, next_pos: int, flags: int) -> None:
         """ROTATE, FORMAT_DESCRIPTION, HEARTBEAT, compressed and MySQL's GTID events (others
         carry nothing a change stream needs)."""
         if etype == ev.ROTATE:
@@ -170,7 +171,7 @@ class BinlogDispatch:
             if self._pending_marker is not None:
                 self._put(LogItem(after=self._pending_marker))
         elif etype in ev.COMPRESSED_EVENTS:
-            self._compressed(etype, data)
+            self._compressed(etype, data, pos, next_pos)
         elif etype in ev.MYSQL_GTID_EVENTS:
             raise ev.mysql_binlog_error(self._file, pos)
 
@@ -304,18 +305,23 @@ class BinlogDispatch:
         position = f"{self._file_prefix}{pos:010d}"
         cutter.add(tm.db, tm.table, sid, position, own, changes, images)
 
-    def _compressed(self, etype: int, data: bytes) -> None:
-        """A MariaDB compressed event (``log_bin_compress``): harmless on tables not captured,
-        refused on captured ones and for statements (which may be DDL) so nothing is missed."""
-        assert self._fd is not None
+    def _compressed(self, etype: int, data: bytes, pos: int, next_pos: int) -> None:
+        """A MariaDB compressed event (``log_bin_compress``): dispatched as the event it
+        compresses (:mod:`.compressed`)."""
+        fd = self._fd
+        assert fd is not None
         if etype != ev.QUERY_COMPRESSED:
-            start = self._fd.header_len
+            start = fd.header_len
             table_id = int.from_bytes(
                 data[start : start + self._id_lens[ev.WRITE_ROWS_V1]], "little"
             )
             if self.schemas.decoder(table_id) is None:
-                return
-        raise ev.compressed_event_error(etype)
+                return  # not a captured table: nothing to inflate
+        etype, data = uncompressed(etype, data, fd)
+        if etype == ev.QUERY:
+            self._query(ev.parse_query(data, fd), pos, next_pos)
+        else:
+            self._rows_event(etype, data, pos)
 
     def _end_txn(self, boundary: BinlogOffset) -> None:
         self._position = boundary

@@ -211,8 +211,8 @@ def parse_query(data: bytes, fd: FormatDescription) -> Query:
     """QUERY_EVENT (2): thread id u32, exec time u32, db length u8, error code u16, status vars
     length u16 [post-header]; status vars, db, NUL, SQL text [body]."""
     start, end = body_range(data, fd)
-    if parse_header(data).type == QUERY_COMPRESSED:
-        raise compressed_event_error(QUERY_COMPRESSED)
+    if data[4] == QUERY_COMPRESSED:
+        raise ValueError("inflate a compressed query first (binlog.compressed.uncompressed)")
     db_len = data[start + 8]
     status_len = struct.unpack_from("<H", data, start + 11)[0]
     p = start + fd.post_header_len(QUERY) + status_len
@@ -231,14 +231,6 @@ def parse_rows_header(data: bytes, fd: FormatDescription) -> tuple[int, int]:
     id_len = 4 if fd.post_header_len(WRITE_ROWS_V1) == 6 else 6
     table_id = int.from_bytes(data[start : start + id_len], "little")
     return table_id, struct.unpack_from("<H", data, start + id_len)[0]
-
-
-def compressed_event_error(event_type: int) -> SourceError:
-    return SourceError(
-        f"the binlog holds a MariaDB compressed event (type {event_type}), which sparkcdc does "
-        "not decode; turn off log_bin_compress on the server (SET GLOBAL log_bin_compress=OFF)",
-        event_type=event_type,
-    )
 
 
 def mysql_binlog_error(file: str, pos: int) -> SourceError:

@@ -83,9 +83,7 @@ class RowsDecoder:
     ) -> list[LogChange] | ColumnarRows:
         """Decode ``data[start:end]`` (the rows event after the common header, no checksum)."""
         kind = _KINDS.get(event_type)
-        if kind is None:
-            if event_type in ev.COMPRESSED_EVENTS:
-                raise ev.compressed_event_error(event_type)
+        if kind is None:  # compressed ones are inflated first (binlog.compressed)
             raise SourceError(f"binlog event type {event_type} is not a rows event")
         compiled = self._layout.compiled
         if compiled is not None:
