@@ -12,8 +12,12 @@ Per event of the binlog dump::
     QUERY (other)                  DDL -> the schema tracker; changes of captured tables are
                                    recorded in the schema history and put as a DDL item
     HEARTBEAT                      the stream is idle: a pending item or marker goes out
+    compressed QUERY / rows        inflated (:mod:`.compressed`), then as the events above
     MySQL's GTID events            refused with a sentence: a MySQL server's transactions are
                                    not decoded yet, and none may be missed silently
+    listed as skipped              nothing (:data:`~.event_kinds.SKIPPED`)
+    any other type                 stops the stream with a sentence naming it and its position;
+                                   so does a rows event whose table map never came
 
 :class:`BinlogDispatch` holds the state of one connection (the file, the format description, the
 GTID position, the table maps) and is the base of :class:`~.reader.LogReader`, which adds the
@@ -35,19 +39,17 @@ from sparkcdc.core.logitem import LogItem
 from sparkcdc.core.offset import position_text
 from sparkcdc.sources.mysql.binlog import events as ev
 from sparkcdc.sources.mysql.binlog.compressed import uncompressed
-from sparkcdc.sources.mysql.binlog.dump import format_gtid_pos, parse_gtid_pos
+from sparkcdc.sources.mysql.binlog.dump import parse_gtid_pos
+from sparkcdc.sources.mysql.binlog.event_kinds import SKIPPED, unknown_event_error
 from sparkcdc.sources.mysql.binlog.protocol import ReplicationConnection
 from sparkcdc.sources.mysql.binlog.tablemap import TableMap
+from sparkcdc.sources.mysql.binlog.transactions import COALESCE_SECONDS, TransactionEvents
 from sparkcdc.sources.mysql.offset import BinlogOffset, file_sequence
-from sparkcdc.sources.mysql.schema.state import SchemaState
 from sparkcdc.sources.port import ChangeFilter
-from sparkcdc.store.cutter import TransactionCutter
 
 log = logging.getLogger("sparkcdc.reader")
 
 ARTIFICIAL = 0x20  # LOG_EVENT_ARTIFICIAL_F: made up by the dump thread, not in the file
-_IGNORED_QUERIES = ("BEGIN", "XA ", "SAVEPOINT", "ROLLBACK TO", "RELEASE SAVEPOINT")
-COALESCE_SECONDS = 0.05  # the longest a committed transaction waits in the pending item
 
 
 class ReachedStop(Exception):
@@ -58,16 +60,14 @@ class Stopped(Exception):
     """stop() was called; unwinds the reader thread."""
 
 
-class BinlogDispatch:
-    """The events of one binlog dump into the cutter (see the module docstring)."""
+class BinlogDispatch(TransactionEvents):
+    """The events of one binlog dump into the cutter (see the module docstring); GTID, XID
+    and QUERY events are :class:`~.transactions.TransactionEvents`'."""
 
-    cutter: TransactionCutter
-    schemas: SchemaState
     change_filter: ChangeFilter | None
     typed: bool  # typed row images, except for json_table and while change_filter applies
     json_table: str | None
     stop_at: BinlogOffset | None
-    progress_interval: float
 
     def __init__(self) -> None:
         self._stop = threading.Event()
@@ -92,9 +92,6 @@ class BinlogDispatch:
         self._id_lens: dict[int, int] = {}
         self._trailer = 0
         self._maps: dict[bytes, TableMap] = {}
-
-    def _put(self, item: LogItem) -> None:
-        raise NotImplementedError  # the log reader puts into its store
 
     def _on_connected(self, resume: BinlogOffset) -> None:
         """The dump's first event arrived (the log reader logs it)."""
@@ -159,8 +156,8 @@ class BinlogDispatch:
                 raise ReachedStop
 
     def _other_event(self, data: bytes, etype: int, pos: int, next_pos: int, flags: int) -> None:
-        """ROTATE, FORMAT_DESCRIPTION, HEARTBEAT, compressed and MySQL's GTID events (others
-        carry nothing a change stream needs)."""
+        """ROTATE, FORMAT_DESCRIPTION, HEARTBEAT, compressed and MySQL's GTID events; the
+        types in :data:`~.event_kinds.SKIPPED` are skipped, any other stops the stream."""
         if etype == ev.ROTATE:
             file, self._read_pos = ev.parse_rotate(data, None if flags & ARTIFICIAL else self._fd)
             self._set_file(file)
@@ -174,6 +171,8 @@ class BinlogDispatch:
             self._compressed(etype, data, pos, next_pos)
         elif etype in ev.MYSQL_GTID_EVENTS:
             raise ev.mysql_binlog_error(self._file, pos)
+        elif etype not in SKIPPED:
+            raise unknown_event_error(etype, self._file, pos)
 
     def _idle(self) -> None:
         """No complete event is buffered: put the pending item unless more data has arrived
@@ -210,62 +209,6 @@ class BinlogDispatch:
             tm = self._maps[body] = ev.parse_table_map(data, fd)
         self.schemas.table_map(tm)
 
-    def _boundary(self, next_pos: int) -> BinlogOffset:
-        text = self._gtid_text
-        if text is None:
-            text = self._gtid_text = format_gtid_pos(self._gtids)
-        return BinlogOffset(self._file, next_pos, text)
-
-    # ------------------------------------------------------------------ transactions
-    def _begin(self, data: bytes, start: int, server_id: int, pos: int, ts: int) -> None:
-        """A GTID event (post-header at ``start``, ``server_id`` from its header) opens a
-        transaction; the one a resume offset names drops its first ``skip`` rows."""
-        seq, domain, flags = ev.unpack_gtid(data, start)
-        cutter = self.cutter
-        if cutter.open and cutter.seen:
-            log.warning(
-                "the transaction %s ended without a commit event; its %d changes are "
-                "dropped (XA transactions are not supported)",
-                cutter.transaction,
-                cutter.seen,
-            )
-        before = self._gtid_text
-        if before is None:
-            before = format_gtid_pos(self._gtids)
-        self._gtids[domain] = (server_id, seq)
-        self._gtid_text = None
-        skip, resume = 0, self._resume
-        if resume is not None:
-            if (self._file, pos) != (resume.file, resume.pos):
-                raise SourceError(
-                    f"the transaction to resume at {resume} is not where the offset says "
-                    f"(found one at {self._file}:{pos}); restart from a boundary offset."
-                )
-            skip, self._resume = resume.skip, None
-        here = self._position  # the boundary before, usually: the same offset
-        place = (self._file, pos, before, 0)
-        if here is None or (here.file, here.pos, here.gtid, here.skip) != place:
-            here = BinlogOffset(self._file, pos, before)
-        transaction = f"{domain}-{server_id}-{seq}"
-        cutter.begin(here, transaction, ts * 1000, skip)
-        if len(self._gtids) == 1:  # one replication domain: the position is this GTID
-            self._gtid_text = transaction
-        self._server_id = server_id
-        self._standalone = bool(flags & ev.FL_STANDALONE)
-
-    def _query(self, query: ev.Query, pos: int, next_pos: int) -> None:
-        """COMMIT/ROLLBACK end a transaction; other statements but BEGIN/XA/SAVEPOINT are DDL."""
-        sql = query.sql.strip()
-        head = sql[:20].upper()
-        boundary = self._boundary(next_pos)
-        if head.startswith(("COMMIT", "ROLLBACK")) and not head.startswith("ROLLBACK TO"):
-            self._end_txn(boundary)
-        elif not head.startswith(_IGNORED_QUERIES):
-            in_group = self.cutter.open and not self._standalone
-            self._ddl(query.db, sql, pos, None if in_group else boundary)
-            if self.cutter.open and self._standalone:
-                self._end_txn(boundary)
-
     def _rows_event(self, etype: int, data: bytes, pos: int) -> None:
         assert self._fd is not None
         start = self._fd.header_len
@@ -279,7 +222,8 @@ class BinlogDispatch:
             change_filter = self.change_filter = None
         found = self.schemas.decoder(table_id, self.typed and change_filter is None)
         if found is None:
-            return
+            self._check_mapped(table_id, pos)
+            return  # not a captured table
         tm, decoder, sid = found
         json_table = self.json_table
         if json_table is not None and decoder.typed and json_table == f"{tm.db}.{tm.table}":
@@ -305,6 +249,17 @@ class BinlogDispatch:
         position = f"{self._file_prefix}{pos:010d}"
         cutter.add(tm.db, tm.table, sid, position, own, changes, images)
 
+    def _check_mapped(self, table_id: int, pos: int) -> None:
+        """A rows event of ``table_id`` at ``pos`` came after that table id's TABLE_MAP."""
+        if not self.schemas.has_table_map(table_id):
+            raise SourceError(
+                f"the binlog holds a rows event at {self._file}:{pos} for table id {table_id}, "
+                "which no TABLE_MAP event named; the stream stops here rather than skip rows "
+                "of a table it cannot name.",
+                file=self._file,
+                pos=pos,
+            )
+
     def _compressed(self, etype: int, data: bytes, pos: int, next_pos: int) -> None:
         """A MariaDB compressed event (``log_bin_compress``): dispatched as the event it
         compresses (:mod:`.compressed`)."""
@@ -316,48 +271,13 @@ class BinlogDispatch:
                 data[start : start + self._id_lens[ev.WRITE_ROWS_V1]], "little"
             )
             if self.schemas.decoder(table_id) is None:
+                self._check_mapped(table_id, pos)
                 return  # not a captured table: nothing to inflate
         etype, data = uncompressed(etype, data, fd)
         if etype == ev.QUERY:
             self._query(ev.parse_query(data, fd), pos, next_pos)
         else:
             self._rows_event(etype, data, pos)
-
-    def _end_txn(self, boundary: BinlogOffset) -> None:
-        self._position = boundary
-        cutter = self.cutter
-        if cutter.commit(boundary) if cutter.open else cutter.advance(boundary):
-            pending = cutter.pending
-            assert pending is not None
-            if (
-                len(pending) >= cutter.item_rows
-                or time.monotonic() - cutter.pending_since >= COALESCE_SECONDS
-            ):
-                cutter.flush()
-            else:
-                self._pending_marker = None  # the pending item carries this boundary
-            return
-        self._pending_marker = boundary
-        if time.monotonic() - self._last_put_at >= self.progress_interval:
-            self._put(LogItem(after=boundary))
-
-    def _ddl(self, db: str, sql: str, pos: int, boundary: BinlogOffset | None) -> None:
-        """Apply a statement to the tracked schemas; changes of captured tables become one DDL
-        item (``boundary`` None: inside a multi-statement transaction, e.g. CREATE … SELECT)."""
-        cutter = self.cutter
-        if cutter.open and cutter.skip and cutter.seen <= cutter.skip:
-            return  # met before the resume point: the schemas at that point include it
-        after = boundary or cutter.inner_offset()
-        assert isinstance(after, BinlogOffset)
-        rows = self.schemas.apply(db, sql, after)
-        if not rows:
-            return
-        if not cutter.open:  # a DDL outside any GTID group (a stream opened mid-group)
-            cutter.transaction, cutter.ts_ms = "", self._last_ts_ms
-        own = (self._server_id, self._file, pos, None, cutter.transaction)
-        cutter.add_ddl(sql, rows, f"{self._file_prefix}{pos:010d}", own, after)
-        if after.at_boundary:
-            self._position = after
 
 
 def _gtid_state(text: str) -> dict[int, tuple[int, int]]:

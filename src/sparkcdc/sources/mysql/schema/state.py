@@ -144,6 +144,10 @@ class SchemaState:
         self.history.record(after, self.tracker.captured())
         return rows
 
+    def has_table_map(self, table_id: int) -> bool:
+        """Whether a TABLE_MAP event named ``table_id`` (since the stream opened)."""
+        return table_id in self._table_maps
+
     def table_map(self, tm: TableMap) -> None:
         """A TABLE_MAP event: decoders of an id whose map changed are dropped."""
         old = self._table_maps.get(tm.table_id)
