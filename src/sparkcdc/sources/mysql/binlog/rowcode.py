@@ -25,6 +25,7 @@ from sparkcdc.core.schema import Column
 from sparkcdc.sources.mysql.binlog import tablemap as tm
 from sparkcdc.sources.mysql.binlog import typedvalues as tv
 from sparkcdc.sources.mysql.binlog import values as vals
+from sparkcdc.sources.mysql.binlog.json_binary import json_text
 from sparkcdc.sources.mysql.schema.column_types import BINARY_TYPES, is_binary
 
 Post = Callable[[list[str], str], list[str]]
@@ -106,6 +107,7 @@ _EXPECTED: dict[int, set[str]] = {
     tm.T_STRING: {"char", "binary", "enum", "set"},
     tm.T_ENUM: {"enum"},
     tm.T_SET: {"set"},
+    tm.T_JSON: {"json"},  # MySQL's binary JSON (MariaDB writes JSON as LONGTEXT)
 }
 _LOBS = {"tinytext", "text", "mediumtext", "longtext", "json", *BINARY_TYPES} - {
     "binary",
@@ -347,8 +349,23 @@ def column_code(
         if real in (tm.T_ENUM, tm.T_SET):
             return _enum_or_set(real, length, col, ns, typed)
         return _variable(1 if length < 256 else 2, col, ns, typed, pad_to=length)
+    if t == tm.T_JSON:
+        return _binary_json(meta, ns, typed)
     raise SourceError(
         f"column {col.name} of {where} has binlog type code {t}, which sparkcdc cannot decode "
-        "yet (MySQL's binary JSON and the legacy DECIMAL format are not supported)",
+        "yet (the legacy DECIMAL format is not supported)",
         table=where,
     )
+
+
+def _binary_json(prefix: int, ns: Namespace, typed: bool) -> ColumnCode:
+    """MySQL's binary JSON (a length-prefixed document): its JSON text, as a string value."""
+    text = ns.add("jtext", json_text)
+    value = (
+        f"{text}(buf[p:p + n])" if typed else f"{ns.add('js', vals.json_str)}({text}(buf[p:p + n]))"
+    )
+
+    def read(v: str) -> list[str]:
+        return [*_length_prefix(prefix, v), f"{v} = {value}", "p += n"]
+
+    return ColumnCode(read=read)
