@@ -22,3 +22,17 @@ def compressed_binlog(server: ThrowawayMariaDB, on: bool = True) -> Iterator[Non
         server.execute(
             "SET GLOBAL log_bin_compress = OFF", "SET GLOBAL log_bin_compress_min_len = 256"
         )
+
+
+@contextlib.contextmanager
+def full_row_metadata(server: ThrowawayMariaDB, on: bool = True) -> Iterator[None]:
+    """Table maps carry every column's name, signedness and charset
+    (``binlog_row_metadata=FULL``) while inside."""
+    if not on:
+        yield
+        return
+    server.execute("SET GLOBAL binlog_row_metadata = FULL")
+    try:
+        yield
+    finally:
+        server.execute("SET GLOBAL binlog_row_metadata = NO_LOG")

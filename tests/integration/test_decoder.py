@@ -11,6 +11,7 @@ import itertools
 import json
 import struct
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -28,7 +29,7 @@ from sparkcdc.sources.mysql.binlog.rows import RowsDecoder
 from sparkcdc.sources.mysql.schema.column_types import BINARY_TYPES, column
 from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
-from tests.cases.binlog import compressed_binlog
+from tests.cases.binlog import compressed_binlog, full_row_metadata
 
 pytestmark = pytest.mark.mariadb
 
@@ -263,13 +264,20 @@ ROW5 = (
 )
 
 
-@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "log_bin_compress"])
-def test_every_type_round_trips(mariadb: ThrowawayMariaDB, db: str, compressed: bool) -> None:
+@pytest.mark.parametrize(
+    "compressed,metadata",
+    [(False, False), (True, False), (False, True)],
+    ids=["plain", "log_bin_compress", "binlog_row_metadata_full"],
+)
+def test_every_type_round_trips(
+    mariadb: ThrowawayMariaDB, db: str, compressed: bool, metadata: bool
+) -> None:
     mariadb.execute(ALL_TYPES, database=db)
     schema = load_schema(mariadb, db, "all_types")
     start = master_status(mariadb)
     with (
         compressed_binlog(mariadb, compressed),
+        full_row_metadata(mariadb, metadata),
         contextlib.closing(mariadb.connect(db)) as conn,
         conn.cursor() as cur,
     ):
@@ -373,6 +381,39 @@ def test_schema_out_of_date_is_named(mariadb: ThrowawayMariaDB, db: str) -> None
     wrong = TableSchema(db, "t", (schema.columns[0], column("a", "date")), ("id",))
     with pytest.raises(SourceError, match="out of date"):
         RowsDecoder(maps[0], wrong)
+
+
+def test_the_table_maps_names_and_signedness_cross_check_the_schema(
+    mariadb: ThrowawayMariaDB, db: str
+) -> None:
+    """binlog_row_metadata=FULL writes every column's name and the integers' signedness."""
+    mariadb.execute(
+        "CREATE TABLE t (id INT UNSIGNED PRIMARY KEY, a VARCHAR(5), n BIGINT, d DECIMAL(5,2))",
+        database=db,
+    )
+    schema = load_schema(mariadb, db, "t")
+    start = master_status(mariadb)
+    with full_row_metadata(mariadb):
+        mariadb.execute("INSERT INTO t VALUES (1, 'x', -2, 1.5)", database=db)
+    stop = master_status(mariadb)
+    (tmap,) = [
+        ev.parse_table_map(data, fd)
+        for h, fd, data in iter_events(
+            mariadb.host, mariadb.port, mariadb.user, "", *start, next(_server_ids), stop
+        )
+        if h.type == ev.TABLE_MAP and fd is not None
+    ]
+    assert tmap.column_names == ("id", "a", "n", "d")
+    assert tmap.unsigned == ((0, True), (2, False))
+    RowsDecoder(tmap, schema)  # the tracked schema agrees
+    renamed = TableSchema(db, "t", (schema.columns[0], replace(schema.columns[1], name="b"),
+                                    *schema.columns[2:]), ("id",))  # fmt: skip
+    with pytest.raises(SourceError, match=r"names the columns of .*\['id', 'a', 'n', 'd'\]"):
+        RowsDecoder(tmap, renamed)
+    signed = TableSchema(db, "t", (replace(schema.columns[0], unsigned=False),
+                                   *schema.columns[1:]), ("id",))  # fmt: skip
+    with pytest.raises(SourceError, match="column id of .* as UNSIGNED"):
+        RowsDecoder(tmap, signed)
 
 
 def test_long_char_wide_enum_and_set(mariadb: ThrowawayMariaDB, db: str) -> None:

@@ -301,3 +301,17 @@ def test_a_mysql_servers_gtid_event_stops_the_reader_with_a_sentence(tmp_path: P
         gtid = event(kind, bytes(42), next_pos=200)
         with pytest.raises(SourceError, match="written by a MySQL server"):
             reader.follow(start, iter([[fde("8.0.36"), gtid]]))
+
+
+def test_optional_metadata_gives_names_and_integer_signedness() -> None:
+    types = bytes([tm.T_LONG, tm.T_VARCHAR, tm.T_NEWDECIMAL, tm.T_TINY])
+    # numeric columns: 0, 2, 3 -> bits 1 (unsigned), 0, 1, high bit first
+    signedness = bytes([1, 1, 0b10100000])
+    charset = bytes([2, 2, 0x2D, 0x00])  # DEFAULT_CHARSET: skipped
+    names = b"".join(bytes([len(n)]) + n for n in (b"id", b"note", b"amount", "ü".encode()))
+    data = b"xx" + signedness + charset + bytes([4, len(names)]) + names
+    assert tm.optional_metadata(types, data, 2, len(data)) == (
+        ("id", "note", "amount", "ü"),
+        ((0, True), (3, True)),
+    )
+    assert tm.optional_metadata(types, data, len(data), len(data)) == ((), ())

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from sparkcdc.core.errors import SourceError
 from sparkcdc.sources.mysql.binlog import tablemap as tm
-from sparkcdc.sources.mysql.binlog.tablemap import TableMap
+from sparkcdc.sources.mysql.binlog.tablemap import TableMap, optional_metadata
 
 # event type codes (MySQL binlog_event.h, MariaDB log_event.h)
 QUERY = 2
@@ -299,7 +299,8 @@ def decode_column_meta(types: bytes, meta: bytes) -> tuple[int, ...]:
 def parse_table_map(data: bytes, fd: FormatDescription) -> TableMap:
     """TABLE_MAP_EVENT (19): table id u48 (u32 on ancient servers), flags u16 [post-header];
     db (len u8, name, NUL), table (len u8, name, NUL), column count (packed), type codes,
-    metadata (packed length + bytes), null bitmap, optional metadata (ignored) [body]."""
+    metadata (packed length + bytes), null bitmap, optional metadata (names and signedness:
+    :func:`~.tablemap.optional_metadata`) [body]."""
     start, end = body_range(data, fd)
     post = fd.post_header_len(TABLE_MAP) or 8
     id_len = 4 if post == 6 else 6
@@ -319,4 +320,5 @@ def parse_table_map(data: bytes, fd: FormatDescription) -> TableMap:
     p += meta_len
     null_bits = int.from_bytes(data[p : p + (ncols + 7) // 8], "little")
     nullable = tuple(bool(null_bits >> i & 1) for i in range(ncols))
-    return TableMap(table_id, db, table, types, meta, nullable)
+    names, unsigned = optional_metadata(types, data, p + (ncols + 7) // 8, end)
+    return TableMap(table_id, db, table, types, meta, nullable, names, unsigned)

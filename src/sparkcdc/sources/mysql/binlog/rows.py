@@ -63,6 +63,7 @@ class RowsDecoder:
     """
 
     def __init__(self, table_map: TableMap, schema: TableSchema, typed: bool = False) -> None:
+        cross_check(table_map, schema)
         self.table_map = table_map
         self.schema = schema
         self.typed = typed
@@ -135,6 +136,30 @@ _KINDS = {
     **{t: "u" for t in ev.UPDATE_ROWS},
     **{t: "d" for t in ev.DELETE_ROWS},
 }
+
+
+def cross_check(table_map: TableMap, schema: TableSchema) -> None:
+    """The column names and integer signedness the table map's optional metadata holds (when
+    the server writes it) are the tracked schema's; else the schema is out of date."""
+    tracked = [c.name for c in schema.columns]
+    named = list(table_map.column_names)
+    if named and [n.lower() for n in named] != [n.lower() for n in tracked]:
+        raise SourceError(
+            f"the binlog names the columns of {schema.name} {named} but the tracked schema has "
+            f"{tracked}; the schema is out of date (a DDL was missed): restart from a new "
+            "snapshot (startup: initial)",
+            table=schema.name,
+        )
+    for i, unsigned in table_map.unsigned:
+        col = schema.columns[i]
+        if unsigned != col.unsigned:
+            sign = "UNSIGNED" if unsigned else "SIGNED"
+            raise SourceError(
+                f"the binlog has column {col.name} of {schema.name} as {sign} but the tracked "
+                "schema does not; the schema is out of date (a DDL was missed): restart from a "
+                "new snapshot (startup: initial)",
+                table=schema.name,
+            )
 
 
 class _Layout:

@@ -2,8 +2,10 @@
 
 Rows events carry values by column position with a compact per-column encoding; the table map
 gives each column's MySQL type code and its metadata (length bytes, precision/scale, fractional
-seconds …). Names, signedness and charsets are not in it (unless ``binlog_row_metadata=FULL``),
-which is why schemas are tracked separately (:mod:`sparkcdc.sources.mysql.schema.tracker`).
+seconds …). Names, signedness and charsets are not in it (only in the optional metadata of
+``binlog_row_metadata=MINIMAL/FULL``), which is why schemas are tracked separately
+(:mod:`sparkcdc.sources.mysql.schema.tracker`); when written, names and signedness cross-check
+the tracked schema.
 """
 
 from __future__ import annotations
@@ -63,6 +65,54 @@ class TableMap:
     column_types: bytes
     column_meta: tuple[int, ...]
     nullable: tuple[bool, ...]
+    # from the optional metadata (binlog_row_metadata): every column's name (FULL), and per
+    # integer column whether it is unsigned (MINIMAL and FULL); empty when not written
+    column_names: tuple[str, ...] = ()
+    unsigned: tuple[tuple[int, bool], ...] = ()  # (column index, unsigned)
+
+
+INTEGERS = (T_TINY, T_SHORT, T_INT24, T_LONG, T_LONGLONG)
+_NUMERIC = (*INTEGERS, T_DECIMAL, T_NEWDECIMAL, T_FLOAT, T_DOUBLE)
+_SIGNEDNESS, _COLUMN_NAME = 1, 4
+
+
+def optional_metadata(
+    types: bytes, data: bytes, p: int, end: int
+) -> tuple[tuple[str, ...], tuple[tuple[int, bool], ...]]:
+    """The column names and the integer columns' signedness from a table map's optional
+    metadata at ``data[p:end]``: fields of a type byte, a length-encoded length and the
+    value. SIGNEDNESS holds a bit per numeric column (in column order, high bit first);
+    COLUMN_NAME a length-prefixed name per column. Other fields are skipped."""
+    names: tuple[str, ...] = ()
+    unsigned: tuple[tuple[int, bool], ...] = ()
+    while p < end:
+        kind = data[p]
+        length, p = _packed(data, p + 1)
+        value = data[p : p + length]
+        p += length
+        if kind == _SIGNEDNESS:
+            numeric = [i for i, t in enumerate(types) if t in _NUMERIC]
+            bits = [bool(value[k // 8] >> (7 - k % 8) & 1) for k in range(len(numeric))]
+            unsigned = tuple(
+                (i, b) for i, b in zip(numeric, bits, strict=True) if types[i] in INTEGERS
+            )
+        elif kind == _COLUMN_NAME:
+            out, q = [], 0
+            while q < len(value):
+                n, q = _packed(value, q)
+                out.append(value[q : q + n].decode("utf-8", "replace"))
+                q += n
+            names = tuple(out)
+    return names, unsigned
+
+
+def _packed(data: bytes, p: int) -> tuple[int, int]:
+    """A length-encoded integer (one byte below 251, else 0xfc/0xfd/0xfe and 2/3/8 bytes)."""
+    first = data[p]
+    width = {0xFC: 2, 0xFD: 3, 0xFE: 8}.get(first, 0)
+    if not width:
+        return first, p + 1
+    return int.from_bytes(data[p + 1 : p + 1 + width], "little"), p + 1 + width
 
 
 def string_type(t: int, meta: int) -> tuple[int, int]:
