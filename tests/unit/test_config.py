@@ -483,3 +483,22 @@ def test_signal_table_errors(written: str, says: str) -> None:
 def test_a_built_in_type_is_kept_under_its_own_name(named: str) -> None:
     cfg = load_config_text(BASE.replace("type: mysql", f"type: {named}", 1), "/b")
     assert cfg.source.type == "mysql"
+
+
+def test_tls_takes_a_mode_or_a_mapping_of_mode_and_files(tmp_path: Path) -> None:
+    from sparkcdc.config.model import TlsConfig
+
+    assert load_config_text(BASE, "/").source.tls == TlsConfig("preferred")
+    assert load_config_text(with_source("tls: REQUIRED"), "/").source.tls == TlsConfig("required")
+    ca = tmp_path / "ca.pem"
+    ca.write_text("x")
+    written = with_source(f"tls: {{mode: verify_identity, ca: {ca}}}")
+    assert load_config_text(written, "/").source.tls == TlsConfig("verify-identity", ca=str(ca))
+    for extra, says in [
+        ("tls: sometimes", "source.tls.mode: 'sometimes' is not a TLS mode; use one of"),
+        ("tls: {mode: required, ca: /nowhere.pem}", "source.tls.ca: no file at /nowhere.pem"),
+        (f"tls: {{cert: {ca}}}", "source.tls: a client certificate needs both cert and key"),
+        ("tls: {verify: yes}", "source.tls: unknown key 'verify'"),
+    ]:
+        with pytest.raises(ConfigError, match=says):
+            load_config_text(with_source(extra), "/")

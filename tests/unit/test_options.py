@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from sparkcdc.config.load import load_config_text
@@ -208,3 +210,22 @@ def test_errors_name_the_option(options: dict[str, str], key: str, says: str) ->
     assert ". " not in message.replace("e.g. ", "")  # one sentence
     if key != "tables":
         assert message.startswith(f"the mysql-cdc option '{key}'")
+
+
+def test_tls_options_round_trip(tmp_path: Path) -> None:
+    from sparkcdc.config.model import TlsConfig
+
+    ca = tmp_path / "ca.pem"
+    ca.write_text("x")
+    cfg = load_config_text(
+        f"source: {{host: h, user: u, tables: [a\\.b], tls: {{mode: verify-ca, ca: {ca}}}}}\n"
+        "sink: {path: /lake}\npipeline: {checkpoint: /cp}\n",
+        "/",
+    )
+    opts = source_options(cfg.source, "/cp/h.jsonl", max_bytes=1, max_items=1,
+                          batch_mode="MEMSIZE", item_rows=1)  # fmt: skip
+    assert (opts["tls"], opts["tls_ca"]) == ("verify-ca", str(ca))
+    assert SourceOptions.parse(opts).source.tls == TlsConfig("verify-ca", ca=str(ca))
+    assert parse().source.tls == TlsConfig()
+    with pytest.raises(ConfigError, match="'tls'.*not a TLS mode"):
+        parse(tls="maybe")

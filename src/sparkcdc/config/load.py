@@ -31,6 +31,7 @@ from sparkcdc.config.model import (
     SourceConfig,
     SourceSettings,
     StoreConfig,
+    TlsConfig,
 )
 from sparkcdc.config.values import (
     STARTUP_FORMS,
@@ -42,6 +43,7 @@ from sparkcdc.config.values import (
     as_snapshot,
     as_startup,
     as_text,
+    as_tls,
     capturing_signal_table,
     fail,
     ranged,
@@ -64,6 +66,7 @@ SOURCE_KEYS = (  # every source's; each type adds its own (SourceSettings.KEYS)
     "connect_timeout",
     "snapshot",
     "signal_table",
+    "tls",
 )
 SNAPSHOT_KEYS = (
     "chunk_size",
@@ -237,6 +240,7 @@ def _source(section: Any) -> SourceConfig:
         snapshot=_snapshot(_section(s.get("snapshot"), f"{p}.snapshot", SNAPSHOT_KEYS)),
         signal_table=_get(s, "signal_table", p, as_signal_table, None),
         settings=settings,
+        tls=_get(s, "tls", p, as_tls, TlsConfig()),
     )
     # the signal rows reach the pipeline through the change stream: capture the table
     source = replace(source, tables=capturing_signal_table(source.tables, source.signal_table))

@@ -53,6 +53,31 @@ class SnapshotConfig:
         }
 
 
+TLS_MODES = ("disabled", "preferred", "required", "verify-ca", "verify-identity")
+
+
+@dataclass(frozen=True)
+class TlsConfig:
+    """TLS on every connection to the source, as MySQL's clients name the modes: ``disabled``,
+    ``preferred`` (encrypt when the server offers it), ``required`` (encrypt, trust any
+    certificate), ``verify-ca`` (the server's certificate signed by ``ca``, else the system's
+    authorities), ``verify-identity`` (and naming the host). ``cert``/``key``: a client
+    certificate for servers that ask for one."""
+
+    mode: str = "preferred"
+    ca: str | None = None
+    cert: str | None = None
+    key: str | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.mode not in ("disabled", "preferred")
+
+    @property
+    def verifies(self) -> bool:
+        return self.mode in ("verify-ca", "verify-identity")
+
+
 class SourceSettings:
     """The settings a source type adds to the common ones of :class:`SourceConfig` (MySQL: its
     replica server ids): read from the keys it adds to the ``source`` section and to the Spark
@@ -106,6 +131,7 @@ class SourceConfig:
     snapshot: SnapshotConfig = field(default_factory=SnapshotConfig)
     signal_table: str | None = None  # "db.table" the signals are inserted into (captured too)
     settings: SourceSettings = field(default_factory=SourceSettings)
+    tls: TlsConfig = field(default_factory=TlsConfig)
 
     @property
     def takes_snapshot(self) -> bool:
@@ -130,6 +156,7 @@ class SourceConfig:
             "startup": self.startup,
             "snapshot": self.snapshot.redacted(),
             "signal_table": self.signal_table,
+            "tls": self.tls.mode,
             **self.settings.redacted(),
         }
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, NoReturn
 
-from sparkcdc.config.model import SnapshotConfig, SourceSettings
+from sparkcdc.config.model import TLS_MODES, SnapshotConfig, SourceSettings, TlsConfig
 from sparkcdc.core.errors import ConfigError
 
 MAX_ROWS = 2**31 - 1
@@ -204,3 +205,27 @@ def as_window(value: Any, key: str) -> float:
     if seconds > 60:
         fail(key, f"{seconds:g}s is longer than 60s; use e.g. 300ms")
     return seconds
+
+
+def as_tls(value: Any, key: str) -> TlsConfig:
+    """``source.tls``: a mode, or a mapping of ``mode`` and the ``ca``, ``cert``, ``key``
+    file paths (see :class:`~sparkcdc.config.model.TlsConfig`)."""
+    fields = value if isinstance(value, dict) else {"mode": value}
+    unknown = sorted(set(fields) - {"mode", "ca", "cert", "key"})
+    if unknown:
+        raise ConfigError(
+            f"{key}: unknown key {unknown[0]!r}; use mode, ca, cert and key.", key=key
+        )
+    mode = as_text(fields.get("mode", "preferred"), f"{key}.mode").lower().replace("_", "-")
+    if mode not in TLS_MODES:
+        raise ConfigError(
+            f"{key}.mode: {mode!r} is not a TLS mode; use one of {', '.join(TLS_MODES)}.",
+            key=f"{key}.mode",
+        )
+    paths = {name: fields.get(name) for name in ("ca", "cert", "key")}
+    for name, path in paths.items():
+        if path is not None and not Path(as_text(path, f"{key}.{name}")).is_file():
+            raise ConfigError(f"{key}.{name}: no file at {path}.", key=f"{key}.{name}")
+    if (paths["cert"] is None) != (paths["key"] is None):
+        raise ConfigError(f"{key}: a client certificate needs both cert and key.", key=key)
+    return TlsConfig(mode, *(None if p is None else str(p) for p in paths.values()))

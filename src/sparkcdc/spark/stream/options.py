@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
-from sparkcdc.config.model import DEFAULT_TYPE, SourceConfig
+from sparkcdc.config.model import DEFAULT_TYPE, SourceConfig, TlsConfig
 from sparkcdc.config.values import (
     as_duration,
     as_signal_table,
@@ -25,6 +25,7 @@ from sparkcdc.config.values import (
     as_snapshot,
     as_startup,
     as_table_name,
+    as_tls,
     capturing_signal_table,
     ranged,
 )
@@ -191,9 +192,20 @@ def _source_config(opts: _Options, table: str | None) -> SourceConfig:
         snapshot=snapshot,
         signal_table=signal_table,
         settings=settings,
+        tls=_tls(opts),
     )
     opts.checked(lambda: settings.check(source, _option_name))
     return source
+
+
+TLS_OPTIONS = {"tls": "mode", "tls_ca": "ca", "tls_cert": "cert", "tls_key": "key"}
+
+
+def _tls(opts: _Options) -> TlsConfig:
+    """``source.tls`` from the options ``tls`` (the mode), ``tls_ca``, ``tls_cert``, ``tls_key``."""
+    given = {field: opts.given(name) for name, field in TLS_OPTIONS.items()}
+    values = {field: value for field, value in given.items() if value is not None}
+    return opts.checked(lambda: as_tls(values, "tls")) if values else TlsConfig()
 
 
 def _batch_mode(opts: _Options) -> str:
@@ -283,6 +295,11 @@ def source_options(
         "startup": source.startup,
         **source.settings.to_options(),
         "connect_timeout": str(source.connect_timeout),
+        **{
+            name: value
+            for name, field in TLS_OPTIONS.items()
+            if (value := getattr(source.tls, field)) is not None
+        },  # fmt: skip
         "chunk_size": str(snapshot.chunk_size),
         "parallelism": str(snapshot.parallelism),
         "distribution_factor_lower": repr(snapshot.distribution_factor_lower),

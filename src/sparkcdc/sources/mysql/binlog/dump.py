@@ -36,7 +36,7 @@ def open_dump(
     whole; ``idle`` is called whenever no complete event is buffered (see
     :meth:`ReplicationConnection.dump`)."""
     conn = ReplicationConnection(
-        source.host, source.port, source.user, source.password, source.connect_timeout
+        source.host, source.port, source.user, source.password, source.connect_timeout, source.tls
     )
     try:
         conn.query("SET @master_binlog_checksum=@@global.binlog_checksum")

@@ -14,10 +14,14 @@ import contextlib
 import hashlib
 import select
 import socket
+import ssl
 import struct
 from collections.abc import Callable, Iterator
 
+from sparkcdc.config.model import TlsConfig
 from sparkcdc.core.errors import ConnectionFailed, LogPositionGone, MissingPrivilege, SourceError
+from sparkcdc.sources.mysql.server.tls import context as tls_context
+from sparkcdc.sources.mysql.server.tls import not_encrypted
 
 try:
     from sparkcdc.sources.mysql.binlog import _packets  # type: ignore[attr-defined]
@@ -33,6 +37,7 @@ _CAPS = (
     | 0x00020000  # MULTI_RESULTS
     | 0x00080000  # PLUGIN_AUTH
 )
+_CLIENT_SSL = 0x00000800
 _MAX_PACKET = 0xFFFFFF
 _COM_QUERY = 0x03
 _COM_BINLOG_DUMP = 0x12
@@ -150,10 +155,18 @@ class ReplicationConnection:
     """One authenticated connection able to run ``SET`` statements and start a binlog dump."""
 
     def __init__(
-        self, host: str, port: int, user: str, password: str, connect_timeout: float = 10.0
+        self,
+        host: str,
+        port: int,
+        user: str,
+        password: str,
+        connect_timeout: float = 10.0,
+        tls: TlsConfig | None = None,
     ) -> None:
         self.where = f"{host}:{port}"
+        self.host = host
         self.user = user
+        self.tls = tls or TlsConfig()
         try:
             self.sock = socket.create_connection((host, port), timeout=connect_timeout)
         except OSError as exc:
@@ -182,6 +195,10 @@ class ReplicationConnection:
         end = greeting.index(b"\0", 1)
         p = end + 1 + 4  # server version, connection id
         salt = greeting[p : p + 8]
+        low, high = struct.unpack_from("<H", greeting, p + 9)[0], 0
+        if len(greeting) > p + 16:
+            high = struct.unpack_from("<H", greeting, p + 14)[0]
+        caps = _CAPS | self._start_tls(low | high << 16)
         p += 8 + 1 + 2 + 1 + 2 + 2  # salt part 1, filler, caps, charset, status, caps
         auth_len = greeting[p]
         p += 1 + 10
@@ -190,7 +207,7 @@ class ReplicationConnection:
         plugin = greeting[p + part2 :].split(b"\0", 1)[0] or b"mysql_native_password"
         auth = scramble_native(password, salt) if plugin == b"mysql_native_password" else b""
         response = (
-            struct.pack("<IIB", _CAPS, _MAX_PACKET, 45)
+            struct.pack("<IIB", caps, _MAX_PACKET, 45)
             + b"\0" * 23
             + self.user.encode()
             + b"\0"
@@ -216,6 +233,28 @@ class ReplicationConnection:
                 "check source.user and source.password",
                 code=code,
             )
+
+    def _start_tls(self, server_caps: int) -> int:
+        """Switch to TLS as ``source.tls`` says, before the login (an SSL request packet, then
+        the TLS handshake on the socket): the capability flag to log in with (0: clear text)."""
+        ctx = tls_context(self.tls)
+        if ctx is None or not server_caps & _CLIENT_SSL:
+            if self.tls.required:
+                raise not_encrypted(self.where, self.tls)
+            return 0
+        request = struct.pack("<IIB", _CAPS | _CLIENT_SSL, _MAX_PACKET, 45) + b"\0" * 23
+        self._send(request, self.reader.seq)
+        self.reader.seq += 1
+        try:
+            host = self.host if ctx.check_hostname else None
+            self.sock = self.reader.sock = ctx.wrap_socket(self.sock, server_hostname=host)
+        except (ssl.SSLError, ssl.CertificateError) as exc:
+            raise ConnectionFailed(
+                f"the TLS handshake with MySQL at {self.where} failed ({exc}); check "
+                "source.tls (its mode and ca)",
+                key="source.tls",
+            ) from exc
+        return _CLIENT_SSL
 
     def query(self, sql: str) -> None:
         """Run a statement that returns no rows (``SET …``)."""
@@ -277,6 +316,8 @@ class ReplicationConnection:
 
     def data_waiting(self) -> bool:
         """Whether the socket can be read without waiting (data, or the end of the stream)."""
+        if isinstance(self.sock, ssl.SSLSocket) and self.sock.pending():
+            return True  # decrypted and waiting inside the TLS layer
         poller = self._poller
         if poller is None:
             poller = self._poller = select.poll()

@@ -45,6 +45,7 @@ from sparkcdc.sources.mysql.chunks.keys import chunk_key_columns
 from sparkcdc.sources.mysql.chunks.typed import dated, integer_key, typed_table, year_zero
 from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
+from sparkcdc.sources.mysql.server.tls import connectorx_params
 
 CHUNK_SCHEMA = pa.schema([("key", pa.string()), ("after", pa.string())])
 LOCATE_BATCH = 500  # values (and bounds) per locate query
@@ -59,9 +60,7 @@ class MySQLChunks:
     def __init__(self, source: SourceConfig) -> None:
         self.source = source
         self._zero_dates: set[str] = set()  # tables a chunk showed zero dates in
-        self.catalog = MySQLCatalog(
-            source.host, source.port, source.user, source.password, source.connect_timeout
-        )
+        self.catalog = MySQLCatalog.of(source)
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -81,9 +80,10 @@ class MySQLChunks:
         as ``user@localhost``, possibly another account than the configured one)."""
         s = self.source
         host = f"[{s.host}]" if ":" in s.host else s.host
+        tls = connectorx_params(s.tls, self.catalog.encrypted)
         return (
             f"mysql://{quote(s.user, safe='')}:{quote(s.password, safe='')}@{host}:{s.port}"
-            f"/{quote(db, safe='')}?prefer_socket=false"
+            f"/{quote(db, safe='')}?prefer_socket=false{tls}"
         )
 
     @staticmethod

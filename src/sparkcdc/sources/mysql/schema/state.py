@@ -64,8 +64,7 @@ class SchemaState:
         return hit
 
     def _catalog(self) -> MySQLCatalog:
-        s = self.source
-        return MySQLCatalog(s.host, s.port, s.user, s.password, s.connect_timeout)
+        return MySQLCatalog.of(self.source)
 
     def _load_one(self, db: str, table: str) -> TableSchema:
         with self._catalog() as cat:

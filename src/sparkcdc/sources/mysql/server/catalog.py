@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.errors import (
     ConfigError,
     ConnectionFailed,
@@ -35,10 +34,6 @@ SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema",
 class MySQLCatalog(ServerConnection):
     """A catalog connection to one MySQL/MariaDB server (also a context manager); the port's
     :class:`~sparkcdc.sources.port.Catalog`."""
-
-    @classmethod
-    def of(cls, source: SourceConfig) -> MySQLCatalog:
-        return cls(source.host, source.port, source.user, source.password, source.connect_timeout)
 
     @property
     def is_mariadb(self) -> bool:

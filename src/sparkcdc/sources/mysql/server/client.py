@@ -13,25 +13,36 @@ from typing import Any, Self
 
 import pymysql
 
-from sparkcdc.config.model import SourceConfig
+from sparkcdc.config.model import SourceConfig, TlsConfig
 from sparkcdc.core.errors import ConnectionFailed, LogNotReady, MissingPrivilege, SourceError
 from sparkcdc.sources.mysql.server.connect import connect
+from sparkcdc.sources.mysql.server.tls import not_encrypted, pymysql_options
 
 
 class ServerConnection:
     """A client connection to one server (also a context manager)."""
 
     @classmethod
-    def of(cls, source: SourceConfig) -> ServerConnection:
-        return cls(source.host, source.port, source.user, source.password, source.connect_timeout)
+    def of(cls, source: SourceConfig) -> Self:
+        return cls(
+            source.host, source.port, source.user, source.password, source.connect_timeout,
+            source.tls,
+        )  # fmt: skip
 
     def __init__(
-        self, host: str, port: int, user: str, password: str, connect_timeout: float = 10.0
+        self,
+        host: str,
+        port: int,
+        user: str,
+        password: str,
+        connect_timeout: float = 10.0,
+        tls: TlsConfig | None = None,
     ) -> None:
         self.host = host
         self.port = int(port)
         self.user = user
         self.connect_timeout = float(connect_timeout)
+        self.tls = tls or TlsConfig()
         self._password = password
         self._conn = self._connect()
         self.version = str(self.query("SELECT VERSION()")[0][0])
@@ -42,7 +53,7 @@ class ServerConnection:
 
     def _connect(self) -> pymysql.Connection:
         try:
-            return connect(
+            conn = connect(
                 host=self.host,
                 port=self.port,
                 user=self.user,
@@ -50,9 +61,15 @@ class ServerConnection:
                 connect_timeout=self.connect_timeout,
                 autocommit=True,
                 charset="utf8mb4",
+                **pymysql_options(self.tls),
             )
         except pymysql.err.OperationalError as exc:
             raise self._connection_error(exc) from exc
+        if self.tls.required and not conn.encrypted:
+            conn.close()
+            raise not_encrypted(self.address, self.tls)
+        self.encrypted = conn.encrypted
+        return conn
 
     def _connection_error(self, exc: pymysql.err.MySQLError) -> ConnectionFailed:
         code = exc.args[0] if exc.args else 0
@@ -61,7 +78,12 @@ class ServerConnection:
         if code in (1045, 1698):
             return ConnectionFailed(
                 f"The server at {self.address} refused user '{self.user}' (access denied); "
-                "check source.user and source.password.",
+                "check source.user and source.password"
+                + (
+                    " (a server that requires TLS refuses clear text: source.tls)."
+                    if self.tls.mode == "disabled"
+                    else "."
+                ),
                 **fields,
             )
         if "timed out" in detail.lower():

@@ -14,7 +14,6 @@ import ssl
 import threading
 from typing import Any
 
-import pymysql
 from pymysql.connections import Connection
 
 _LOCK = threading.Lock()
@@ -22,6 +21,11 @@ _PREFERRED: ssl.SSLContext | None = None
 
 
 class _Connection(Connection):
+    @property
+    def encrypted(self) -> bool:
+        """Whether the connection runs over TLS."""
+        return isinstance(self._sock, ssl.SSLSocket)
+
     def _create_ssl_ctx(self, sslp: Any) -> ssl.SSLContext:
         global _PREFERRED
         if sslp:  # TLS options given: PyMySQL as it is
@@ -33,6 +37,6 @@ class _Connection(Connection):
             return _PREFERRED
 
 
-def connect(**kwargs: Any) -> pymysql.Connection:
+def connect(**kwargs: Any) -> _Connection:
     """``pymysql.connect(**kwargs)``, with the preferred-TLS context made once per process."""
     return _Connection(**kwargs)
