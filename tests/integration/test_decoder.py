@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.convert import decode_images
 from sparkcdc.core.errors import SourceError
 from sparkcdc.core.images import ColumnarRows, StructMaker
@@ -50,7 +51,7 @@ def iter_events(
 ) -> Iterator[Event]:
     """Raw events from ``file:pos`` with checksums on, each with the format description in
     force; ends after the event that reaches ``stop`` (file, position)."""
-    conn = ReplicationConnection(host, port, user, password)
+    conn = ReplicationConnection(SourceConfig(host, port, user, password, ()))
     try:
         conn.query("SET @master_binlog_checksum='CRC32'")
         conn.query("SET @mariadb_slave_capability=4")

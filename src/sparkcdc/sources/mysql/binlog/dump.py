@@ -35,9 +35,7 @@ def open_dump(
     (or from GTID position ``gtid`` when ``file`` is empty), in lists of the events received
     whole; ``idle`` is called whenever no complete event is buffered (see
     :meth:`ReplicationConnection.dump`)."""
-    conn = ReplicationConnection(
-        source.host, source.port, source.user, source.password, source.connect_timeout, source.tls
-    )
+    conn = ReplicationConnection(source)
     try:
         conn.query("SET @master_binlog_checksum=@@global.binlog_checksum")
         conn.query("SET @mariadb_slave_capability=4")

@@ -18,7 +18,7 @@ import ssl
 import struct
 from collections.abc import Callable, Iterator
 
-from sparkcdc.config.model import TlsConfig
+from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.errors import ConnectionFailed, LogPositionGone, MissingPrivilege, SourceError
 from sparkcdc.sources.mysql.server.tls import context as tls_context
 from sparkcdc.sources.mysql.server.tls import not_encrypted
@@ -154,21 +154,14 @@ def _err_text(packet: bytes) -> tuple[int, str]:
 class ReplicationConnection:
     """One authenticated connection able to run ``SET`` statements and start a binlog dump."""
 
-    def __init__(
-        self,
-        host: str,
-        port: int,
-        user: str,
-        password: str,
-        connect_timeout: float = 10.0,
-        tls: TlsConfig | None = None,
-    ) -> None:
+    def __init__(self, source: SourceConfig) -> None:
+        host, port, password = source.host, source.port, source.password
         self.where = f"{host}:{port}"
         self.host = host
-        self.user = user
-        self.tls = tls or TlsConfig()
+        self.user = source.user
+        self.tls = source.tls
         try:
-            self.sock = socket.create_connection((host, port), timeout=connect_timeout)
+            self.sock = socket.create_connection((host, port), timeout=source.connect_timeout)
         except OSError as exc:
             raise ConnectionFailed(
                 f"cannot reach MySQL at {self.where} ({exc.strerror or exc}); "
