@@ -76,7 +76,7 @@ def _packet(seq: int, payload: bytes) -> bytes:
 )
 def test_the_compiled_packet_splitter_matches_its_python_twin(tail: bytes) -> None:
     from sparkcdc.sources.mysql.binlog import _packets  # type: ignore[attr-defined]
-    from sparkcdc.sources.mysql.binlog.protocol import split_packets
+    from sparkcdc.sources.mysql.binlog.packets import split_packets
 
     events = [bytes([i]) * (19 + i) for i in range(5)]
     head = b"junk"

@@ -201,6 +201,10 @@ def _source_config(opts: _Options, table: str | None) -> SourceConfig:
 TLS_OPTIONS = {"tls": "mode", "tls_ca": "ca", "tls_cert": "cert", "tls_key": "key"}
 
 
+def _tls_options(tls: TlsConfig) -> dict[str, str]:
+    return {name: value for name, field in TLS_OPTIONS.items() if (value := getattr(tls, field))}
+
+
 def _tls(opts: _Options) -> TlsConfig:
     """``source.tls`` from the options ``tls`` (the mode), ``tls_ca``, ``tls_cert``, ``tls_key``."""
     given = {field: opts.given(name) for name, field in TLS_OPTIONS.items()}
@@ -295,11 +299,7 @@ def source_options(
         "startup": source.startup,
         **source.settings.to_options(),
         "connect_timeout": str(source.connect_timeout),
-        **{
-            name: value
-            for name, field in TLS_OPTIONS.items()
-            if (value := getattr(source.tls, field)) is not None
-        },  # fmt: skip
+        **_tls_options(source.tls),
         "chunk_size": str(snapshot.chunk_size),
         "parallelism": str(snapshot.parallelism),
         "distribution_factor_lower": repr(snapshot.distribution_factor_lower),
@@ -320,16 +320,13 @@ def source_options(
         opts["chunk_key_columns"] = json.dumps(
             {k: list(v) for k, v in snapshot.chunk_key_columns.items()}
         )
-    if status_file:
-        opts["status_file"] = status_file
-    if snapshot_dir:
-        opts["snapshot_dir"] = snapshot_dir
-    if source.signal_table:
-        opts["signal_table"] = source.signal_table
-    if signal_dir:
-        opts["signal_dir"] = signal_dir
-    if batch_mark:
-        opts["batch_mark"] = batch_mark
-    if log_dir:
-        opts["log_dir"] = log_dir
+    paths = {
+        "status_file": status_file,
+        "snapshot_dir": snapshot_dir,
+        "signal_dir": signal_dir,
+        "batch_mark": batch_mark,
+        "log_dir": log_dir,
+        "signal_table": source.signal_table,
+    }
+    opts.update({name: value for name, value in paths.items() if value})  # fmt: skip
     return opts

@@ -5,8 +5,8 @@
  * -1): the payload of each packet that is a binlog event (first byte 0, the OK marker, which is
  * cut off), as bytes. It stops at the first packet not held whole, at an empty or 16 MiB packet
  * (an event split over several packets) and at any packet that is not an event (an error, the
- * end of the stream): the Python reader in protocol.py takes those, as it does everything when
- * this module is not built.
+ * end of the stream): the packet reader in protocol.py takes those. Without this module its
+ * Python twin, packets.split_packets, runs.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

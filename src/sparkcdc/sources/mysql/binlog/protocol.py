@@ -20,13 +20,9 @@ from collections.abc import Callable, Iterator
 
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.errors import ConnectionFailed, LogPositionGone, MissingPrivilege, SourceError
+from sparkcdc.sources.mysql.binlog.packets import MAX_PACKET, split_events
 from sparkcdc.sources.mysql.server.tls import context as tls_context
 from sparkcdc.sources.mysql.server.tls import not_encrypted
-
-try:
-    from sparkcdc.sources.mysql.binlog import _packets  # type: ignore[attr-defined]
-except ImportError:  # not built: split in Python
-    _packets = None
 
 _CAPS = (
     0x00000001  # LONG_PASSWORD
@@ -38,7 +34,6 @@ _CAPS = (
     | 0x00080000  # PLUGIN_AUTH
 )
 _CLIENT_SSL = 0x00000800
-_MAX_PACKET = 0xFFFFFF
 _COM_QUERY = 0x03
 _COM_BINLOG_DUMP = 0x12
 
@@ -55,29 +50,6 @@ def scramble_native(password: str, salt: bytes) -> bytes:
     stage2 = hashlib.sha1(stage1).digest()
     mix = hashlib.sha1(salt + stage2).digest()
     return bytes(a ^ b for a, b in zip(stage1, mix, strict=True))
-
-
-def split_packets(buf: bytearray, start: int, end: int) -> tuple[list[bytes], int, int]:
-    """The binlog events whose packets ``buf[start:end]`` holds whole, in order, up to the
-    first packet that is not one (held in part, empty, 16 MiB, an error or the end): (events,
-    where that packet starts, the last sequence number taken or -1). The twin of
-    ``_packets.split``, which runs instead when built."""
-    events: list[bytes] = []
-    view = memoryview(buf)
-    s, seq = start, -1
-    while end - s > 4:
-        length = buf[s] | buf[s + 1] << 8 | buf[s + 2] << 16
-        if length + 4 > end - s or not 0 < length < _MAX_PACKET or buf[s + 4] != 0:
-            break
-        events.append(view[s + 5 : s + 4 + length].tobytes())
-        seq = buf[s + 3]
-        s += 4 + length
-    return events, s, seq
-
-
-split_events: Callable[[bytearray, int, int], tuple[list[bytes], int, int]] = (
-    split_packets if _packets is None else _packets.split
-)
 
 
 class PacketReader:
@@ -135,7 +107,7 @@ class PacketReader:
             s = self.start
             payload = self.view[s + 4 : s + 4 + length].tobytes()
             self.start = s + 4 + length
-            if length < _MAX_PACKET:
+            if length < MAX_PACKET:
                 if parts:
                     parts.append(payload)
                     return b"".join(parts)
@@ -200,7 +172,7 @@ class ReplicationConnection:
         plugin = greeting[p + part2 :].split(b"\0", 1)[0] or b"mysql_native_password"
         auth = scramble_native(password, salt) if plugin == b"mysql_native_password" else b""
         response = (
-            struct.pack("<IIB", caps, _MAX_PACKET, 45)
+            struct.pack("<IIB", caps, MAX_PACKET, 45)
             + b"\0" * 23
             + self.user.encode()
             + b"\0"
@@ -235,7 +207,7 @@ class ReplicationConnection:
             if self.tls.required:
                 raise not_encrypted(self.where, self.tls)
             return 0
-        request = struct.pack("<IIB", _CAPS | _CLIENT_SSL, _MAX_PACKET, 45) + b"\0" * 23
+        request = struct.pack("<IIB", _CAPS | _CLIENT_SSL, MAX_PACKET, 45) + b"\0" * 23
         self._send(request, self.reader.seq)
         self.reader.seq += 1
         try:
