@@ -11,7 +11,6 @@ Catalog queries use an ordinary driver (pymysql); this module never reaches into
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import select
 import socket
 import ssl
@@ -20,6 +19,7 @@ from collections.abc import Callable, Iterator
 
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.errors import ConnectionFailed, LogPositionGone, MissingPrivilege, SourceError
+from sparkcdc.sources.mysql.binlog.auth import auth_response, scramble_native
 from sparkcdc.sources.mysql.binlog.packets import MAX_PACKET, split_events
 from sparkcdc.sources.mysql.server.tls import context as tls_context
 from sparkcdc.sources.mysql.server.tls import not_encrypted
@@ -40,16 +40,6 @@ _COM_BINLOG_DUMP = 0x12
 # server errors that mean "the position you asked for is not on the server (any more)"
 _LOG_GONE = {1236}
 _NO_PRIVILEGE = {1227, 1045}
-
-
-def scramble_native(password: str, salt: bytes) -> bytes:
-    """``SHA1(pw) XOR SHA1(salt + SHA1(SHA1(pw)))``, the mysql_native_password response."""
-    if not password:
-        return b""
-    stage1 = hashlib.sha1(password.encode()).digest()
-    stage2 = hashlib.sha1(stage1).digest()
-    mix = hashlib.sha1(salt + stage2).digest()
-    return bytes(a ^ b for a, b in zip(stage1, mix, strict=True))
 
 
 class PacketReader:
@@ -184,12 +174,13 @@ class ReplicationConnection:
         reply = self.reader.read()
         if reply[:1] == b"\xfe":  # auth switch request
             name, _, data = reply[1:].partition(b"\0")
-            if name != b"mysql_native_password":
+            answer = auth_response(name, password, data)
+            if answer is None:
                 raise ConnectionFailed(
                     f"MySQL at {self.where} asks for the {name.decode()} authentication plugin; "
-                    "give the CDC user a mysql_native_password password"
+                    "give the CDC user a mysql_native_password or ed25519 password"
                 )
-            self._send(scramble_native(password, data.rstrip(b"\0")), self.reader.seq)
+            self._send(answer, self.reader.seq)
             reply = self.reader.read()
         if reply[:1] == b"\xff":
             code, text = _err_text(reply)

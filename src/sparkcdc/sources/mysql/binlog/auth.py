@@ -1,0 +1,56 @@
+"""The login answers the replication connection gives (:mod:`.protocol`): to the server's
+scramble, per authentication plugin.
+
+- ``mysql_native_password``: ``SHA1(pw) XOR SHA1(scramble + SHA1(SHA1(pw)))``.
+- MariaDB's ``client_ed25519``: an Ed25519 signature (RFC 8032) of the 32-byte scramble whose
+  secret is ``SHA-512(password)`` itself (not the hash of a 32-byte seed): the scalar is its
+  first half, clamped; the nonce hashes its second half with the scramble. The group
+  arithmetic is libsodium's (PyNaCl).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from nacl import bindings as sodium
+
+
+def scramble_native(password: str, salt: bytes) -> bytes:
+    """The ``mysql_native_password`` answer (empty for an empty password)."""
+    if not password:
+        return b""
+    stage1 = hashlib.sha1(password.encode()).digest()
+    stage2 = hashlib.sha1(stage1).digest()
+    mix = hashlib.sha1(salt + stage2).digest()
+    return bytes(a ^ b for a, b in zip(stage1, mix, strict=True))
+
+
+def ed25519_signature(password: str, scramble: bytes) -> bytes:
+    """MariaDB's ``client_ed25519`` answer: R || S over ``scramble``."""
+    digest = hashlib.sha512(password.encode()).digest()
+    scalar = bytearray(digest[:32])
+    scalar[0] &= 248
+    scalar[31] &= 127
+    scalar[31] |= 64
+    secret = bytes(scalar)
+    public = sodium.crypto_scalarmult_ed25519_base_noclamp(secret)
+    nonce = sodium.crypto_core_ed25519_scalar_reduce(
+        hashlib.sha512(digest[32:] + scramble).digest()
+    )
+    point = sodium.crypto_scalarmult_ed25519_base_noclamp(nonce)
+    challenge = hashlib.sha512(point + public + scramble).digest()
+    k = sodium.crypto_core_ed25519_scalar_reduce(challenge)
+    s = sodium.crypto_core_ed25519_scalar_add(
+        sodium.crypto_core_ed25519_scalar_mul(k, secret), nonce
+    )
+    return bytes(point + s)
+
+
+def auth_response(plugin: bytes, password: str, data: bytes) -> bytes | None:
+    """The answer to an auth switch request for ``plugin`` with ``data`` (None: a plugin
+    this connection does not speak)."""
+    if plugin == b"mysql_native_password":
+        return scramble_native(password, data.rstrip(b"\0"))
+    if plugin == b"client_ed25519":
+        return ed25519_signature(password, data[:32])
+    return None
