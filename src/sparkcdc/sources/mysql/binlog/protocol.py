@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.errors import ConnectionFailed, LogPositionGone, MissingPrivilege, SourceError
-from sparkcdc.sources.mysql.binlog.auth import auth_response, scramble_native
+from sparkcdc.sources.mysql.binlog.auth import FIRST_ANSWERS, auth_response, more_data
 from sparkcdc.sources.mysql.binlog.packets import MAX_PACKET, split_events
 from sparkcdc.sources.mysql.server.tls import context as tls_context
 from sparkcdc.sources.mysql.server.tls import not_encrypted
@@ -159,8 +159,10 @@ class ReplicationConnection:
         p += 1 + 10
         part2 = max(13, auth_len - 8)
         salt += greeting[p : p + part2].rstrip(b"\0")
-        plugin = greeting[p + part2 :].split(b"\0", 1)[0] or b"mysql_native_password"
-        auth = scramble_native(password, salt) if plugin == b"mysql_native_password" else b""
+        plugin = greeting[p + part2 :].split(b"\0", 1)[0]
+        if plugin not in FIRST_ANSWERS:
+            plugin = b"mysql_native_password"
+        auth = FIRST_ANSWERS[plugin](password, salt)
         response = (
             struct.pack("<IIB", caps, MAX_PACKET, 45)
             + b"\0" * 23
@@ -168,19 +170,33 @@ class ReplicationConnection:
             + b"\0"
             + bytes([len(auth)])
             + auth
-            + b"mysql_native_password\0"
+            + plugin
+            + b"\0"
         )
         self._send(response, self.reader.seq)
-        reply = self.reader.read()
+        self._login_rounds(password, self.reader.read())
+
+    def _login_rounds(self, password: str, reply: bytes) -> None:
+        """The server's answers to the login until OK: an auth switch request (``0xfe``),
+        ``caching_sha2_password``'s more data (``0x01``), or an error."""
         if reply[:1] == b"\xfe":  # auth switch request
             name, _, data = reply[1:].partition(b"\0")
             answer = auth_response(name, password, data)
             if answer is None:
                 raise ConnectionFailed(
                     f"MySQL at {self.where} asks for the {name.decode()} authentication plugin; "
-                    "give the CDC user a mysql_native_password or ed25519 password"
+                    "give the CDC user a mysql_native_password, caching_sha2_password or "
+                    "ed25519 password"
                 )
             self._send(answer, self.reader.seq)
+            reply = self.reader.read()
+        while reply[:1] == b"\x01":
+            try:
+                answer = more_data(reply, password, isinstance(self.sock, ssl.SSLSocket))
+            except ValueError as exc:
+                raise ConnectionFailed(f"MySQL at {self.where}: {exc}", key="source.tls") from exc
+            if answer is not None:
+                self._send(answer, self.reader.seq)
             reply = self.reader.read()
         if reply[:1] == b"\xff":
             code, text = _err_text(reply)
