@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from sparkcdc.core.errors import SourceError
 from sparkcdc.sources.mysql.binlog import tablemap as tm
-from sparkcdc.sources.mysql.binlog.tablemap import TableMap, optional_metadata
+from sparkcdc.sources.mysql.binlog.tablemap import TableMap, optional_metadata, read_packed_int
 
 # event type codes (MySQL binlog_event.h, MariaDB log_event.h)
 QUERY = 2
@@ -243,18 +243,6 @@ def mysql_binlog_error(file: str, pos: int) -> SourceError:
         file=file,
         pos=pos,
     )
-
-
-def read_packed_int(data: bytes, p: int) -> tuple[int, int]:
-    """A length-encoded integer at ``p``: (value, position after it)."""
-    first = data[p]
-    if first < 251:
-        return first, p + 1
-    if first == 252:
-        return data[p + 1] | data[p + 2] << 8, p + 3
-    if first == 253:
-        return int.from_bytes(data[p + 1 : p + 4], "little"), p + 4
-    return int.from_bytes(data[p + 1 : p + 9], "little"), p + 9
 
 
 _META_2_LE = {tm.T_VARCHAR, tm.T_VAR_STRING}

@@ -87,7 +87,7 @@ def optional_metadata(
     unsigned: tuple[tuple[int, bool], ...] = ()
     while p < end:
         kind = data[p]
-        length, p = _packed(data, p + 1)
+        length, p = read_packed_int(data, p + 1)
         value = data[p : p + length]
         p += length
         if kind == _SIGNEDNESS:
@@ -99,20 +99,23 @@ def optional_metadata(
         elif kind == _COLUMN_NAME:
             out, q = [], 0
             while q < len(value):
-                n, q = _packed(value, q)
+                n, q = read_packed_int(value, q)
                 out.append(value[q : q + n].decode("utf-8", "replace"))
                 q += n
             names = tuple(out)
     return names, unsigned
 
 
-def _packed(data: bytes, p: int) -> tuple[int, int]:
-    """A length-encoded integer (one byte below 251, else 0xfc/0xfd/0xfe and 2/3/8 bytes)."""
+def read_packed_int(data: bytes, p: int) -> tuple[int, int]:
+    """A length-encoded integer at ``p``: (value, position after it)."""
     first = data[p]
-    width = {0xFC: 2, 0xFD: 3, 0xFE: 8}.get(first, 0)
-    if not width:
+    if first < 251:
         return first, p + 1
-    return int.from_bytes(data[p + 1 : p + 1 + width], "little"), p + 1 + width
+    if first == 252:
+        return data[p + 1] | data[p + 2] << 8, p + 3
+    if first == 253:
+        return int.from_bytes(data[p + 1 : p + 4], "little"), p + 4
+    return int.from_bytes(data[p + 1 : p + 9], "little"), p + 9
 
 
 def string_type(t: int, meta: int) -> tuple[int, int]:
