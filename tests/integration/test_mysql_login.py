@@ -12,8 +12,8 @@ import pytest
 from sparkcdc.config.model import SourceConfig, TlsConfig
 from sparkcdc.core.errors import ConnectionFailed
 from sparkcdc.sources.mysql.binlog.dump import open_dump
+from tests.cases.tls import make_certificates
 from tests.fakes.mysql_primary import MySQLPrimary
-from tests.integration.test_tls import make_certificates
 
 EVENTS = [b"first event bytes", b"second"]
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import ssl
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,26 +16,9 @@ from sparkcdc.sources.mysql.binlog.dump import open_dump
 from sparkcdc.sources.mysql.chunks.dialect import MySQLChunks
 from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
+from tests.cases.tls import make_certificates
 
 pytestmark = pytest.mark.mariadb
-
-
-def make_certificates(folder: Path) -> dict[str, Path]:
-    """A CA, and a server certificate it signs for 127.0.0.1 (openssl)."""
-
-    def openssl(*args: str) -> None:
-        subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True)
-
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
-            "ca.pem", "-days", "2", "-subj", "/CN=sparkcdc test CA")  # fmt: skip
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out",
-            "server.csr", "-subj", "/CN=127.0.0.1")  # fmt: skip
-    (folder / "san.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
-    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-out",
-            "server.pem", "-CAcreateserial", "-days", "2", "-extfile", "san.cnf")  # fmt: skip
-    return {name: folder / f"{name}.pem" for name in ("ca", "server")} | {
-        "key": folder / "server.key"
-    }
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +75,7 @@ def test_a_certificate_not_from_the_ca_or_clear_text_is_refused(
     source = source_of(server, TlsConfig("verify-ca", ca=str(other)))
     with pytest.raises(ConnectionFailed, match="TLS handshake .* failed .*source.tls"):
         open_dump(source, 4243, "", 4, "0-1-0")
-    with pytest.raises(ConnectionFailed):
+    with pytest.raises(ConnectionFailed, match="TLS handshake .* failed .*source.tls"):
         MySQLCatalog.of(source)
     with pytest.raises(ConnectionFailed, match="source.tls"):
         MySQLCatalog.of(source_of(server, TlsConfig("disabled")))

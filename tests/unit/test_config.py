@@ -10,6 +10,7 @@ from sparkcdc.config.load import load_config, load_config_text
 from sparkcdc.config.model import SnapshotConfig, SourceConfig
 from sparkcdc.core.errors import ConfigError
 from sparkcdc.sources.mysql.settings import MySQLSettings
+from tests.cases.tls import make_certificates
 
 BASE = """
 source: {type: mysql, host: db.local, port: 3307, user: cdc, password: secret,
@@ -490,8 +491,7 @@ def test_tls_takes_a_mode_or_a_mapping_of_mode_and_files(tmp_path: Path) -> None
 
     assert load_config_text(BASE, "/").source.tls == TlsConfig("preferred")
     assert load_config_text(with_source("tls: REQUIRED"), "/").source.tls == TlsConfig("required")
-    ca = tmp_path / "ca.pem"
-    ca.write_text("x")
+    ca = make_certificates(tmp_path)["ca"]
     written = with_source(f"tls: {{mode: verify_identity, ca: {ca}}}")
     assert load_config_text(written, "/").source.tls == TlsConfig("verify-identity", ca=str(ca))
     for extra, says in [
@@ -499,6 +499,8 @@ def test_tls_takes_a_mode_or_a_mapping_of_mode_and_files(tmp_path: Path) -> None
         ("tls: {mode: required, ca: /nowhere.pem}", "source.tls.ca: no file at /nowhere.pem"),
         (f"tls: {{cert: {ca}}}", "source.tls: a client certificate needs both cert and key"),
         ("tls: {verify: yes}", "source.tls: unknown key 'verify'"),
+        (f"tls: {{ca: {tmp_path / 'ca.key'}}}", "source.tls.ca: .* is not a PEM certificate"),
+        (f"tls: {{cert: {ca}, key: {ca}}}", "source.tls.cert: .* are not a PEM certificate"),
     ]:
         with pytest.raises(ConfigError, match=says):
             load_config_text(with_source(extra), "/")

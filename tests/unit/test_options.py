@@ -11,6 +11,7 @@ from sparkcdc.config.model import SnapshotConfig, SourceConfig
 from sparkcdc.core.errors import ConfigError
 from sparkcdc.sources.mysql.settings import MySQLSettings
 from sparkcdc.spark.stream.options import SourceOptions, source_options
+from tests.cases.tls import make_certificates
 
 BASE = {"host": "db", "user": "cdc", "tables": r"shop\..*", "schema_history": "/cp/h.jsonl"}
 
@@ -215,8 +216,7 @@ def test_errors_name_the_option(options: dict[str, str], key: str, says: str) ->
 def test_tls_options_round_trip(tmp_path: Path) -> None:
     from sparkcdc.config.model import TlsConfig
 
-    ca = tmp_path / "ca.pem"
-    ca.write_text("x")
+    ca = make_certificates(tmp_path)["ca"]
     cfg = load_config_text(
         f"source: {{host: h, user: u, tables: [a\\.b], tls: {{mode: verify-ca, ca: {ca}}}}}\n"
         "sink: {path: /lake}\npipeline: {checkpoint: /cp}\n",

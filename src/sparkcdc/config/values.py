@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import ssl
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
@@ -228,4 +229,23 @@ def as_tls(value: Any, key: str) -> TlsConfig:
             raise ConfigError(f"{key}.{name}: no file at {path}.", key=f"{key}.{name}")
     if (paths["cert"] is None) != (paths["key"] is None):
         raise ConfigError(f"{key}: a client certificate needs both cert and key.", key=key)
-    return TlsConfig(mode, *(None if p is None else str(p) for p in paths.values()))
+    tls = TlsConfig(mode, *(None if p is None else str(p) for p in paths.values()))
+    _load_tls_files(tls, key)
+    return tls
+
+
+def _load_tls_files(tls: TlsConfig, key: str) -> None:
+    """Read the CA and the client certificate once now, so a wrong file is named here and not
+    as a failed connection later."""
+    try:
+        if tls.ca:
+            ssl.create_default_context(cafile=tls.ca)
+    except (ssl.SSLError, ValueError) as exc:
+        raise ConfigError(f"{key}.ca: {tls.ca} is not a PEM certificate ({exc}).",
+                          key=f"{key}.ca") from None  # fmt: skip
+    try:
+        if tls.cert:
+            ssl.create_default_context().load_cert_chain(tls.cert, keyfile=tls.key)
+    except (ssl.SSLError, ValueError) as exc:
+        raise ConfigError(f"{key}.cert: {tls.cert} and {tls.key} are not a PEM certificate and "
+                          f"its key ({exc}).", key=f"{key}.cert") from None  # fmt: skip

@@ -86,6 +86,12 @@ class ServerConnection:
                 ),
                 **fields,
             )
+        if any(word in detail.lower() for word in ("ssl", "certificate", "tls")):
+            return ConnectionFailed(
+                f"The TLS handshake with {self.address} failed ({detail}); check source.tls "
+                "(its mode and ca).",
+                **fields,
+            )
         if "timed out" in detail.lower():
             return ConnectionFailed(
                 f"The server at {self.address} did not answer within "
