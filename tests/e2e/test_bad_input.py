@@ -105,15 +105,3 @@ def test_malformed_yaml(tmp_path: Path) -> None:
     cfg = tmp_path / "pipeline.yaml"
     cfg.write_text("source: {type: mysql, host: [unclosed\nsink: {}\n")
     fails_with(cfg, "line", command="check")
-
-
-def test_a_mysql_server_is_refused_rather_than_streamed(tmp_path: Path) -> None:
-    """A server that says it is MySQL 8 (a MariaDB told to report that version): MySQL's
-    binlog writes GTID events sparkcdc does not read yet, so ``check`` and ``run`` stop with a
-    sentence instead of streaming and missing every change."""
-    with ThrowawayMariaDB.start(extra_args=["--version=8.0.36"]) as mysql:
-        mysql.execute("CREATE DATABASE shop", "CREATE TABLE shop.t (id INT PRIMARY KEY)")
-        cfg = write_config(tmp_path, mysql, r"shop\.t")
-        for command in ("check", "run"):
-            fails_with(cfg, "is MySQL 8.0.36", "only MariaDB", command=command)
-    assert committed_offsets(tmp_path) == []

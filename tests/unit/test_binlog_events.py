@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import struct
 import zlib
-from pathlib import Path
 
 import pytest
 
@@ -283,24 +282,6 @@ def test_rows_header_and_unsupported_columns() -> None:
     )
     with pytest.raises(SourceError, match="type uuid, which sparkcdc does not decode"):
         RowsDecoder(tmap, uuid)
-
-
-def test_a_mysql_servers_gtid_event_stops_the_reader_with_a_sentence(tmp_path: Path) -> None:
-    """MySQL opens each transaction with a GTID event of its own (33, or 34 without GTIDs):
-    a reader that waits for MariaDB's would drop every change of the transaction silently."""
-    from sparkcdc.config.model import SourceConfig
-    from sparkcdc.sources.mysql.binlog.reader import LogReader
-    from sparkcdc.sources.mysql.offset import BinlogOffset
-    from sparkcdc.sources.mysql.schema.history import SchemaHistory
-    from sparkcdc.store.ring import EventStore
-
-    source = SourceConfig("127.0.0.1", 3306, "cdc", "", (r"shop\..*",))
-    start = BinlogOffset("mysql-bin.000001", 4)
-    reader = LogReader(source, start, EventStore(), SchemaHistory(tmp_path / "h.jsonl"))
-    for kind in (ev.MYSQL_GTID, ev.MYSQL_ANONYMOUS_GTID):
-        gtid = event(kind, bytes(42), next_pos=200)
-        with pytest.raises(SourceError, match="written by a MySQL server"):
-            reader.follow(start, iter([[fde("8.0.36"), gtid]]))
 
 
 def test_optional_metadata_gives_names_and_integer_signedness() -> None:

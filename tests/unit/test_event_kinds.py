@@ -26,7 +26,8 @@ from tests.unit.test_binlog_events import SCHEMA, TMAP, event, fde, row, rows_ev
 FILE = "mysql-bin.000001"
 DECODED = {
     ev.QUERY, ev.ROTATE, ev.FORMAT_DESCRIPTION, ev.XID, ev.TABLE_MAP, ev.HEARTBEAT, ev.GTID,
-    *ev.ROWS_EVENTS, *ev.COMPRESSED_EVENTS, *ev.MYSQL_GTID_EVENTS,
+    *ev.ROWS_EVENTS, *ev.COMPRESSED_EVENTS, *ev.MYSQL_GTID_EVENTS, ev.MYSQL_PREVIOUS_GTIDS,
+    ev.TRANSACTION_PAYLOAD, ev.HEARTBEAT_V2,
 }  # fmt: skip
 UNKNOWN = st.integers(0, 255).filter(lambda t: t not in DECODED and t not in SKIPPED)
 

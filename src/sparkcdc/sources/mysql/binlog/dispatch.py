@@ -3,18 +3,19 @@
 Per event of the binlog dump::
 
     ROTATE / FORMAT_DESCRIPTION    current file, checksum and post-header sizes
-    GTID                           a transaction opens at (file, pos of this event); its
-                                   timestamp is the transaction's commit time (MariaDB)
+    GTID (MariaDB), GTID or        a transaction opens at (file, pos of this event); its
+    ANONYMOUS_GTID (MySQL)         timestamp is the transaction's commit time (MariaDB)
+    PREVIOUS_GTIDS (MySQL)         the GTID set before the file, joined to the position
     TABLE_MAP                      remembered per table id; decoders cached per (id, schema_id)
     WRITE/UPDATE/DELETE_ROWS       captured tables only -> envelope rows, cut into items of
                                    <= item_rows rows (:mod:`sparkcdc.store.cutter`)
     XID / QUERY COMMIT             the boundary: the pending item's ``after``, or a progress marker
     QUERY (other)                  DDL -> the schema tracker; changes of captured tables are
                                    recorded in the schema history and put as a DDL item
-    HEARTBEAT                      the stream is idle: a pending item or marker goes out
+    HEARTBEAT (v1, v2)             the stream is idle: a pending item or marker goes out
     compressed QUERY / rows        inflated (:mod:`.compressed`), then as the events above
-    MySQL's GTID events            refused with a sentence: a MySQL server's transactions are
-                                   not decoded yet, and none may be missed silently
+    TRANSACTION_PAYLOAD (MySQL)    inflated (:mod:`.payload`); its events as the ones above,
+                                   at the payload's position and their index inside it
     listed as skipped              nothing (:data:`~.event_kinds.SKIPPED`)
     any other type                 stops the stream with a sentence naming it and its position;
                                    so does a rows event whose table map never came
@@ -30,6 +31,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import cast
 
 from sparkcdc.core.errors import SourceError
@@ -39,12 +41,14 @@ from sparkcdc.core.logitem import LogItem
 from sparkcdc.core.offset import position_text
 from sparkcdc.sources.mysql.binlog import events as ev
 from sparkcdc.sources.mysql.binlog.compressed import uncompressed
-from sparkcdc.sources.mysql.binlog.dump import parse_gtid_pos
 from sparkcdc.sources.mysql.binlog.event_kinds import SKIPPED, unknown_event_error
+from sparkcdc.sources.mysql.binlog.gtid import GtidSet, is_mysql_gtid, parse_mariadb_gtid
+from sparkcdc.sources.mysql.binlog.payload import inner_events
 from sparkcdc.sources.mysql.binlog.protocol import ReplicationConnection
 from sparkcdc.sources.mysql.binlog.tablemap import TableMap
 from sparkcdc.sources.mysql.binlog.transactions import COALESCE_SECONDS, TransactionEvents
 from sparkcdc.sources.mysql.offset import BinlogOffset, file_sequence
+from sparkcdc.sources.mysql.server.flavour import is_mariadb
 from sparkcdc.sources.port import ChangeFilter
 
 log = logging.getLogger("sparkcdc.reader")
@@ -82,8 +86,11 @@ class BinlogDispatch(TransactionEvents):
         self._file_prefix = ""  # the file's part of an event position
         self._fd: ev.FormatDescription | None = None
         self._standalone = False
-        self._gtids: dict[int, tuple[int, int]] = {}
-        self._gtid_text: str | None = None  # format_gtid_pos(self._gtids), once per change
+        self._mysql = False  # the format description names a MySQL server
+        self._gtids: dict[int, tuple[int, int]] = {}  # MariaDB's GTID position
+        self._gtid_set = GtidSet()  # MySQL's
+        self._sids: dict[bytes, str] = {}  # MySQL server uuids, as text
+        self._gtid_text: str | None = None  # the position as text, once per change
         self._resume: BinlogOffset | None = None
         self._read_pos = 0  # the end of the last event read, in ``self._file``
         self._server_id = 0  # the server that wrote the open transaction
@@ -103,7 +110,7 @@ class BinlogDispatch(TransactionEvents):
         self._set_file(resume.file)
         self._standalone = False
         self._set_format(None)
-        self._gtids = _gtid_state(resume.gtid)
+        self._gtids, self._gtid_set = _gtid_state(resume.gtid)
         self._gtid_text = None
         self._resume = resume if resume.skip else None
         self._connect_events = self._events
@@ -125,11 +132,11 @@ class BinlogDispatch(TransactionEvents):
         stop_file, stop_pos = (self.stop_at.file, self.stop_at.pos) if self.stop_at else (None, 0)
         unpack_header, rows_events = ev.unpack_header, ev.ROWS_EVENTS
         table_map, gtid_event, xid, query = ev.TABLE_MAP, ev.GTID, ev.XID, ev.QUERY
-        heartbeat, artificial = ev.HEARTBEAT, ARTIFICIAL
-        before_format = (ev.ROTATE, ev.FORMAT_DESCRIPTION, ev.HEARTBEAT)
+        mysql_gtids, heartbeats, artificial = ev.MYSQL_GTID_EVENTS, ev.HEARTBEATS, ARTIFICIAL
+        before_format = (ev.ROTATE, ev.FORMAT_DESCRIPTION, *heartbeats)
         for data in events:
             ts, etype, server_id, size, next_pos, flags = unpack_header(data, 0)
-            if next_pos and not flags & artificial and etype != heartbeat:
+            if next_pos and not flags & artificial and etype not in heartbeats:
                 self._read_pos = next_pos
             if ts:
                 self._last_ts_ms = ts * 1000
@@ -147,30 +154,41 @@ class BinlogDispatch(TransactionEvents):
                 self._begin(data, fd.header_len, server_id, next_pos - size, ts)
             elif etype == xid:
                 self._end_txn(self._boundary(next_pos))
+            elif etype in mysql_gtids:
+                assert fd is not None
+                self._begin_mysql(data, fd.header_len, etype, server_id, next_pos - size, ts)
             elif etype == query:
                 assert fd is not None
-                self._query(ev.parse_query(data, fd), next_pos - size, next_pos)
+                end = len(data) - self._trailer
+                if data.endswith(b"BEGIN", 0, end) and data[end - 6] == 0:
+                    self._standalone = False  # MySQL's, after its GTID event
+                else:
+                    self._query(ev.parse_query(data, fd), next_pos - size, next_pos)
             else:
                 self._other_event(data, etype, next_pos - size, next_pos, flags)
             if next_pos >= stop_pos and self._file == stop_file and etype != ev.ROTATE:
                 raise ReachedStop
 
     def _other_event(self, data: bytes, etype: int, pos: int, next_pos: int, flags: int) -> None:
-        """ROTATE, FORMAT_DESCRIPTION, HEARTBEAT, compressed and MySQL's GTID events; the
+        """ROTATE, FORMAT_DESCRIPTION, heartbeats, compressed events and PREVIOUS_GTIDS; the
         types in :data:`~.event_kinds.SKIPPED` are skipped, any other stops the stream."""
         if etype == ev.ROTATE:
             file, self._read_pos = ev.parse_rotate(data, None if flags & ARTIFICIAL else self._fd)
             self._set_file(file)
         elif etype == ev.FORMAT_DESCRIPTION:
             self._set_format(ev.parse_format_description(data))
-        elif etype == ev.HEARTBEAT:
+        elif etype in ev.HEARTBEATS:
             self.cutter.flush()
             if self._pending_marker is not None:
                 self._put(LogItem(after=self._pending_marker))
         elif etype in ev.COMPRESSED_EVENTS:
             self._compressed(etype, data, pos, next_pos)
-        elif etype in ev.MYSQL_GTID_EVENTS:
-            raise ev.mysql_binlog_error(self._file, pos)
+        elif etype == ev.TRANSACTION_PAYLOAD:
+            self._payload(data, pos, next_pos)
+        elif etype == ev.MYSQL_PREVIOUS_GTIDS:
+            assert self._fd is not None
+            self._gtid_set.update(GtidSet.decode(data, self._fd.header_len))
+            self._gtid_text = None
         elif etype not in SKIPPED:
             raise unknown_event_error(etype, self._file, pos)
 
@@ -196,6 +214,7 @@ class BinlogDispatch(TransactionEvents):
         self._fd = fd
         self._maps.clear()
         if fd is not None:
+            self._mysql = not is_mariadb(fd.server_version)
             self._id_lens = {t: 4 if fd.post_header_len(t) == 6 else 6 for t in ev.ROWS_EVENTS}
             self._trailer = ev.CHECKSUM_LEN if fd.checksum else 0
 
@@ -209,7 +228,8 @@ class BinlogDispatch(TransactionEvents):
             tm = self._maps[body] = ev.parse_table_map(data, fd)
         self.schemas.table_map(tm)
 
-    def _rows_event(self, etype: int, data: bytes, pos: int) -> None:
+    def _rows_event(self, etype: int, data: bytes, pos: int, inner: str = "") -> None:
+        """A rows event at ``pos`` (``inner``: its index inside a compressed transaction)."""
         assert self._fd is not None
         start = self._fd.header_len
         table_id = int.from_bytes(data[start : start + self._id_lens[etype]], "little")
@@ -246,7 +266,7 @@ class BinlogDispatch(TransactionEvents):
         cutter = self.cutter
         own = (self._server_id, self._file, pos, None, cutter.transaction)
         images = decoder.schema if decoder.typed else None
-        position = f"{self._file_prefix}{pos:010d}"
+        position = f"{self._file_prefix}{pos:010d}{inner}"
         cutter.add(tm.db, tm.table, sid, position, own, changes, images)
 
     def _check_mapped(self, table_id: int, pos: int) -> None:
@@ -279,9 +299,36 @@ class BinlogDispatch(TransactionEvents):
         else:
             self._rows_event(etype, data, pos)
 
+    def _payload(self, data: bytes, pos: int, next_pos: int) -> None:
+        """A MySQL compressed transaction: its events, dispatched at the payload's position
+        (the rows events' positions also carry their index inside it)."""
+        fd, trailer = self._fd, self._trailer
+        assert fd is not None
+        where = f"{self._file}:{pos}"
+        events, crc = inner_events(data, fd.header_len, len(data) - trailer, where)
+        self._fd, self._trailer = replace(fd, checksum=crc), ev.CHECKSUM_LEN if crc else 0
+        try:
+            for index, inner in enumerate(events):
+                etype = inner[4]
+                if etype == ev.TABLE_MAP:
+                    self._table_map(inner, self._fd)
+                elif etype in ev.ROWS_EVENTS:
+                    self._rows_event(etype, inner, pos, f".{index:08d}")
+                elif etype == ev.XID:
+                    self._end_txn(self._boundary(next_pos))
+                elif etype == ev.QUERY:
+                    self._query(ev.parse_query(inner, self._fd), pos, next_pos)
+                elif etype not in SKIPPED:
+                    raise unknown_event_error(etype, self._file, pos)
+        finally:
+            self._fd, self._trailer = fd, trailer
 
-def _gtid_state(text: str) -> dict[int, tuple[int, int]]:
+
+def _gtid_state(text: str) -> tuple[dict[int, tuple[int, int]], GtidSet]:
+    """The GTID position ``text`` names: MariaDB's, or MySQL's GTID set."""
     try:
-        return parse_gtid_pos(text)
+        if is_mysql_gtid(text):
+            return {}, GtidSet.parse(text)
+        return parse_mariadb_gtid(text), GtidSet()
     except ValueError:
-        return {}
+        return {}, GtidSet()

@@ -1,11 +1,12 @@
-"""Opening a binlog dump the way a MariaDB replica does, and the GTID position arithmetic.
+"""Opening a binlog dump the way a replica of each flavour does.
 
 A dump starts either at a file/position (``COM_BINLOG_DUMP`` with the file name) or at a GTID
-position: ``SET @slave_connect_state='d-s-n,…'`` and an empty file name, after which the server
-finds the file itself. Either way the stream opens with a fake ROTATE naming the file, then the
-file's FORMAT_DESCRIPTION; in GTID mode an artificial GTID_LIST follows whose ``next_pos`` is the
-byte position where the requested GTID position ends (used to resolve a GTID to file/pos).
-Heartbeats (``@master_heartbeat_period``) arrive whenever the stream is idle, so a silent server
+position. MariaDB: ``SET @slave_connect_state='d-s-n,…'`` and an empty file name, after which
+the server finds the file itself and sends an artificial GTID_LIST whose ``next_pos`` is where
+the requested position ends. MySQL: ``COM_BINLOG_DUMP_GTID`` with the GTID set, after which the
+server skips every transaction in the set. Either way the stream opens with a fake ROTATE
+naming the file, then the file's FORMAT_DESCRIPTION. Heartbeats (``@master_heartbeat_period``,
+MySQL 8 also ``@source_heartbeat_period``) arrive whenever the stream is idle, so a silent server
 is told apart from a dead connection and idleness is noticed.
 """
 
@@ -16,7 +17,9 @@ from collections.abc import Callable, Iterator
 
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.errors import ConfigError
+from sparkcdc.sources.mysql.binlog.gtid import GtidSet, check_gtid, is_mysql_gtid
 from sparkcdc.sources.mysql.binlog.protocol import ReplicationConnection
+from sparkcdc.sources.mysql.server.flavour import is_mariadb
 from sparkcdc.sources.mysql.settings import MySQLSettings
 
 HEARTBEAT_SECONDS = 1.0
@@ -37,16 +40,45 @@ def open_dump(
     :meth:`ReplicationConnection.dump`)."""
     conn = ReplicationConnection(source)
     try:
+        mariadb = is_mariadb(conn.server_version)
+        period = int(heartbeat * 1e9)
         conn.query("SET @master_binlog_checksum=@@global.binlog_checksum")
-        conn.query("SET @mariadb_slave_capability=4")
-        conn.query(f"SET @master_heartbeat_period={int(heartbeat * 1e9)}")
+        conn.query(f"SET @master_heartbeat_period={period}")
+        gtid_set = None
         if not file:
-            conn.query(f"SET @slave_connect_state='{check_gtid(gtid)}'")
-            conn.query("SET @slave_gtid_strict_mode=0")
-        return conn, _with_read_timeout(conn, conn.dump(server_id, file, pos, idle), heartbeat)
+            gtid = _flavoured_gtid(gtid, mariadb, conn.server_version)
+        if mariadb:
+            conn.query("SET @mariadb_slave_capability=4")
+            if not file:
+                conn.query(f"SET @slave_connect_state='{gtid}'")
+                conn.query("SET @slave_gtid_strict_mode=0")
+        else:  # MySQL 8.0.26+ reads the source_ names, older ones the master_ names
+            conn.query("SET @source_binlog_checksum=@@global.binlog_checksum")
+            conn.query(f"SET @source_heartbeat_period={period}")
+            if not file:
+                gtid_set = GtidSet.parse(gtid).encoded()
+        events = conn.dump(server_id, file, pos, idle, gtid_set)
+        return conn, _with_read_timeout(conn, events, heartbeat)
     except BaseException:
         conn.close()
         raise
+
+
+def _flavoured_gtid(gtid: str, mariadb: bool, version: str) -> str:
+    """``gtid`` checked, and written the way the server's flavour writes GTID positions."""
+    text = check_gtid(gtid)
+    if text and is_mysql_gtid(text) == mariadb:
+        server, form = (
+            ("MariaDB", "domain-server-sequence, e.g. 0-1-42")
+            if mariadb
+            else ("MySQL", "a GTID set, e.g. 3e11fa47-71ca-11e1-9e33-c80aa9429562:1-77")
+        )
+        raise ConfigError(
+            f"source.startup gtid:{gtid} is not a {server} GTID position, and the server is "
+            f"{server} {version}; write {form}.",
+            key="source.startup",
+        )
+    return text
 
 
 def _with_read_timeout(
@@ -65,35 +97,3 @@ def probe_server_id(source: SourceConfig) -> int:
     server drops an older dump connection that registers with the same id)."""
     server_id = MySQLSettings.of(source).server_id
     return 0x40000000 + (server_id * 7919 + random.randrange(1 << 20)) % (1 << 29)
-
-
-def check_gtid(gtid: str) -> str:
-    """``gtid`` if it is a MariaDB GTID position (``domain-server-seq`` joined by commas)."""
-    text = gtid.replace(" ", "")
-    try:
-        parse_gtid_pos(text)
-    except ValueError:
-        raise ConfigError(
-            f"{gtid!r} is not a MariaDB GTID position; write domain-server-sequence numbers "
-            "joined by commas, e.g. gtid:0-1-42.",
-            key="source.startup",
-        ) from None
-    return text
-
-
-def parse_gtid_pos(text: str) -> dict[int, tuple[int, int]]:
-    """``"0-1-5,1-2-7"`` -> ``{domain: (server_id, seq)}`` (ValueError if malformed)."""
-    state: dict[int, tuple[int, int]] = {}
-    for part in filter(None, text.replace(" ", "").split(",")):
-        domain, server, seq = (int(x) for x in part.split("-"))
-        if min(domain, server, seq) < 0:
-            raise ValueError(part)
-        state[domain] = (server, seq)
-    return state
-
-
-def format_gtid_pos(state: dict[int, tuple[int, int]]) -> str:
-    if len(state) == 1:  # one replication domain: the common case, once per transaction
-        ((d, (s, n)),) = state.items()
-        return f"{d}-{s}-{n}"
-    return ",".join(f"{d}-{s}-{n}" for d, (s, n) in sorted(state.items()))

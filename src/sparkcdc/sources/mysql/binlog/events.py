@@ -58,7 +58,13 @@ COMPRESSED_EVENTS = frozenset(range(QUERY_COMPRESSED, DELETE_ROWS_COMPRESSED + 1
 MYSQL_GTID = 33  # MySQL 5.6+: GTID_LOG_EVENT
 MYSQL_ANONYMOUS_GTID = 34  # ANONYMOUS_GTID_LOG_EVENT (gtid_mode OFF)
 MYSQL_PREVIOUS_GTIDS = 35  # PREVIOUS_GTIDS_LOG_EVENT, at the start of every MySQL binlog file
-MYSQL_GTID_EVENTS = frozenset({MYSQL_GTID, MYSQL_ANONYMOUS_GTID, MYSQL_PREVIOUS_GTIDS})
+PARTIAL_UPDATE_ROWS = 39  # MySQL 8: an update with JSON diffs (binlog_row_value_options)
+TRANSACTION_PAYLOAD = 40  # MySQL 8: a compressed transaction (binlog_transaction_compression)
+HEARTBEAT_V2 = 41  # MySQL 8.0.26+: a heartbeat whose position may pass 4 GiB
+MYSQL_GTID_EVENTS = frozenset({MYSQL_GTID, MYSQL_ANONYMOUS_GTID})
+TRANSACTION_STARTS = frozenset({GTID, MYSQL_GTID, MYSQL_ANONYMOUS_GTID})
+"""The events that open a transaction, in either flavour."""
+HEARTBEATS = frozenset({HEARTBEAT, HEARTBEAT_V2})
 
 HEADER_LEN = 19
 CHECKSUM_LEN = 4
@@ -233,16 +239,10 @@ def parse_rows_header(data: bytes, fd: FormatDescription) -> tuple[int, int]:
     return table_id, struct.unpack_from("<H", data, start + id_len)[0]
 
 
-def mysql_binlog_error(file: str, pos: int) -> SourceError:
-    """A MySQL (not MariaDB) server's binlog: its transactions open with GTID events of its own,
-    which sparkcdc does not decode yet; stopping is the only way not to miss them."""
-    return SourceError(
-        f"the binlog at {file}:{pos} was written by a MySQL server (a MySQL GTID event); "
-        "sparkcdc reads MariaDB's binary log only for now and stops rather than miss its "
-        "changes; capture a MariaDB server.",
-        file=file,
-        pos=pos,
-    )
+unpack_mysql_gtid = struct.Struct("<B16sq").unpack_from
+"""``unpack_mysql_gtid(data, post-header start)``: (flags, sid, gno) of MySQL's GTID_LOG_EVENT
+(33) and ANONYMOUS_GTID_LOG_EVENT (34, sid and gno zero); logical clock, commit timestamps,
+transaction length and server versions follow (libbinlogevents' ``Gtid_event``)."""
 
 
 _META_2_LE = {tm.T_VARCHAR, tm.T_VAR_STRING}

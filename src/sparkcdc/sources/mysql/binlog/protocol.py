@@ -36,6 +36,8 @@ _CAPS = (
 _CLIENT_SSL = 0x00000800
 _COM_QUERY = 0x03
 _COM_BINLOG_DUMP = 0x12
+_COM_BINLOG_DUMP_GTID = 0x1E  # MySQL: flags u16, server id u32, file, pos u64, GTID set
+_THROUGH_GTID = 0x04  # its flag: the GTID set is sent
 
 # server errors that mean "the position you asked for is not on the server (any more)"
 _LOG_GONE = {1236}
@@ -148,6 +150,7 @@ class ReplicationConnection:
                 f"MySQL at {self.where} refused the connection: {_err_text(greeting)[1]}"
             )
         end = greeting.index(b"\0", 1)
+        self.server_version = greeting[1:end].decode("ascii", "replace")
         p = end + 1 + 4  # server version, connection id
         salt = greeting[p : p + 8]
         low, high = struct.unpack_from("<H", greeting, p + 9)[0], 0
@@ -237,15 +240,28 @@ class ReplicationConnection:
             raise SourceError(f"MySQL rejected `{sql}`: {text}", code=code)
 
     def dump(
-        self, server_id: int, file: str, pos: int, idle: Callable[[], None] | None = None
+        self,
+        server_id: int,
+        file: str,
+        pos: int,
+        idle: Callable[[], None] | None = None,
+        gtid_set: bytes | None = None,
     ) -> Iterator[list[bytes]]:
-        """Start COM_BINLOG_DUMP and yield its events' bytes (header included, OK byte cut),
-        as lists of the events received whole so far.
+        """Start COM_BINLOG_DUMP (or, given MySQL's encoded ``gtid_set``, COM_BINLOG_DUMP_GTID
+        from the first transaction not in it) and yield its events' bytes (header included, OK
+        byte cut), as lists of the events received whole so far.
 
         ``idle`` is called whenever the receive buffer holds no complete event, before reading
         from the socket (which may then wait for the server)."""
         self.sock.settimeout(None)
-        payload = struct.pack("<BIHI", _COM_BINLOG_DUMP, pos, 0, server_id) + file.encode()
+        if gtid_set is None:
+            payload = struct.pack("<BIHI", _COM_BINLOG_DUMP, pos, 0, server_id) + file.encode()
+        else:
+            name = file.encode()
+            payload = (
+                struct.pack("<BHII", _COM_BINLOG_DUMP_GTID, _THROUGH_GTID, server_id, len(name))
+                + name + struct.pack("<QI", pos, len(gtid_set)) + gtid_set
+            )  # fmt: skip
         self._send(payload, 0)
         reader = self.reader
         while True:

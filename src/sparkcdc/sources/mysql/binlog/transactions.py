@@ -1,11 +1,16 @@
 """Where transactions open and end in the binlog, and the statements between them: the
 transaction half of the log reader's event loop (:mod:`.dispatch` routes the events here).
 
-A MariaDB GTID event opens a transaction at its own position, the last boundary before it; XID,
-or a COMMIT/ROLLBACK query, ends it at the next event's position (a boundary, with the GTID
-position after it). Its rows go to the cutter (:mod:`sparkcdc.store.cutter`), which puts them
-when they fill an item or the stream pauses; a transaction without captured rows becomes a
-progress marker. Other statements but BEGIN, XA and savepoints are DDL for the schema tracker;
+A GTID event opens a transaction at its own position, the last boundary before it: MariaDB's
+(162), whose flags say whether BEGIN/COMMIT follow, or MySQL's (33, or 34 without GTIDs), where
+a QUERY ``BEGIN`` follows unless the transaction is one DDL statement. XID, or a COMMIT/ROLLBACK
+query, ends it at the next event's position (a boundary, with the GTID position after it); so
+does a DDL statement that has no BEGIN before it. A MySQL transaction already in the GTID set
+(a stream opened by GTID set, then resumed by position) is read but not delivered again.
+
+A transaction's rows go to the cutter (:mod:`sparkcdc.store.cutter`), which puts them when they
+fill an item or the stream pauses; a transaction without captured rows becomes a progress
+marker. Other statements but BEGIN, XA and savepoints are DDL for the schema tracker;
 those of captured tables become a DDL item.
 """
 
@@ -13,11 +18,12 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid as uuidlib
 
 from sparkcdc.core.errors import SourceError
 from sparkcdc.core.logitem import LogItem
 from sparkcdc.sources.mysql.binlog import events as ev
-from sparkcdc.sources.mysql.binlog.dump import format_gtid_pos
+from sparkcdc.sources.mysql.binlog.gtid import GtidSet, format_mariadb_gtid
 from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.schema.state import SchemaState
 from sparkcdc.store.cutter import TransactionCutter
@@ -26,6 +32,7 @@ log = logging.getLogger("sparkcdc.reader")
 
 _IGNORED_QUERIES = ("BEGIN", "XA ", "SAVEPOINT", "ROLLBACK TO", "RELEASE SAVEPOINT")
 COALESCE_SECONDS = 0.05  # the longest a committed transaction waits in the pending item
+_DELIVERED = 1 << 62  # skip every row: the transaction is in the GTID set already
 
 
 class TransactionEvents:
@@ -38,7 +45,10 @@ class TransactionEvents:
     _file: str
     _file_prefix: str
     _gtids: dict[int, tuple[int, int]]
+    _gtid_set: GtidSet
     _gtid_text: str | None
+    _mysql: bool
+    _sids: dict[bytes, str]
     _resume: BinlogOffset | None
     _position: BinlogOffset | None
     _server_id: int
@@ -50,16 +60,60 @@ class TransactionEvents:
     def _put(self, item: LogItem) -> None:
         raise NotImplementedError  # the log reader puts into its store
 
-    def _boundary(self, next_pos: int) -> BinlogOffset:
+    def _gtid_position(self) -> str:
+        """The GTID position of everything before the open transaction, as text."""
         text = self._gtid_text
         if text is None:
-            text = self._gtid_text = format_gtid_pos(self._gtids)
-        return BinlogOffset(self._file, next_pos, text)
+            gtids = self._gtid_set.text() if self._mysql else format_mariadb_gtid(self._gtids)
+            text = self._gtid_text = gtids
+        return text
+
+    def _boundary(self, next_pos: int) -> BinlogOffset:
+        return BinlogOffset(self._file, next_pos, self._gtid_position())
 
     def _begin(self, data: bytes, start: int, server_id: int, pos: int, ts: int) -> None:
-        """A GTID event (post-header at ``start``, ``server_id`` from its header) opens a
-        transaction; the one a resume offset names drops its first ``skip`` rows."""
+        """A MariaDB GTID event (post-header at ``start``, ``server_id`` from its header)."""
         seq, domain, flags = ev.unpack_gtid(data, start)
+        self._mysql = False
+        before = self._gtid_position()
+        self._gtids[domain] = (server_id, seq)
+        self._gtid_text = None
+        transaction = f"{domain}-{server_id}-{seq}"
+        self._open(transaction, before, server_id, pos, ts)
+        if len(self._gtids) == 1:  # one replication domain: the position is this GTID
+            self._gtid_text = transaction
+        self._standalone = bool(flags & ev.FL_STANDALONE)
+
+    def _begin_mysql(
+        self, data: bytes, start: int, etype: int, server_id: int, pos: int, ts: int
+    ) -> None:
+        """A MySQL GTID or anonymous GTID event: standalone until its QUERY ``BEGIN``."""
+        if not self._mysql:
+            self._mysql, self._gtid_text = True, None
+        before = self._gtid_position()
+        delivered = False
+        if etype == ev.MYSQL_ANONYMOUS_GTID:
+            transaction = f"{self._file_prefix}{pos:010d}"
+        else:
+            _, sid_bytes, gno = ev.unpack_mysql_gtid(data, start)
+            sid = self._sids.get(sid_bytes)
+            if sid is None:
+                sid = self._sids[sid_bytes] = str(uuidlib.UUID(bytes=bytes(sid_bytes)))
+            transaction = f"{sid}:{gno}"
+            gset = self._gtid_set
+            delivered = (sid, gno) in gset
+            if not delivered:
+                gset.add(sid, gno)
+                self._gtid_text = None
+        self._open(transaction, before, server_id, pos, ts, delivered)
+        self._standalone = True
+
+    def _open(
+        self, transaction: str, before: str, server_id: int, pos: int, ts: int,
+        delivered: bool = False,
+    ) -> None:  # fmt: skip
+        """Transaction ``transaction`` opens at ``pos`` after GTID position ``before``; the one
+        a resume offset names drops its first ``skip`` rows, one ``delivered`` all of them."""
         cutter = self.cutter
         if cutter.open and cutter.seen:
             log.warning(
@@ -68,12 +122,7 @@ class TransactionEvents:
                 cutter.transaction,
                 cutter.seen,
             )
-        before = self._gtid_text
-        if before is None:
-            before = format_gtid_pos(self._gtids)
-        self._gtids[domain] = (server_id, seq)
-        self._gtid_text = None
-        skip, resume = 0, self._resume
+        skip, resume = _DELIVERED if delivered else 0, self._resume
         if resume is not None:
             if (self._file, pos) != (resume.file, resume.pos):
                 raise SourceError(
@@ -85,19 +134,17 @@ class TransactionEvents:
         place = (self._file, pos, before, 0)
         if here is None or (here.file, here.pos, here.gtid, here.skip) != place:
             here = BinlogOffset(self._file, pos, before)
-        transaction = f"{domain}-{server_id}-{seq}"
         cutter.begin(here, transaction, ts * 1000, skip)
-        if len(self._gtids) == 1:  # one replication domain: the position is this GTID
-            self._gtid_text = transaction
         self._server_id = server_id
-        self._standalone = bool(flags & ev.FL_STANDALONE)
 
     def _query(self, query: ev.Query, pos: int, next_pos: int) -> None:
         """COMMIT/ROLLBACK end a transaction; other statements but BEGIN/XA/SAVEPOINT are DDL."""
         sql = query.sql.strip()
         head = sql[:20].upper()
         boundary = self._boundary(next_pos)
-        if head.startswith(("COMMIT", "ROLLBACK")) and not head.startswith("ROLLBACK TO"):
+        if head.startswith("BEGIN"):
+            self._standalone = False
+        elif head.startswith(("COMMIT", "ROLLBACK")) and not head.startswith("ROLLBACK TO"):
             self._end_txn(boundary)
         elif not head.startswith(_IGNORED_QUERIES):
             in_group = self.cutter.open and not self._standalone

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Sequence
 
 from sparkcdc.core.errors import (
     ConfigError,
-    ConnectionFailed,
     LogNotReady,
     MissingPrivilege,
     NoTablesMatched,
@@ -25,7 +24,7 @@ from sparkcdc.snapshot.signals import signal_table_ddl
 from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.schema.column_types import charset_of_collation, column_from_catalog
 from sparkcdc.sources.mysql.server.client import ServerConnection, binlog_off
-from sparkcdc.sources.mysql.server.flavour import check_flavour, is_mariadb
+from sparkcdc.sources.mysql.server.flavour import is_mariadb, status_statement
 from sparkcdc.sources.mysql.server.grants import grant_statements, missing_privileges
 
 SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
@@ -52,10 +51,8 @@ class MySQLCatalog(ServerConnection):
         return int(self.query("SELECT @@GLOBAL.server_id")[0][0])
 
     def check_ready(self, databases: Iterable[str] = ()) -> None:
-        """Raise unless the server is MariaDB (:func:`check_flavour`), the binary log is on in
-        ROW/FULL form and the user may replicate it and read the captured ``databases`` (any
-        SELECT grant will do when none are named)."""
-        check_flavour(self.version, self.address)
+        """Raise unless the binary log is on in ROW/FULL form and the user may replicate it
+        and read the captured ``databases`` (any SELECT grant will do when none are named)."""
         found = self.server_variables("log_bin", "binlog_format", "binlog_row_image")
         wanted = (
             ("log_bin", "ON", "start the server with --log-bin=mysql-bin and a server-id"),
@@ -241,16 +238,15 @@ class MySQLCatalog(ServerConnection):
 
     def current_offset(self) -> BinlogOffset:
         """The end of the binary log now: where the next transaction will be written."""
-        try:
-            rows = self.query("SHOW MASTER STATUS")
-        except (MissingPrivilege, ConnectionFailed):
-            raise
-        except SourceError:  # MySQL 8.4 knows only the new name
-            rows = self.query("SHOW BINARY LOG STATUS")
+        rows = self.query(status_statement(self.version))
         if not rows:
             raise binlog_off(self.address)
-        gtid = self.gtid_position()
-        return BinlogOffset(str(rows[0][0]), int(rows[0][1]), gtid=gtid)
+        row = rows[0]
+        if not self.is_mariadb and len(row) > 4:  # Executed_Gtid_Set, read with the position
+            gtid = "" if row[4] is None else str(row[4]).replace("\n", "")
+        else:
+            gtid = self.gtid_position()
+        return BinlogOffset(str(row[0]), int(row[1]), gtid=gtid)
 
     def visible_offset(self) -> BinlogOffset:
         """A log position every transaction before which is visible to reads started later.

@@ -1,15 +1,13 @@
-"""Which server a MySQL-protocol source is: MariaDB, whose binary log sparkcdc reads, or MySQL.
+"""Which server a MySQL-protocol source is: MariaDB or MySQL, told by its version string.
 
-MySQL's binary log opens each transaction with a GTID event of its own (types 33 and 34) where
-MariaDB writes its GTID event (162); a reader that waits for MariaDB's would drop every change
-of a MySQL server without a word. Until MySQL's flavour of the binlog is read, a MySQL server is
-refused where it is first met: ``sparkcdc check``, the start of ``sparkcdc run`` and the Spark
-source (the catalog's readiness check), and the log reader itself (its GTID events).
+The two write the same binary log with different GTID events and GTID positions
+(:mod:`sparkcdc.sources.mysql.binlog.gtid`), name their privileges and status statements
+differently, and have their own server settings; everything that differs asks here.
 """
 
 from __future__ import annotations
 
-from sparkcdc.core.errors import SourceError
+import re
 
 
 def is_mariadb(version: str) -> bool:
@@ -17,12 +15,15 @@ def is_mariadb(version: str) -> bool:
     return "mariadb" in version.lower()
 
 
-def check_flavour(version: str, address: str) -> None:
-    """Raise unless the server at ``address`` is MariaDB."""
-    if not is_mariadb(version):
-        raise SourceError(
-            f"The server at {address} is MySQL {version}, whose binary log sparkcdc does not "
-            "read yet (only MariaDB's); capture a MariaDB server, since streaming this one "
-            "would miss its changes.",
-            version=version,
-        )
+def version_tuple(version: str) -> tuple[int, int, int]:
+    """``8.4.3-log`` -> ``(8, 4, 3)``; missing parts are 0."""
+    parts = [int(x) for x in re.findall(r"\d+", version.split("-", 1)[0])[:3]]
+    return (*parts, 0, 0, 0)[:3]  # type: ignore[return-value]
+
+
+def status_statement(version: str) -> str:
+    """The statement that reports the binary log's end: MySQL 8.2 renamed it (8.4 removed the
+    old name); MariaDB and older MySQL know ``SHOW MASTER STATUS``."""
+    if not is_mariadb(version) and version_tuple(version) >= (8, 2, 0):
+        return "SHOW BINARY LOG STATUS"
+    return "SHOW MASTER STATUS"

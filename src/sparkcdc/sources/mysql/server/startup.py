@@ -2,11 +2,14 @@
 
 ==========================  ===============================================================
 ``earliest``                the oldest binlog file still on the server, position 4
-``latest``                  the end of the log now (``SHOW MASTER STATUS``)
-``gtid:<d-s-n[,...]>``      right after that GTID position, resolved to file/pos: a GTID dump
-                            opens with a fake ROTATE (the file) and, once the server has
-                            skipped what the position covers, an artificial GTID_LIST whose
-                            ``next_pos`` is where the next transaction starts
+``latest``                  the end of the log now (``SHOW MASTER STATUS``; MySQL 8.2+:
+                            ``SHOW BINARY LOG STATUS``)
+``gtid:<d-s-n[,...]>``      right after that MariaDB GTID position, or MySQL GTID set
+``gtid:<uuid:1-n[,...]>``   (``uuid:first-last``), resolved to file/pos: a GTID dump opens
+                            with a fake ROTATE (the file), and once the server has skipped
+                            what the position covers the next transaction's GTID event (or
+                            MariaDB's artificial GTID_LIST, whose ``next_pos`` is where the
+                            next transaction starts) says where
 ``position:<file>:<pos>``   that file and byte position; the file must still be on the server
                             and ``pos`` must start an event outside any transaction
 ``timestamp:<epoch-ms>``    the first transaction committed at or after that instant: the file
@@ -17,7 +20,9 @@
 ==========================  ===============================================================
 
 Every resolved offset is a transaction boundary (``skip == 0``) with a file name, so offsets of
-a pipeline always compare by (file, pos). Binlog timestamps have one-second resolution.
+a pipeline always compare by (file, pos). Binlog timestamps have one-second resolution. On MySQL
+an offset inside a file carries no GTID set (MySQL has no ``BINLOG_GTID_POS``); the stream adds
+the GTIDs it reads to whatever set it started with.
 """
 
 from __future__ import annotations
@@ -28,15 +33,17 @@ from collections.abc import Iterator
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.errors import ConfigError, LogPositionGone, SourceError
 from sparkcdc.sources.mysql.binlog import events as ev
-from sparkcdc.sources.mysql.binlog.dump import check_gtid, open_dump, probe_server_id
+from sparkcdc.sources.mysql.binlog.dump import open_dump, probe_server_id
+from sparkcdc.sources.mysql.binlog.gtid import check_gtid
 from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
 
 _ARTIFICIAL = 0x20  # LOG_EVENT_ARTIFICIAL_F: made up by the dump thread, not in the file
 # events that may start at a transaction boundary (anything else lies inside a transaction)
 _BOUNDARY_EVENTS = frozenset(
-    {ev.GTID, ev.GTID_LIST, ev.BINLOG_CHECKPOINT, ev.ROTATE, ev.FORMAT_DESCRIPTION, 3}
-)
+    {*ev.TRANSACTION_STARTS, ev.GTID_LIST, ev.BINLOG_CHECKPOINT, ev.ROTATE,
+     ev.FORMAT_DESCRIPTION, ev.MYSQL_PREVIOUS_GTIDS, 3}
+)  # fmt: skip
 _PROBE_HEARTBEAT = 0.5
 
 
@@ -58,7 +65,8 @@ def resolve_startup(catalog: MySQLCatalog, source: SourceConfig, startup: str) -
         return resolve_timestamp(catalog, source, int(arg))
     raise ConfigError(
         f"source.startup {startup!r} is not a start mode; use earliest, latest, "
-        "gtid:<domain-server-seq,...>, position:<file>:<pos> or timestamp:<epoch-ms>.",
+        "gtid:<domain-server-seq,...> (MySQL: gtid:<uuid:first-last,...>), "
+        "position:<file>:<pos> or timestamp:<epoch-ms>.",
         key="source.startup",
     )
 
@@ -87,9 +95,9 @@ def resolve_gtid(source: SourceConfig, gtid: str) -> BinlogOffset:
                     file = ev.parse_rotate(data, None)[0]
                 elif header.type == ev.GTID_LIST and header.flags & _ARTIFICIAL:
                     return BinlogOffset(file, header.next_pos, gtid=gtid)
-                elif header.type == ev.GTID:
+                elif header.type in ev.TRANSACTION_STARTS:
                     return BinlogOffset(file, header.next_pos - header.size, gtid=gtid)
-                elif header.type == ev.HEARTBEAT:
+                elif header.type in ev.HEARTBEATS and header.next_pos:
                     return BinlogOffset(file, header.next_pos, gtid=gtid)
     except LogPositionGone as exc:
         raise LogPositionGone(
@@ -141,7 +149,7 @@ def _check_boundary(source: SourceConfig, file: str, pos: int) -> None:
             for header, _ in stream:
                 if header.flags & _ARTIFICIAL or header.next_pos == 0:
                     continue  # the fake ROTATE / FORMAT_DESCRIPTION of a dump
-                if header.type == ev.HEARTBEAT or header.type in _BOUNDARY_EVENTS:
+                if header.type in ev.HEARTBEATS or header.type in _BOUNDARY_EVENTS:
                     return
                 raise bad
     except LogPositionGone:
@@ -152,9 +160,9 @@ def _first_commit_ts(source: SourceConfig, file: str) -> int | None:
     """Timestamp (s) of the first transaction in ``file``; None if it holds none."""
     with _probe(source, file, 4) as stream:
         for header, _ in stream:
-            if header.type == ev.GTID:
+            if header.type in ev.TRANSACTION_STARTS:
                 return header.timestamp
-            if header.type == ev.HEARTBEAT:
+            if header.type in ev.HEARTBEATS:
                 return None
             if header.type == ev.ROTATE and not header.flags & _ARTIFICIAL:
                 return None
@@ -177,9 +185,9 @@ def resolve_timestamp(catalog: MySQLCatalog, source: SourceConfig, ms: int) -> B
         for header, data in stream:
             if header.type == ev.ROTATE:
                 file = ev.parse_rotate(data, None)[0]
-            elif header.type == ev.GTID and header.timestamp * 1000 >= ms:
+            elif header.type in ev.TRANSACTION_STARTS and header.timestamp * 1000 >= ms:
                 pos = header.next_pos - header.size
                 return BinlogOffset(file, pos, gtid=catalog.gtid_pos_at(file, pos))
-            elif header.type == ev.HEARTBEAT:
+            elif header.type in ev.HEARTBEATS:
                 break
     return catalog.current_offset()
