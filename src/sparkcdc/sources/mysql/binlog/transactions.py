@@ -178,7 +178,7 @@ class TransactionEvents:
             return  # met before the resume point: the schemas at that point include it
         after = boundary or cutter.inner_offset()
         assert isinstance(after, BinlogOffset)
-        rows = self.schemas.apply(db, sql, after)
+        rows = self.schemas.apply(db, sql, after, self._mysql)
         if not rows:
             return
         if not cutter.open:  # a DDL outside any GTID group (a stream opened mid-group)

@@ -25,8 +25,9 @@ class Diverged(ValueError):
     """The statement does not fit the tracked schema (a column it names is not there …)."""
 
 
-def resolve(d: ColumnDef, table_charset: str) -> Column:
-    """The column ``d`` declares, in a table whose default charset is ``table_charset``."""
+def resolve(d: ColumnDef, table_charset: str, native_json: bool = False) -> Column:
+    """The column ``d`` declares, in a table whose default charset is ``table_charset``
+    (``native_json``: on MySQL, where JSON is a type of its own)."""
     charset = d.charset or (charset_of_collation(d.collate) if d.collate else None)
     nullable = False if d.primary else (True if d.nullable is None else d.nullable)
     try:
@@ -39,13 +40,16 @@ def resolve(d: ColumnDef, table_charset: str) -> Column:
             charset=charset,
             values=d.values,
             default_charset=table_charset,
+            native_json=native_json,
         )
     except (IndexError, ValueError, TypeError) as exc:
         raise Diverged(f"column {d.name}: {exc}") from exc
 
 
-def create_schema(stmt: CreateTable, charset: str, key_columns: tuple[str, ...]) -> TableSchema:
-    columns = [resolve(d, charset) for d in stmt.columns]
+def create_schema(
+    stmt: CreateTable, charset: str, key_columns: tuple[str, ...], native_json: bool = False
+) -> TableSchema:
+    columns = [resolve(d, charset, native_json) for d in stmt.columns]
     schema = TableSchema(*stmt.name, tuple(columns), key_columns=key_columns)
     return _with_primary_key(schema, stmt.primary_key)
 
@@ -112,7 +116,7 @@ def _table_charset(actions: list[Action], charset: str) -> tuple[str, list[str]]
 
 
 def alter_schema(
-    schema: TableSchema, actions: list[Action], charset: str
+    schema: TableSchema, actions: list[Action], charset: str, native_json: bool = False
 ) -> tuple[TableSchema, str]:
     """The schema after the ALTER TABLE ``actions``, and the table's default charset after."""
     columns = list(schema.columns)
@@ -126,7 +130,7 @@ def alter_schema(
                 if a.if_exists:
                     continue
                 raise Diverged(f"column {a.column.name} exists already")
-            _place(columns, resolve(a.column, charset), a.column.position, -1)
+            _place(columns, resolve(a.column, charset, native_json), a.column.position, -1)
             fresh.add(a.column.name.lower())
             if a.column.primary:
                 key = (a.column.name,)
@@ -135,7 +139,7 @@ def alter_schema(
             i = _index(columns, old_name, must=not a.if_exists)
             if i < 0:
                 continue
-            col = resolve(a.column, charset)
+            col = resolve(a.column, charset, native_json)
             if any(k.lower() == old_name.lower() for k in key) or a.column.primary:
                 col = replace(col, nullable=False)
             del columns[i]

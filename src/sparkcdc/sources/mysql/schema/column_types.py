@@ -265,9 +265,13 @@ def build_column(
     charset: str | None = None,
     values: tuple[str, ...] = (),
     default_charset: str = "utf8mb4",
+    native_json: bool = False,
 ) -> Column:
     """A :class:`Column` from a declared type (``type_name`` lower-case, aliases allowed, e.g.
-    ``national varchar``), resolved the way the server resolves it."""
+    ``national varchar``), resolved the way the server resolves it: JSON is MySQL's own type
+    with ``native_json``, MariaDB's alias of LONGTEXT without."""
+    if native_json and type_name.lower() == "json":
+        return mapped(Column(name=name, data_type="json", nullable=nullable))
     t, charset = _base_type(type_name, charset)
     cs = charset_name(charset or default_charset)
     if type_name.lower() == "json":

@@ -116,9 +116,13 @@ class SchemaState:
         self.history.record(start, schemas)
         return schemas
 
-    def apply(self, default_db: str, sql: str, after: BinlogOffset) -> list[SchemaRow]:
-        """Apply one statement found before ``after``; rows for the captured tables it changed
-        (recorded in the history at ``after`` first, so a crash never loses a change)."""
+    def apply(
+        self, default_db: str, sql: str, after: BinlogOffset, mysql: bool = False
+    ) -> list[SchemaRow]:
+        """Apply one statement found before ``after`` in a MariaDB (or ``mysql``) binlog; rows
+        for the captured tables it changed (recorded in the history at ``after`` first, so a
+        crash never loses a change)."""
+        self.tracker.native_json = mysql
         previous = self.tracker.captured()
         changes = self.tracker.apply_ddl(default_db or None, sql)
         self._snapshots = [*self._snapshots[-255:], (after, self.tracker.to_json())]

@@ -69,6 +69,7 @@ class SchemaTracker:
         self.key_columns = dict(key_columns or {})
         self._charsets = {k: charset_name(v) for k, v in (charsets or {}).items()}
         self._db_charsets: dict[str, str] = {}
+        self.native_json = False  # the log is MySQL's, where JSON is a type of its own
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -142,7 +143,7 @@ class SchemaTracker:
             charset = charset or self._db_charsets.get(db, "utf8mb4")
             self._charsets[stmt.name] = charset
             try:
-                schema = create_schema(stmt, charset, self._keys(db, table))
+                schema = create_schema(stmt, charset, self._keys(db, table), self.native_json)
             except Diverged:
                 return self._unknown([stmt.name], sql)
         self._schemas[stmt.name] = schema
@@ -158,7 +159,7 @@ class SchemaTracker:
             return self._unknown([stmt.name], sql)
         charset = self.table_charset(*stmt.name)
         try:
-            new, new_charset = alter_schema(old, stmt.actions, charset)
+            new, new_charset = alter_schema(old, stmt.actions, charset, self.native_json)
         except Diverged:
             return self._unknown([stmt.name], sql)
         self._charsets[stmt.name] = new_charset
