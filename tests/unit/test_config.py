@@ -100,6 +100,7 @@ pipeline:
         "earliest",
         "latest",
         "gtid:0-1-5",
+        "gtid:3e11fa47-71ca-11e1-9e33-c80aa9429562:1-77:80,4f22fb58-82db-22f2-af44-d91bba53a673:5",
         "position:mysql-bin.000003:1234",
         "timestamp:1767225600000",
     ],

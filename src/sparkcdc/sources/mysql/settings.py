@@ -17,10 +17,11 @@ from typing import Any
 
 from sparkcdc.config.model import SNAPSHOT_STARTUPS, SourceConfig, SourceSettings
 from sparkcdc.config.values import as_int, as_text, fail
+from sparkcdc.core.errors import ConfigError
+from sparkcdc.sources.mysql.binlog.gtid import check_gtid
 
 MAX_SERVER_ID = 2**32 - 1
 DEFAULT_SERVER_ID = 5701
-_GTID = re.compile(r"^\d+-\d+-\d+(,\s*\d+-\d+-\d+)*$")
 _POSITION = re.compile(r"^position:(?P<file>.+\.\d+):(?P<pos>\d+)$")
 _ID_RANGE = re.compile(r"^(\d+)\s*-\s*(\d+)$")
 
@@ -31,7 +32,7 @@ class MySQLSettings(SourceSettings):
 
     KEYS = ("server_id",)
     STARTUP_FORMS = (
-        "gtid:<domain-server-seq[,...]>",
+        "gtid:<domain-server-seq[,...]> (MariaDB) or gtid:<uuid:first-last[,...]> (MySQL)",
         "position:<binlog file>:<pos>",
         "timestamp:<epoch milliseconds>",
     )
@@ -58,8 +59,11 @@ class MySQLSettings(SourceSettings):
     @classmethod
     def startup(cls, text: str) -> str | None:
         lower = text.lower()
-        if lower.startswith("gtid:") and _GTID.match(text[5:].strip()):
-            return "gtid:" + re.sub(r"\s+", "", text[5:])
+        if lower.startswith("gtid:"):
+            try:
+                return "gtid:" + check_gtid(text[5:])
+            except ConfigError:
+                return None
         position = _POSITION.match(text)
         if position and int(position.group("pos")) >= 4:
             return text
