@@ -16,6 +16,8 @@ Per event of the binlog dump::
     compressed QUERY / rows        inflated (:mod:`.compressed`), then as the events above
     TRANSACTION_PAYLOAD (MySQL)    inflated (:mod:`.payload`); its events as the ones above,
                                    at the payload's position and their index inside it
+    PARTIAL_UPDATE_ROWS (MySQL)    JSON diffs applied to the before image (:mod:`.partial_json`),
+                                   then as an UPDATE_ROWS event
     listed as skipped              nothing (:data:`~.event_kinds.SKIPPED`)
     any other type                 stops the stream with a sentence naming it and its position;
                                    so does a rows event whose table map never came
@@ -43,6 +45,7 @@ from sparkcdc.sources.mysql.binlog import events as ev
 from sparkcdc.sources.mysql.binlog.compressed import uncompressed
 from sparkcdc.sources.mysql.binlog.event_kinds import SKIPPED, unknown_event_error
 from sparkcdc.sources.mysql.binlog.gtid import GtidSet, is_mysql_gtid, parse_mariadb_gtid
+from sparkcdc.sources.mysql.binlog.partial_json import full_update_event
 from sparkcdc.sources.mysql.binlog.payload import inner_events
 from sparkcdc.sources.mysql.binlog.protocol import ReplicationConnection
 from sparkcdc.sources.mysql.binlog.tablemap import TableMap
@@ -185,6 +188,8 @@ class BinlogDispatch(TransactionEvents):
             self._compressed(etype, data, pos, next_pos)
         elif etype == ev.TRANSACTION_PAYLOAD:
             self._payload(data, pos, next_pos)
+        elif etype == ev.PARTIAL_UPDATE_ROWS:
+            self._rows_event(etype, data, pos)
         elif etype == ev.MYSQL_PREVIOUS_GTIDS:
             assert self._fd is not None
             self._gtid_set.update(GtidSet.decode(data, self._fd.header_len))
@@ -215,7 +220,10 @@ class BinlogDispatch(TransactionEvents):
         self._maps.clear()
         if fd is not None:
             self._mysql = not is_mariadb(fd.server_version)
-            self._id_lens = {t: 4 if fd.post_header_len(t) == 6 else 6 for t in ev.ROWS_EVENTS}
+            self._id_lens = {
+                t: 4 if fd.post_header_len(t) == 6 else 6
+                for t in (*ev.ROWS_EVENTS, ev.PARTIAL_UPDATE_ROWS)
+            }
             self._trailer = ev.CHECKSUM_LEN if fd.checksum else 0
 
     def _table_map(self, data: bytes, fd: ev.FormatDescription) -> None:
@@ -256,8 +264,14 @@ class BinlogDispatch(TransactionEvents):
                 "any transaction, which sparkcdc cannot place; start from a transaction "
                 "boundary (startup: latest, or a GTID position)."
             )
+        end = len(data) - self._trailer
+        if etype == ev.PARTIAL_UPDATE_ROWS:
+            names = [c.name for c in decoder.schema.columns]
+            where = decoder.where
+            data = full_update_event(data, start, end, decoder.table_map, where, names)
+            etype, end = ev.UPDATE_ROWS_V2, len(data)
         changes: Sequence[LogChange] | ColumnarRows
-        changes = decoder.decode(etype, data, start, len(data) - self._trailer)
+        changes = decoder.decode(etype, data, start, end)
         if change_filter is not None:
             at = BinlogOffset(self._file, pos)
             changes = change_filter(tm.db, tm.table, at, cast(list[Change], changes))
@@ -312,7 +326,7 @@ class BinlogDispatch(TransactionEvents):
                 etype = inner[4]
                 if etype == ev.TABLE_MAP:
                     self._table_map(inner, self._fd)
-                elif etype in ev.ROWS_EVENTS:
+                elif etype in ev.ROWS_EVENTS or etype == ev.PARTIAL_UPDATE_ROWS:
                     self._rows_event(etype, inner, pos, f".{index:08d}")
                 elif etype == ev.XID:
                     self._end_txn(self._boundary(next_pos))

@@ -47,13 +47,13 @@ def json_text(data: bytes) -> str:
     if not data:
         return "null"
     try:
-        return _value(data[0], data, 1, len(data))
+        return _value(data[0], data, 1)
     except (IndexError, struct.error, UnicodeDecodeError) as exc:
         raise BinaryJsonError(f"a binary JSON value is cut short or damaged ({exc})") from exc
 
 
-def _value(kind: int, data: bytes, p: int, end: int) -> str:
-    """The value of type ``kind`` stored at ``p`` (its container ends at ``end``)."""
+def _value(kind: int, data: bytes, p: int) -> str:
+    """The value of type ``kind`` stored at ``p``."""
     if kind in (SMALL_OBJECT, LARGE_OBJECT, SMALL_ARRAY, LARGE_ARRAY):
         return _container(kind, data, p)
     if kind == LITERAL:
@@ -63,41 +63,63 @@ def _value(kind: int, data: bytes, p: int, end: int) -> str:
     if kind == DOUBLE:
         return repr(struct.unpack_from("<d", data, p)[0])
     if kind == STRING:
-        n, p = _length(data, p)
+        n, p = read_length(data, p)
         return json.dumps(data[p : p + n].decode("utf-8"), ensure_ascii=False)
     if kind == OPAQUE:
         field_type = data[p]
-        n, p = _length(data, p + 1)
+        n, p = read_length(data, p + 1)
         return _opaque(field_type, data[p : p + n])
     raise BinaryJsonError(f"a binary JSON value has the unknown type 0x{kind:02x}")
 
 
 def _container(kind: int, data: bytes, start: int) -> str:
+    is_object, entries = container_entries(kind, data, start)
+    items = [_value(entry, data, at) for _, entry, at in entries]
+    if not is_object:
+        return "[" + ", ".join(items) + "]"
+    pairs = (
+        f"{json.dumps(key, ensure_ascii=False)}: {v}"
+        for (key, _, _), v in zip(entries, items, strict=True)
+    )
+    return "{" + ", ".join(pairs) + "}"
+
+
+def is_inlined(entry: int, large: bool) -> bool:
+    """Whether a value entry holds the value itself (literals and 16-bit integers always, 32-bit
+    integers in large containers) rather than its offset."""
+    return entry in (LITERAL, INT16, UINT16) or large and entry in (INT32, UINT32)
+
+
+def container_entries(
+    kind: int, data: bytes, start: int
+) -> tuple[bool, list[tuple[str | None, int, int]]]:
+    """Whether the container of type ``kind`` at ``start`` is an object, and its members in
+    order: (key or None, value type, position of the value). Inlined values sit in their value
+    entry; the others at their offset from ``start``."""
     large = kind in (LARGE_OBJECT, LARGE_ARRAY)
     word, width = ("<I", 4) if large else ("<H", 2)
     count, size = struct.unpack_from(word + word[1], data, start)
-    end = start + size
-    if end > len(data):
-        raise BinaryJsonError("a binary JSON container is longer than its value")
     is_object = kind in (SMALL_OBJECT, LARGE_OBJECT)
+    if start + size > len(data) or count * (1 + width + (width + 2) * is_object) > size:
+        raise BinaryJsonError("a binary JSON container is longer than its value")
     p = start + 2 * width
-    keys = []
+    keys: list[str | None] = [None] * count
     if is_object:
-        for _ in range(count):
+        for i in range(count):
             offset, length = struct.unpack_from(word + "H", data, p)
-            keys.append(data[start + offset : start + offset + length].decode("utf-8"))
+            if offset + length > size:
+                raise BinaryJsonError("a binary JSON object key lies outside its object")
+            keys[i] = data[start + offset : start + offset + length].decode("utf-8")
             p += width + 2
-    items = []
-    for _ in range(count):
+    entries = []
+    for key in keys:
         entry = data[p]
-        inline = entry == LITERAL or entry in (INT16, UINT16) or large and entry in (INT32, UINT32)
-        at = p + 1 if inline else start + struct.unpack_from(word, data, p + 1)[0]
-        items.append(_value(entry, data, at, end))
+        at = p + 1 if is_inlined(entry, large) else start + struct.unpack_from(word, data, p + 1)[0]
+        if at >= start + size:
+            raise BinaryJsonError("a binary JSON value lies outside its container")
+        entries.append((key, entry, at))
         p += 1 + width
-    if not is_object:
-        return "[" + ", ".join(items) + "]"
-    pairs = (f"{json.dumps(k, ensure_ascii=False)}: {v}" for k, v in zip(keys, items, strict=True))
-    return "{" + ", ".join(pairs) + "}"
+    return is_object, entries
 
 
 def _literal(code: int) -> str:
@@ -107,7 +129,7 @@ def _literal(code: int) -> str:
     return text
 
 
-def _length(data: bytes, p: int) -> tuple[int, int]:
+def read_length(data: bytes, p: int) -> tuple[int, int]:
     """A variable-length length: 7 bits a byte, low bits first, high bit set on all but the
     last byte (at most 5 bytes)."""
     n = shift = 0
