@@ -1,6 +1,6 @@
-"""MySQL's binary JSON, encoded here from its published layout (MySQL's ``json_binary.h``), read
-back as the JSON text MySQL prints: every node type, small and large containers, inlined and
-referenced values, opaque DECIMAL and date-times, and damaged documents."""
+"""MySQL's binary JSON, encoded from its published layout (``tests.cases.mysql8.json_binary``),
+read back as the JSON text MySQL prints: every node type, small and large containers, inlined
+and referenced values, opaque DECIMAL and date-times, and damaged documents."""
 
 from __future__ import annotations
 
@@ -15,85 +15,7 @@ from hypothesis import strategies as st
 from sparkcdc.sources.mysql.binlog import json_binary as jb
 from sparkcdc.sources.mysql.binlog import tablemap as tm
 from sparkcdc.sources.mysql.binlog.json_binary import BinaryJsonError, json_text
-
-
-class U16(int): ...
-
-
-class U32(int): ...
-
-
-class Opaque:
-    def __init__(self, field_type: int, raw: bytes) -> None:
-        self.field_type, self.raw = field_type, raw
-
-
-def varlen(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        out.append(n & 0x7F | (0x80 if n > 0x7F else 0))
-        n >>= 7
-        if not n:
-            return bytes(out)
-
-
-def encode(value: Any, large: bool = False) -> tuple[int, bytes]:
-    """(type, value bytes) of ``value``; containers small unless ``large``."""
-    if value is None or isinstance(value, bool):
-        return jb.LITERAL, bytes([{None: 0, True: 1, False: 2}[value]])
-    if isinstance(value, U16):
-        return jb.UINT16, struct.pack("<H", value)
-    if isinstance(value, U32):
-        return jb.UINT32, struct.pack("<I", value)
-    if isinstance(value, int):
-        widths = ((jb.INT16, "<h", 15), (jb.INT32, "<i", 31), (jb.INT64, "<q", 63))
-        for kind, fmt, bits in widths:
-            if -(2**bits) <= value < 2**bits:
-                return kind, struct.pack(fmt, value)
-        return jb.UINT64, struct.pack("<Q", value)
-    if isinstance(value, float):
-        return jb.DOUBLE, struct.pack("<d", value)
-    if isinstance(value, str):
-        raw = value.encode()
-        return jb.STRING, varlen(len(raw)) + raw
-    if isinstance(value, Opaque):
-        return jb.OPAQUE, bytes([value.field_type]) + varlen(len(value.raw)) + value.raw
-    if isinstance(value, dict):
-        kind = jb.LARGE_OBJECT if large else jb.SMALL_OBJECT
-        return kind, container(list(value.items()), True, large)
-    kind = jb.LARGE_ARRAY if large else jb.SMALL_ARRAY
-    return kind, container([(None, v) for v in value], False, large)
-
-
-def container(items: list[tuple[str | None, Any]], is_object: bool, large: bool) -> bytes:
-    width, word = (4, "<I") if large else (2, "<H")
-    n = len(items)
-    at = 2 * width + (n * (width + 2) if is_object else 0) + n * (1 + width)
-    key_entries, keys = b"", b""
-    for key, _ in items if is_object else ():
-        raw = (key or "").encode()
-        key_entries += struct.pack(word + "H", at + len(keys), len(raw))
-        keys += raw
-    at += len(keys)
-    value_entries, values = b"", b""
-    for _, value in items:
-        kind, payload = encode(value, large)
-        inline = (
-            kind in (jb.LITERAL, jb.INT16, jb.UINT16) or large and kind in (jb.INT32, jb.UINT32)
-        )
-        if inline:
-            value_entries += bytes([kind]) + payload.ljust(width, b"\0")
-        else:
-            value_entries += bytes([kind]) + struct.pack(word, at + len(values))
-            values += payload
-    body = key_entries + value_entries + keys + values
-    return struct.pack(word + word[1], n, 2 * width + len(body)) + body
-
-
-def document(value: Any, large: bool = False) -> bytes:
-    kind, payload = encode(value, large)
-    return bytes([kind]) + payload
-
+from tests.cases.mysql8.json_binary import U16, U32, Opaque, document
 
 NESTED = {
     "name": "ü😀 " + "x" * 200,  # a string needing a two-byte length

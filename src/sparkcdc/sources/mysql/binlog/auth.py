@@ -4,8 +4,9 @@ scramble, per authentication plugin.
 - ``mysql_native_password``: ``SHA1(pw) XOR SHA1(scramble + SHA1(SHA1(pw)))``.
 - MySQL 8's ``caching_sha2_password``: ``SHA256(pw) XOR SHA256(SHA256(SHA256(pw)) + scramble)``
   first. The server answers "fast auth done" when it holds the password's hash in its cache,
-  else "full authentication": the password itself, sent only over TLS (the RSA-encrypted form
-  over clear text is not spoken; :func:`more_data` says so in a sentence).
+  else "full authentication": the password itself over TLS; over clear text the client asks
+  for the server's RSA public key (``0x02``, as ``--get-server-public-key`` does) and sends
+  ``RSA-OAEP(SHA-1)(password + NUL XOR scramble)``.
 - MariaDB's ``client_ed25519``: an Ed25519 signature (RFC 8032) of the 32-byte scramble whose
   secret is ``SHA-512(password)`` itself (not the hash of a 32-byte seed): the scalar is its
   first half, clamped; the nonce hashes its second half with the scramble. The group
@@ -16,6 +17,9 @@ from __future__ import annotations
 
 import hashlib
 
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from nacl import bindings as sodium
 
 
@@ -41,21 +45,37 @@ def scramble_sha256(password: str, salt: bytes) -> bytes:
 FAST_AUTH_DONE, FULL_AUTH_NEEDED = 3, 4
 
 
-def more_data(reply: bytes, password: str, encrypted: bool) -> bytes | None:
-    """The answer to a ``caching_sha2_password`` "more data" packet (``0x01`` and a status):
-    None after "fast auth done" (the OK packet follows), the password after "full
-    authentication" on a TLS connection; ValueError for what this connection cannot answer."""
+REQUEST_PUBLIC_KEY = b"\x02"
+
+
+def more_data(reply: bytes, password: str, encrypted: bool, scramble: bytes) -> bytes | None:
+    """The answer to a ``caching_sha2_password`` "more data" packet (``0x01`` and a status, or
+    the server's public key): None after "fast auth done" (the OK packet follows); after "full
+    authentication" the password on a TLS connection, else the request for the server's RSA
+    key, whose reply gets the encrypted password; ValueError for what cannot be answered."""
+    if reply[1:11] == b"-----BEGIN":
+        return rsa_password(reply[1:], password, scramble)
     status = reply[1] if len(reply) > 1 else -1
     if status == FAST_AUTH_DONE:
         return None
-    if status == FULL_AUTH_NEEDED and encrypted:
-        return password.encode() + b"\0"
     if status == FULL_AUTH_NEEDED:
-        raise ValueError(
-            "the server asks for the password itself (caching_sha2_password full "
-            "authentication), which is sent over TLS only; set source.tls to required"
-        )
+        return password.encode() + b"\0" if encrypted else REQUEST_PUBLIC_KEY
     raise ValueError(f"an unknown caching_sha2_password step {status}")
+
+
+def rsa_password(pem: bytes, password: str, scramble: bytes) -> bytes:
+    """``password`` + NUL XOR the scramble (repeated), encrypted with RSA-OAEP (SHA-1) under
+    the server's public key ``pem``."""
+    try:
+        key = serialization.load_pem_public_key(pem.rstrip(b"\0"))
+    except (ValueError, UnsupportedAlgorithm) as exc:
+        raise ValueError(f"the server sent a public key that cannot be read ({exc})") from exc
+    if not isinstance(key, rsa.RSAPublicKey):
+        raise ValueError("the server's public key is not an RSA key")
+    plain = password.encode() + b"\0"
+    mixed = bytes(b ^ scramble[i % len(scramble)] for i, b in enumerate(plain))
+    oaep = padding.OAEP(mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA1(), label=None)
+    return key.encrypt(mixed, oaep)
 
 
 def ed25519_signature(password: str, scramble: bytes) -> bytes:

@@ -162,6 +162,7 @@ class ReplicationConnection:
         p += 1 + 10
         part2 = max(13, auth_len - 8)
         salt += greeting[p : p + part2].rstrip(b"\0")
+        self._scramble = salt
         plugin = greeting[p + part2 :].split(b"\0", 1)[0]
         if plugin not in FIRST_ANSWERS:
             plugin = b"mysql_native_password"
@@ -184,6 +185,7 @@ class ReplicationConnection:
         ``caching_sha2_password``'s more data (``0x01``), or an error."""
         if reply[:1] == b"\xfe":  # auth switch request
             name, _, data = reply[1:].partition(b"\0")
+            self._scramble = data.rstrip(b"\0")
             answer = auth_response(name, password, data)
             if answer is None:
                 raise ConnectionFailed(
@@ -195,7 +197,8 @@ class ReplicationConnection:
             reply = self.reader.read()
         while reply[:1] == b"\x01":
             try:
-                answer = more_data(reply, password, isinstance(self.sock, ssl.SSLSocket))
+                encrypted = isinstance(self.sock, ssl.SSLSocket)
+                answer = more_data(reply, password, encrypted, self._scramble)
             except ValueError as exc:
                 raise ConnectionFailed(f"MySQL at {self.where}: {exc}", key="source.tls") from exc
             if answer is not None:
