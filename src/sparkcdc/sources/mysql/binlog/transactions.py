@@ -93,7 +93,7 @@ class TransactionEvents:
         before = self._gtid_position()
         delivered = False
         if etype == ev.MYSQL_ANONYMOUS_GTID:
-            transaction = f"{self._file_prefix}{pos:010d}"
+            transaction = ""  # gtid_mode OFF: the transaction has no id
         else:
             _, sid_bytes, gno = ev.unpack_mysql_gtid(data, start)
             sid = self._sids.get(sid_bytes)

@@ -1,0 +1,234 @@
+"""The log reader on MySQL 8's binary log, served by the protocol-level test primary
+(``tests/fakes/mysql_primary.py``) from binlogs written byte by byte from MySQL's formats
+(``tests/cases/mysql8``): GTID and anonymous-GTID transactions of inserts, updates and deletes
+of every column type, a compressed transaction, a DDL, partial JSON updates, and a start by GTID
+set that skips what the set holds."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sparkcdc.config.model import SourceConfig
+from sparkcdc.core.logitem import LogItem
+from sparkcdc.core.schema import Column as SchemaColumn
+from sparkcdc.sources.mysql.binlog.reader import LogReader
+from sparkcdc.sources.mysql.offset import BinlogOffset
+from sparkcdc.sources.mysql.schema.history import SchemaHistory
+from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
+from sparkcdc.sources.mysql.server.startup import resolve_startup
+from sparkcdc.store.ring import EventStore
+from tests.cases import partial_json as pj
+from tests.cases.mysql8 import BinlogWriter, Column, Table
+from tests.cases.mysql8 import events as mev
+from tests.cases.mysql8.workload import sample_row
+from tests.fakes.mysql_primary import MySQLPrimary
+from tests.integration.test_decoder import expected_json
+
+U = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+TYPES = Table(
+    "shop", "types",
+    [Column("id", "int"), Column("ti", "tinyint"), Column("tu", "tinyint unsigned"),
+     Column("si", "smallint"), Column("mu", "mediumint unsigned"), Column("i", "int"),
+     Column("bi", "bigint"), Column("bu", "bigint unsigned"), Column("de", "decimal(12,3)"),
+     Column("fl", "float"), Column("db", "double"), Column("bt", "bit(10)"),
+     Column("d", "date"), Column("t", "time(3)"), Column("dt", "datetime(6)"),
+     Column("ts", "timestamp(2)"), Column("y", "year"), Column("c", "char(4)"),
+     Column("vc", "varchar(300)"), Column("bn", "binary(4)"), Column("vb", "varbinary(10)"),
+     Column("tx", "text"), Column("mt", "mediumtext"), Column("bl", "blob"),
+     Column("lb", "longblob"), Column("en", "enum('a','b')"), Column("st", "set('x','y')"),
+     Column("js", "json")],
+    ["id"], table_id=70,
+)  # fmt: skip
+DOCS = Table(
+    "shop", "docs", [Column("id", "int"), Column("doc", "json"), Column("note", "varchar(20)")],
+    ["id"], table_id=7,
+)  # fmt: skip
+
+
+@pytest.fixture
+def primaries() -> Iterator[list[MySQLPrimary]]:
+    made: list[MySQLPrimary] = []
+    yield made
+    for primary in made:
+        primary.close()
+
+
+def serve(made: list[MySQLPrimary], writer: BinlogWriter, *tables: Table) -> MySQLPrimary:
+    primary = MySQLPrimary("cdc", "cdc-pw", binlog=writer, tables=list(tables))
+    made.append(primary)
+    return primary
+
+
+def source_of(primary: MySQLPrimary) -> SourceConfig:
+    return SourceConfig("127.0.0.1", primary.port, "cdc", "cdc-pw", (r"shop\..*",))
+
+
+def stream(
+    primary: MySQLPrimary, start: BinlogOffset, tmp: Path, changes: int, settle: float = 0.0
+) -> list[LogItem]:
+    """Every item (one per transaction) the log reader puts from ``start`` until ``changes``
+    changes arrived, and ``settle`` seconds more."""
+    store = EventStore()
+    history = SchemaHistory(tmp / "history.jsonl")
+    reader = LogReader(source_of(primary), start, store, history, item_rows=1)
+    reader.start()
+    items: list[LogItem] = []
+    deadline, quiet = time.monotonic() + 30, 0.0
+    try:
+        while len(change_rows(items)) < changes or time.monotonic() < quiet:
+            assert time.monotonic() < deadline, f"timed out with {change_rows(items)}"
+            if not quiet and len(change_rows(items)) >= changes:
+                quiet = time.monotonic() + settle
+            assert reader.error is None, reader.error
+            batch = store.get(timeout=0.2)
+            if batch is not None:
+                items.extend(batch.items)
+                store.ack(batch)
+    finally:
+        reader.stop()
+    return items
+
+
+def change_rows(items: list[LogItem]) -> list[dict[str, Any]]:
+    return [r for i in items if i.batch is not None and not i.is_ddl for r in i.batch.to_pylist()]
+
+
+def expected(col: SchemaColumn, value: Any) -> Any:
+    """The JSON image value of ``value`` as the writer wrote it."""
+    if col.data_type == "json" and value is not None:
+        return value
+    if col.data_type == "bit" and isinstance(value, int):
+        return value
+    if isinstance(value, dt.datetime) and col.data_type == "timestamp":
+        value = value.replace(microsecond=value.microsecond // 10_000 * 10_000)
+    if isinstance(value, dt.timedelta):
+        value = dt.timedelta(microseconds=value // dt.timedelta(microseconds=1000) * 1000)
+    return expected_json(col, value)
+
+
+def image(schema_columns: tuple[SchemaColumn, ...], text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    values = json.loads(text)
+    return {
+        c.name: json.loads(values[c.name])
+        if c.data_type == "json" and values[c.name] is not None
+        else values[c.name]
+        for c in schema_columns
+    }
+
+
+def test_every_column_type_through_gtid_anonymous_and_compressed_transactions(
+    tmp_path: Path, primaries: list[MySQLPrimary]
+) -> None:
+    writer = BinlogWriter()
+    rows = [sample_row(TYPES, i) for i in range(1, 6)]
+    nulls = tuple(None if c.name != "id" else 6 for c in TYPES.columns)
+    writer.transaction([("c", TYPES, None, rows[0]), ("c", TYPES, None, rows[1])], gtid=(U, 1))
+    writer.transaction([("c", TYPES, None, rows[2]), ("c", TYPES, None, nulls)])  # anonymous
+    writer.transaction([("u", TYPES, rows[0], rows[3])], gtid=(U, 2), compressed=True)
+    writer.transaction([("d", TYPES, rows[1], None), ("c", TYPES, None, rows[4])], gtid=(U, 3))
+    primary = serve(primaries, writer, TYPES)
+    with MySQLCatalog("127.0.0.1", primary.port, "cdc", "cdc-pw") as catalog:
+        schema = catalog.load_schema("shop", "types")
+        start = resolve_startup(catalog, source_of(primary), "earliest")
+    got = change_rows(stream(primary, start, tmp_path, 7))
+    cols = schema.columns
+
+    def want(row: tuple[Any, ...] | None) -> dict[str, Any] | None:
+        return (
+            None
+            if row is None
+            else {c.name: expected(c, v) for c, v in zip(cols, row, strict=True)}
+        )
+
+    assert [(r["op"], image(cols, r["before"]), image(cols, r["after"])) for r in got] == [
+        ("c", None, want(rows[0])), ("c", None, want(rows[1])), ("c", None, want(rows[2])),
+        ("c", None, want(nulls)), ("u", want(rows[0]), want(rows[3])),
+        ("d", want(rows[1]), None), ("c", None, want(rows[4])),
+    ]  # fmt: skip
+    gtids = [r["source"]["gtid"] for r in got]
+    assert gtids == [f"{U}:1", f"{U}:1", "", "", f"{U}:2", f"{U}:3", f"{U}:3"]
+    positions = [r["source"]["position"] for r in got]
+    assert positions == sorted(positions) and len(set(positions)) == len(positions)
+    assert [r["source"]["row"] for r in got] == [0, 1, 0, 1, 0, 0, 0]
+
+
+def partial_update(writer: BinlogWriter, gno: int, before: Any, diffs: bytes, compressed: bool
+                   ) -> None:  # fmt: skip
+    """A transaction holding one PARTIAL_UPDATE_ROWS event of DOCS row 1 (note kept)."""
+    row = pj.partial_row(
+        [pj.int32(1), pj.json_value(before), pj.varchar("n")],
+        [pj.int32(1), diffs, pj.varchar("n")], [0], 1,
+    )  # fmt: skip
+    body = pj.event(3, [0, 1, 2], [0, 1, 2], [row])[19:]
+    layout = writer.layout(DOCS)
+    inner = [(mev.QUERY, mev.query_body("", "BEGIN")), (mev.TABLE_MAP, layout.table_map_body),
+             (39, body), (mev.XID, mev.xid_body(900 + gno))]  # fmt: skip
+    writer._group(inner, (U, gno), compressed, writer.now + 1, 0)
+
+
+def test_partial_json_updates_arrive_as_whole_documents_and_a_ddl_changes_the_schema(
+    tmp_path: Path, primaries: list[MySQLPrimary]
+) -> None:
+    writer = BinlogWriter()
+    doc = {"a": 1, "list": [1, 2], "keep": "x"}
+    writer.transaction([("c", DOCS, None, (1, doc, "n"))], gtid=(U, 1))
+    primary = serve(primaries, writer, DOCS)
+    with MySQLCatalog("127.0.0.1", primary.port, "cdc", "cdc-pw") as catalog:
+        start = resolve_startup(catalog, source_of(primary), "earliest")
+    replace = pj.diffs(pj.diff(pj.REPLACE, "$.a", 5), pj.diff(pj.INSERT, "$.list[1]", "x"))
+    partial_update(writer, 2, doc, replace, compressed=False)
+    changed = {"a": 5, "list": [1, "x", 2], "keep": "x"}
+    partial_update(writer, 3, changed, pj.diffs(pj.diff(pj.REMOVE, "$.keep")), compressed=True)
+    writer.ddl((U, 4), "shop", "ALTER TABLE docs ADD COLUMN extra JSON")
+    wider = Table("shop", "docs", [*DOCS.columns, Column("extra", "json")], ["id"], table_id=8)
+    writer.transaction([("c", wider, None, (2, [1], "m", {"z": None}))], gtid=(U, 5))
+    items = stream(primary, start, tmp_path, 4)
+    got = change_rows(items)
+    afters = [json.loads(r["after"]) for r in got]
+    assert [json.loads(a["doc"]) for a in afters] == [
+        doc,
+        changed,
+        {"a": 5, "list": [1, "x", 2]},
+        [1],
+    ]
+    assert json.loads(afters[3]["extra"]) == {"z": None}
+    ddl = [i for i in items if i.is_ddl and i.batch is not None]
+    assert any("ADD COLUMN extra JSON" in str(r["ddl"]) for i in ddl for r in i.batch.to_pylist())
+    assert isinstance(items[-1].after, BinlogOffset) and items[-1].after.gtid == f"{U}:1-5"
+
+
+def test_a_start_by_gtid_set_skips_what_it_holds_then_resumes_by_position(
+    tmp_path: Path, primaries: list[MySQLPrimary]
+) -> None:
+    writer = BinlogWriter()
+    for gno in range(1, 6):
+        row = (gno, {"n": gno}, f"r{gno}")
+        writer.transaction([("c", DOCS, None, row)], gtid=(U, gno))
+        if gno == 3:
+            writer.rotate()
+    primary = serve(primaries, writer, DOCS)
+    source = source_of(primary)
+    with MySQLCatalog("127.0.0.1", primary.port, "cdc", "cdc-pw") as catalog:
+        start = resolve_startup(catalog, source, f"gtid:{U}:1-3")
+        assert catalog.current_offset().gtid == f"{U}:1-5"
+    assert (start.file, start.gtid) == ("binlog.000002", f"{U}:1-3")
+    items = stream(primary, start, tmp_path / "a", 2)
+    assert [json.loads(r["after"])["id"] for r in change_rows(items)] == [4, 5]
+    # the offset after transaction 4 resumes by file and position: only 5 follows
+    after_four = next(i.after for i in items if i.batch is not None and not i.is_ddl)
+    assert isinstance(after_four, BinlogOffset) and after_four.gtid == f"{U}:1-4"
+    resumed = stream(primary, after_four, tmp_path / "b", 1, settle=1.0)
+    assert [json.loads(r["after"])["id"] for r in change_rows(resumed)] == [5]
+    # a set the reader resumes with that holds a later transaction: that one is not delivered
+    stale = BinlogOffset("binlog.000002", start.pos, f"{U}:1-3:5")
+    again = stream(primary, stale, tmp_path / "c", 1, settle=1.0)
+    assert [json.loads(r["after"])["id"] for r in change_rows(again)] == [4]
