@@ -13,22 +13,12 @@ import struct
 from collections.abc import Sequence
 
 from sparkcdc.sources.mysql.binlog import json_doc
+from tests.cases.mysql8.events import packed as packed
 
 HEADER = bytes(range(19))  # a stand-in common header, which the rewrite must keep as it is
 REPLACE, INSERT, REMOVE = 0, 1, 2
 
 Image = Sequence[bytes | None]
-
-
-def packed(n: int) -> bytes:
-    """A length-encoded (packed) integer."""
-    if n < 251:
-        return bytes([n])
-    if n < 1 << 16:
-        return b"\xfc" + n.to_bytes(2, "little")
-    if n < 1 << 24:
-        return b"\xfd" + n.to_bytes(3, "little")
-    return b"\xfe" + n.to_bytes(8, "little")
 
 
 def document(value: object) -> bytes:

@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tests.cases.mysql8.events import packed
+
 if TYPE_CHECKING:
     from tests.fakes.mysql_primary import MySQLPrimary
 
@@ -27,14 +29,7 @@ _NUMERIC_FIELDS = {"NUMERIC_PRECISION", "NUMERIC_SCALE", "CHARACTER_MAXIMUM_LENG
 STATUS_AUTOCOMMIT = 0x0002
 
 
-def lenenc(n: int) -> bytes:
-    if n < 251:
-        return bytes([n])
-    if n < 1 << 16:
-        return b"\xfc" + n.to_bytes(2, "little")
-    if n < 1 << 24:
-        return b"\xfd" + n.to_bytes(3, "little")
-    return b"\xfe" + n.to_bytes(8, "little")
+lenenc = packed  # the protocol's length-encoded integer is the binlog's packed integer
 
 
 def lenenc_str(raw: bytes) -> bytes:
