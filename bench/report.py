@@ -139,6 +139,9 @@ def render(r: dict[str, Any]) -> str:
     inc = r.get("incremental")
     if inc:
         out += _incremental(inc)
+    my = r.get("mysql")
+    if my:
+        out += _mysql(my)
     out += ["## Where the time goes", "", *_profile(r.get("profile")), NOTES, ""]
     if HISTORY.exists():
         out += [HISTORY.read_text()]
@@ -479,3 +482,40 @@ def _incremental(s: dict[str, Any]) -> list[str]:
         "",
     ]
     return out
+
+
+def _mysql(s: dict[str, Any]) -> list[str]:
+    """Section 6: the log reader alone on MySQL 8's binlog next to MariaDB's."""
+    maria, mysql, alone = s["mariadb"], s["mysql"], s["primary_alone"]
+
+    def row(name: str, m: dict[str, Any], unit: str, primary: bool = True) -> str:
+        runs = ", ".join(f"{x:.2f}" for x in m.get("runs", []))
+        served = f"{m['primary_cpu_s']:.2f} s" if primary else "—"
+        return (
+            f"| {name} | {m['rows']:,} {unit} | {m['seconds']:.2f} s ({runs}) | "
+            f"{m['rows_per_s']:,.0f} {unit}/s | {m['bench_cpu_s']:.2f} s | {served} |"
+        )
+
+    return [
+        f"## 6. MySQL 8 binlog: {s['changes']:,} changes, next to MariaDB's",
+        "",
+        f"{s['inserts']:,} single-row insert transactions, then {s['update_rounds']} "
+        "transactions each updating every row, on MariaDB (written by the server) and in a "
+        f"MySQL {s['mysql_version']} binlog built byte by byte in MySQL's formats by the tests' "
+        f"writer ({s['mysql_events']:,} events, built in {s['mysql_build_s']:.1f} s, not "
+        "counted), served by the tests' protocol-level MySQL 8 primary (`tests/fakes/"
+        "mysql_primary.py`, pure Python) in a process of its own, as `mariadbd` is. The log "
+        "reader alone (`reader_only`, typed, from `earliest`) runs in a thread of the bench "
+        "process on each; the median of the runs taking turns. CPU: the bench process's "
+        "(reader and the thread draining the store) and the MySQL primary process's, during "
+        "the run (medians).",
+        "",
+        "| | changes | seconds (runs) | rate | bench CPU | MySQL primary CPU |",
+        "|---|---:|---:|---:|---:|---:|",
+        row("log reader, MariaDB", maria, "changes", primary=False),
+        row("log reader, MySQL 8 test primary", mysql, "changes"),
+        row("MySQL 8 test primary alone (bare session counting events)", alone, "events"),
+        "",
+        f"MySQL/MariaDB: **{s['ratio']:.2f}×** the rate.",
+        "",
+    ]

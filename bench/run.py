@@ -15,6 +15,8 @@ Every figure is measured in this run, next to its baseline on the same binlog, a
 5. An incremental snapshot of that 2M-row table while the pipeline streams 2k rows/s into other
    tables: its rows/s with one and two chunks read per window, and the stream's latency
    meanwhile next to an idle run's (:mod:`bench.incremental`).
+6. ``mysql``: the log reader alone on 1M changes from the tests' MySQL 8 primary next to the
+   same on MariaDB, in the same run (:mod:`bench.mysql`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import baselines, incremental, latency, profile, snapshot, stream, workload
+from bench import baselines, incremental, latency, mysql, profile, snapshot, stream, workload
+from sparkcdc.config.model import SourceConfig
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 HERE = Path(__file__).resolve().parent
@@ -69,13 +72,17 @@ def run_available_now(cfg: Path) -> float:
     return time.perf_counter() - started
 
 
-def reader_only(server: ThrowawayMariaDB, rows: int, work: Path) -> baselines.Measurement:
+def reader_only(
+    server: ThrowawayMariaDB | SourceConfig, rows: int, work: Path
+) -> baselines.Measurement:
     """sparkcdc's log reader alone (opened through the source port, with typed images as
-    ``sparkcdc run`` opens it): replication protocol + row decoding into Arrow, drained."""
+    ``sparkcdc run`` opens it): replication protocol + row decoding into Arrow, drained.
+    ``server``: a throwaway MariaDB (``bench.events`` captured) or a source's configuration."""
     from sparkcdc.sources.registry import open_source
     from sparkcdc.store.ring import EventStore
 
-    source = open_source(server.source_config(r"bench\.events"))
+    config = server if isinstance(server, SourceConfig) else server.source_config(r"bench\.events")
+    source = open_source(config)
     start = source.startup_offset("earliest")
     store = EventStore(max_bytes=64 * 1024 * 1024, max_items=16384, batch_mode="MEMSIZE")
     reader = source.open_reader(start, store, str(work / "history.jsonl"), 2048, typed=True)
@@ -245,6 +252,10 @@ def profile_section(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         server.stop()
 
 
+def mysql_section(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    return mysql.mysql_section(args, work, reader_only)
+
+
 def write_report(results: dict[str, Any]) -> None:
     (HERE / "results.json").write_text(json.dumps(results, indent=2))
     from bench.report import render
@@ -260,6 +271,7 @@ SECTIONS = {
     "snapshot": snapshot_section,
     "incremental": incremental_section,
     "profile": profile_section,
+    "mysql": mysql_section,
 }
 
 
@@ -296,6 +308,12 @@ def main() -> int:
         "--no-incremental-baseline",
         action="store_true",
         help="skip the one-chunk-per-window run (about 5 minutes)",
+    )
+    parser.add_argument(
+        "--mysql-changes",
+        type=int,
+        default=1_000_000,
+        help="changes of the mysql section (inserts, then --update-rounds updates of each row)",
     )
     parser.add_argument("--only", choices=list(SECTIONS), action="append")
     args = parser.parse_args()
