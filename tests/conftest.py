@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
+from tests.fakes.mysql_primary import MySQLPrimary
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -34,3 +35,12 @@ def db(mariadb: ThrowawayMariaDB, request: pytest.FixtureRequest) -> str:
     name = f"t_{name}"
     mariadb.execute(f"DROP DATABASE IF EXISTS `{name}`", f"CREATE DATABASE `{name}`")
     return name
+
+
+@pytest.fixture
+def primaries() -> Iterator[list[MySQLPrimary]]:
+    """MySQL 8 test primaries a test starts (appended here), closed after it."""
+    made: list[MySQLPrimary] = []
+    yield made
+    for primary in made:
+        primary.close()

@@ -8,13 +8,21 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Protocol
 
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 
+class Server(Protocol):
+    """What a pipeline file needs of a server: its loopback port."""
+
+    @property
+    def port(self) -> int: ...
+
+
 def write_config(
     tmp: Path,
-    server: ThrowawayMariaDB,
+    server: Server,
     tables: str,
     *,
     startup: str = "earliest",

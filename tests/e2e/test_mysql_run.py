@@ -25,7 +25,7 @@ def test_check_and_run_on_a_mysql_8_server(tmp_path: Path) -> None:
     writer.transaction([("d", TYPES, rows[1], None)], gtid=(U, 2), compressed=True)
     writer.transaction([("c", TYPES, None, rows[5]), ("c", TYPES, None, rows[6])], gtid=(U, 3))
     with MySQLPrimary("cdc", "cdc-pw", binlog=writer, tables=[TYPES]) as primary:
-        cfg = write_config(tmp_path, primary, r"shop\.types", user="cdc", password="cdc-pw")  # type: ignore[arg-type]
+        cfg = write_config(tmp_path, primary, r"shop\.types", user="cdc", password="cdc-pw")
         code, out = run(cfg, command="check")
         assert code == 0, out
         available_now(cfg)

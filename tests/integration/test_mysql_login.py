@@ -4,7 +4,6 @@ authentication over TLS, and the sentences for what it refuses."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,14 +29,6 @@ def dump_from(primary: MySQLPrimary, password: str, tls: str) -> list[bytes]:
         return [event for events in stream for event in events]
     finally:
         conn.close()
-
-
-@pytest.fixture
-def primaries() -> Iterator[list[MySQLPrimary]]:
-    made: list[MySQLPrimary] = []
-    yield made
-    for primary in made:
-        primary.close()
 
 
 def test_caching_sha2_fast_path_in_clear_text_and_full_authentication_over_tls(

@@ -9,11 +9,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.logitem import LogItem
@@ -50,14 +47,6 @@ DOCS = Table(
     "shop", "docs", [Column("id", "int"), Column("doc", "json"), Column("note", "varchar(20)")],
     ["id"], table_id=7,
 )  # fmt: skip
-
-
-@pytest.fixture
-def primaries() -> Iterator[list[MySQLPrimary]]:
-    made: list[MySQLPrimary] = []
-    yield made
-    for primary in made:
-        primary.close()
 
 
 def serve(made: list[MySQLPrimary], writer: BinlogWriter, *tables: Table) -> MySQLPrimary:
