@@ -4,7 +4,8 @@
 (flags u16, server_id u32, name length u32, name, pos u64, GTID set length u32, encoded set):
 per file a fake ROTATE (timestamp 0, log_pos 0, LOG_EVENT_ARTIFICIAL_F, position and name), the
 file's FORMAT_DESCRIPTION (in-use flag cleared; log_pos and create time 0 when the dump starts
-past it), then the file's events from the position on, following ROTATEs into the next file. A
+past it), then the file's events from the position on, following ROTATEs into the next file;
+when nothing is skipped, as packets framed once per file (:mod:`tests.fakes.mysql_frames`). A
 GTID dump starts at the newest file whose PREVIOUS_GTIDS the replica has and skips each group
 from a GTID event in the replica's set, telling the position it skipped to with a HEARTBEAT. At
 the end of the last file: EOF for BINLOG_DUMP_NON_BLOCK (or server id 0), else a wait for new
@@ -32,14 +33,7 @@ if TYPE_CHECKING:
 NON_BLOCK = 0x01
 THROUGH_GTID = 0x04
 FATAL = 1236
-
-
-def split(item: bytes, at: int = 0) -> Iterator[bytes]:
-    """The whole events back to back in ``item`` from byte ``at``."""
-    while at < len(item):
-        size = int.from_bytes(item[at + 9 : at + 13], "little")
-        yield item if at == 0 and size == len(item) else item[at : at + size]
-        at += size
+SEND_BYTES = 1 << 16  # per send
 
 
 def _fatal(message: str) -> SqlError:
@@ -69,7 +63,7 @@ class Dump:
 
     def send(self, data: bytes) -> None:
         self.out += self.link.frame(b"\0" + data)
-        if len(self.out) > 1 << 16:
+        if len(self.out) > SEND_BYTES:
             self.flush()
 
     def flush(self) -> None:
@@ -185,6 +179,13 @@ class Dump:
     ) -> str | None:  # fmt: skip
         """Send ``name`` from ``pos``; the next file's name, or None when the dump ends."""
         skipping, skipped_to = False, 0
+        framed = None if gtids else self.p.framed(name, pos, self.link.seq, SEND_BYTES)
+        if framed is not None:  # nothing to skip: the packets as framed once
+            pieces, count, pos = framed
+            self.flush()
+            for piece in pieces:
+                self.link.sock.sendall(piece)
+            self.link.seq = (self.link.seq + count) & 0xFF
         cursor = self.p.events_from(items, pos)
         while True:
             for end, data in cursor:

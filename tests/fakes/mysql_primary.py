@@ -28,7 +28,8 @@ from tests.cases.mysql8 import events as ev
 from tests.cases.mysql8.binlog import BinlogWriter, Change, Gtid
 from tests.cases.mysql8.columns import Table
 from tests.cases.mysql8.gtids import GtidSet
-from tests.fakes.mysql_dump import FATAL, Dump, gtid_of, split
+from tests.fakes.mysql_dump import FATAL, Dump, gtid_of
+from tests.fakes.mysql_frames import FramedFile, split
 from tests.fakes.mysql_results import Answers, SqlError, err_packet
 from tests.fakes.mysql_wire import OK, SHA2, Link, login
 
@@ -95,6 +96,7 @@ class MySQLPrimary:
         self._answers = Answers(self)
         self._sockets: set[socket.socket] = set()
         self._sizes: dict[str, tuple[int, int]] = {}
+        self._frames: dict[str, FramedFile] = {}
         self._gtids: dict[str, tuple[int, GtidSet]] = {}
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.host, self.port = "127.0.0.1", self._listener.getsockname()[1]
@@ -233,6 +235,21 @@ class MySQLPrimary:
             self._sizes[name] = (len(items), size)
         return size
 
+    def framed(
+        self, name: str, pos: int, seq: int, chunk: int
+    ) -> tuple[Iterator[bytes], int, int] | None:
+        """File ``name``'s events from ``pos`` on as dump packets numbered from ``seq``: (the
+        packets in pieces of ``chunk`` bytes, their count, the position after them); None
+        where they cannot be sent so."""
+        with self.changed:
+            items = self.files[name]
+            frames = self._frames.get(name)
+            if frames is None or frames.items > len(items):
+                frames = self._frames[name] = FramedFile()
+            frames.extend(items)
+            found = frames.packets(pos, seq, chunk)
+            return None if found is None else (*found, frames.end)
+
     def file_sizes(self) -> list[tuple[str, int]]:
         return [(name, self.file_size(name)) for name in self.file_names()]
 
@@ -308,6 +325,7 @@ class MySQLPrimary:
         with contextlib.suppress(OSError):
             while True:
                 conn, _ = self._listener.accept()
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as mysqld does
                 self._sockets.add(conn)
                 threading.Thread(target=self._session, args=(conn,), daemon=True).start()
 

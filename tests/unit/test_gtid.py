@@ -46,10 +46,12 @@ def test_the_dump_and_previous_gtids_encoding() -> None:
 
 @given(st.lists(st.tuples(st.sampled_from([A, B]), st.integers(1, 60)), max_size=80))
 def test_adding_transactions_keeps_the_set_of_exactly_those(added: list[tuple[str, int]]) -> None:
-    gset = GtidSet()
+    gset, seen = GtidSet(), set()
     for sid, gno in added:
-        if (sid, gno) not in gset:
-            gset.add(sid, gno)
+        text = gset.add_new(sid, gno)
+        assert (text is not None) == ((sid, gno) not in seen)
+        assert text is None or text == gset.text()
+        seen.add((sid, gno))
     assert {(s, n) for s in (A, B) for n in range(1, 61) if (s, n) in gset} == set(added)
     again = GtidSet.parse(gset.text())
     assert again.text() == gset.text()

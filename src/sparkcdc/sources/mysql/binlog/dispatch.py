@@ -137,7 +137,8 @@ class BinlogDispatch(TransactionEvents):
         table_map, gtid_event, xid, query = ev.TABLE_MAP, ev.GTID, ev.XID, ev.QUERY
         mysql_gtids, heartbeats, artificial = ev.MYSQL_GTID_EVENTS, ev.HEARTBEATS, ARTIFICIAL
         before_format = (ev.ROTATE, ev.FORMAT_DESCRIPTION, *heartbeats)
-        for data in events:
+        following = iter(events)
+        for data in following:
             ts, etype, server_id, size, next_pos, flags = unpack_header(data, 0)
             if next_pos and not flags & artificial and etype not in heartbeats:
                 self._read_pos = next_pos
@@ -160,10 +161,22 @@ class BinlogDispatch(TransactionEvents):
             elif etype in mysql_gtids:
                 assert fd is not None
                 self._begin_mysql(data, fd.header_len, etype, server_id, next_pos - size, ts)
+                if next_pos >= stop_pos and self._file == stop_file:
+                    raise ReachedStop
+                # its QUERY BEGIN, in a DML transaction (no stop and no reconnect lands
+                # between the two; the next event moves the read position on)
+                follower = next(following, None)
+                if follower is not None:
+                    if follower[4] == query and follower.endswith(
+                        b"\0BEGIN", 0, len(follower) - self._trailer
+                    ):
+                        self._standalone = False
+                    else:
+                        self._dispatch([follower])  # not BEGIN: e.g. an atomic DDL
+                continue
             elif etype == query:
                 assert fd is not None
-                end = len(data) - self._trailer
-                if data.endswith(b"BEGIN", 0, end) and data[end - 6] == 0:
+                if data.endswith(b"\0BEGIN", 0, len(data) - self._trailer):
                     self._standalone = False  # MySQL's, after its GTID event
                 else:
                     self._query(ev.parse_query(data, fd), next_pos - size, next_pos)

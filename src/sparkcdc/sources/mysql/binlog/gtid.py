@@ -82,6 +82,21 @@ class GtidSet:
             self._add_interval(sid, gno, gno)
         self._text = None
 
+    def add_new(self, sid: str, gno: int) -> str | None:
+        """Add transaction ``sid:gno`` unless the set has it: the set's text after, or None."""
+        spans = self.intervals.get(sid)
+        if spans is not None and spans[-1][1] + 1 == gno:
+            spans[-1][1] = gno  # the next transaction of this server: the common case
+            if len(spans) == 1 and len(self.intervals) == 1:
+                text = self._text = f"{sid}:{spans[0][0]}-{gno}"
+                return text
+            self._text = None
+            return self.text()
+        if (sid, gno) in self:
+            return None
+        self.add(sid, gno)
+        return self.text()
+
     def _add_interval(self, sid: str, lo: int, hi: int) -> None:
         spans = [*self.intervals.get(sid, []), [lo, hi]]
         spans.sort()

@@ -32,6 +32,7 @@ log = logging.getLogger("sparkcdc.reader")
 
 _IGNORED_QUERIES = ("BEGIN", "XA ", "SAVEPOINT", "ROLLBACK TO", "RELEASE SAVEPOINT")
 COALESCE_SECONDS = 0.05  # the longest a committed transaction waits in the pending item
+_ANONYMOUS, _unpack_gtid = ev.MYSQL_ANONYMOUS_GTID, ev.unpack_mysql_gtid
 _DELIVERED = 1 << 62  # skip every row: the transaction is in the GTID set already
 
 
@@ -90,21 +91,23 @@ class TransactionEvents:
         """A MySQL GTID or anonymous GTID event: standalone until its QUERY ``BEGIN``."""
         if not self._mysql:
             self._mysql, self._gtid_text = True, None
-        before = self._gtid_position()
+        before = self._gtid_text
+        if before is None:
+            before = self._gtid_position()
         delivered = False
-        if etype == ev.MYSQL_ANONYMOUS_GTID:
+        if etype == _ANONYMOUS:
             transaction = ""  # gtid_mode OFF: the transaction has no id
         else:
-            _, sid_bytes, gno = ev.unpack_mysql_gtid(data, start)
+            _, sid_bytes, gno = _unpack_gtid(data, start)
             sid = self._sids.get(sid_bytes)
             if sid is None:
                 sid = self._sids[sid_bytes] = str(uuidlib.UUID(bytes=bytes(sid_bytes)))
             transaction = f"{sid}:{gno}"
-            gset = self._gtid_set
-            delivered = (sid, gno) in gset
-            if not delivered:
-                gset.add(sid, gno)
-                self._gtid_text = None
+            added = self._gtid_set.add_new(sid, gno)
+            if added is None:
+                delivered = True
+            else:
+                self._gtid_text = added
         self._open(transaction, before, server_id, pos, ts, delivered)
         self._standalone = True
 
