@@ -48,11 +48,12 @@ def format_mariadb_gtid(state: dict[int, tuple[int, int]]) -> str:
 class GtidSet:
     """A MySQL GTID set: per source uuid, sorted disjoint intervals ``[first, last]``."""
 
-    __slots__ = ("intervals", "_text")
+    __slots__ = ("intervals", "_text", "_only")
 
     def __init__(self) -> None:
         self.intervals: dict[str, list[list[int]]] = {}
         self._text: str | None = ""
+        self._only: list[int] | None = None  # the interval, while the set is one interval
 
     @classmethod
     def parse(cls, text: str) -> GtidSet:
@@ -76,6 +77,7 @@ class GtidSet:
         spans = self.intervals.get(sid)
         if spans is None:
             self.intervals[sid] = [[gno, gno]]
+            self._only = None
         elif spans[-1][1] + 1 == gno:
             spans[-1][1] = gno  # the next transaction of this server: the common case
         else:
@@ -85,13 +87,15 @@ class GtidSet:
     def add_new(self, sid: str, gno: int) -> str | None:
         """Add transaction ``sid:gno`` unless the set has it: the set's text after, or None."""
         spans = self.intervals.get(sid)
-        if spans is not None and spans[-1][1] + 1 == gno:
-            spans[-1][1] = gno  # the next transaction of this server: the common case
-            if len(spans) == 1 and len(self.intervals) == 1:
-                text = self._text = f"{sid}:{spans[0][0]}-{gno}"
-                return text
-            self._text = None
-            return self.text()
+        if spans is not None:
+            last = spans[-1]
+            if last[1] + 1 == gno:  # the next transaction of this server: the common case
+                last[1] = gno
+                if last is self._only:  # the set is this one interval
+                    text = self._text = f"{sid}:{last[0]}-{gno}"
+                    return text
+                self._text = None
+                return self.text()
         if (sid, gno) in self:
             return None
         self.add(sid, gno)
@@ -107,7 +111,7 @@ class GtidSet:
             else:
                 merged.append([first, last])
         self.intervals[sid] = merged
-        self._text = None
+        self._text = self._only = None
 
     def __contains__(self, gtid: tuple[str, int]) -> bool:
         sid, gno = gtid
@@ -120,7 +124,8 @@ class GtidSet:
         """``uuid:1-5:7,…`` with uuids sorted, as MySQL prints ``@@gtid_executed``."""
         if self._text is None and len(self.intervals) == 1:
             ((sid, spans),) = self.intervals.items()
-            if len(spans) == 1:  # one server, no gap: once per transaction
+            if len(spans) == 1:  # one server, no gap
+                self._only = spans[0]
                 lo, hi = spans[0]
                 self._text = f"{sid}:{lo}" if lo == hi else f"{sid}:{lo}-{hi}"
         if self._text is None:
