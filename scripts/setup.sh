@@ -11,6 +11,14 @@ if [ "$(id -u)" != "0" ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; f
 need=()
 command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
 command -v mariadb-binlog >/dev/null 2>&1 || need+=(mariadb-client)
+# PostgreSQL's server (initdb, postgres; pg_recvlogical comes with it, from the client package)
+pg_bin() {  # the newest /usr/lib/postgresql/<version>/bin/$1, else $1 on PATH, else nothing
+  local found
+  found=$(ls -d /usr/lib/postgresql/*/bin/"$1" 2>/dev/null | sort -V | tail -1 || true)
+  echo "${found:-$(command -v "$1" || true)}"
+}
+if [ -z "$(pg_bin initdb)" ]; then need+=(postgresql)
+elif [ -z "$(pg_bin pg_recvlogical)" ]; then need+=(postgresql-client); fi
 java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1; }
 if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ]; then need+=(default-jre-headless); fi
 
@@ -67,4 +75,4 @@ for src in src/sparkcdc/sources/mysql/binlog/_*.c; do
     gcc -O2 -Wall -shared -fPIC -I"$inc" "$src" -o "$ext"
   fi
 done
-echo "setup: ready ($(.venv/bin/python --version), $(java -version 2>&1 | head -1), $(mariadbd --version 2>/dev/null || /usr/sbin/mariadbd --version))"
+echo "setup: ready ($(.venv/bin/python --version), $(java -version 2>&1 | head -1), $(mariadbd --version 2>/dev/null || /usr/sbin/mariadbd --version), $("$(pg_bin postgres)" --version))"

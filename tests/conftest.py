@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
+from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 from tests.fakes.mysql_primary import MySQLPrimary
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -34,6 +35,27 @@ def db(mariadb: ThrowawayMariaDB, request: pytest.FixtureRequest) -> str:
     name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:48]
     name = f"t_{name}"
     mariadb.execute(f"DROP DATABASE IF EXISTS `{name}`", f"CREATE DATABASE `{name}`")
+    return name
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[ThrowawayPostgres]:
+    """A private PostgreSQL server for the whole session (wal_level=logical; the superuser
+    ``postgres`` with a password over TCP)."""
+    server = ThrowawayPostgres.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pgdb(postgres: ThrowawayPostgres, request: pytest.FixtureRequest) -> str:
+    """A PostgreSQL database of the test's own, created empty (named after the test)."""
+    name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:48]
+    name = f"t_{name}"
+    postgres.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    postgres.create_database(name)
     return name
 
 

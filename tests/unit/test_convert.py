@@ -38,3 +38,22 @@ def test_many_blocks_and_a_row_bigger_than_a_block_keep_order_and_values() -> No
     assert ids == [None if i % 1000 == 0 else i for i in range(len(bodies))]
     assert decoded.field("body")[31337].as_py() == bodies[31337]
     assert str(decoded.field("amount")[59999].as_py()) == "59999.0000000001"
+
+
+def test_a_boolean_column_reads_back_from_json_images_and_writes_them_again() -> None:
+    from sparkcdc.core.images import json_values, struct_maker
+    from sparkcdc.core.schema import Column
+
+    flags = TableSchema(
+        "db",
+        "flags",
+        (column("id", "bigint"), Column("on", "boolean", logical="boolean")),
+        primary_key=("id",),
+    )
+    images = pa.array(['{"id": 1, "on": true}', None, '{"id": 3, "on": false}', '{"id": 4}'])
+    decoded = decode_images(images, flags)
+    assert decoded.field("on").type == pa.bool_()
+    assert decoded.field("on").to_pylist() == [True, None, False, None]
+    typed = struct_maker(flags)([(1, True), None, (3, False)])
+    assert json_values(typed, ["id", "on"]) == [[1, True], None, [3, False]]
+    assert Column("on", "boolean", logical="boolean").spark_type() == "boolean"

@@ -7,7 +7,7 @@ to the Arrow type of its logical type (:mod:`sparkcdc.core.types`):
 ==========================  ================  ==========================================
 logical type                read as           then
 ==========================  ================  ==========================================
-int8 .. int64               itself
+int8 .. int64, boolean      itself
 uint64                      uint64            cast to decimal(20,0)
 float32                     double            cast to float (the shortest text round-trips)
 decimal(p,s)                string            cast to decimal(p,s), exact
@@ -48,7 +48,7 @@ def _read_type(column: Column, target: pa.DataType) -> pa.DataType:
         return pa.uint64()
     if column.logical == "float32":
         return pa.float64()
-    if pa.types.is_integer(target) or pa.types.is_floating(target):
+    if pa.types.is_integer(target) or pa.types.is_floating(target) or pa.types.is_boolean(target):
         return target
     return pa.string()
 

@@ -14,6 +14,7 @@ int32, int64      int32, int64           smallint, int,
 uint64            decimal128(20, 0)      decimal(20,0)    number (0 .. 2**64 - 1)
 float32           float32                float            number (read as a double)
 float64           float64                double           number
+boolean           bool                   boolean          true / false
 decimal(p,s)      decimal128(p, s)       decimal(p,s)     string of the exact digits
                   (p <= 38)
 string            string                 string           string
@@ -40,6 +41,7 @@ _ARROW: dict[str, pa.DataType] = {
     "uint64": pa.decimal128(20, 0),
     "float32": pa.float32(),
     "float64": pa.float64(),
+    "boolean": pa.bool_(),
     "string": pa.string(),
     "binary": pa.binary(),
     "date": pa.date32(),
@@ -54,6 +56,7 @@ _SPARK = {
     "uint64": "decimal(20,0)",
     "float32": "float",
     "float64": "double",
+    "boolean": "boolean",
     "string": "string",
     "binary": "binary",
     "date": "date",

@@ -1,0 +1,1 @@
+"""The PostgreSQL source: logical replication with pgoutput, snapshots and a throwaway server."""

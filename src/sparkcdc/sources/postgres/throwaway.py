@@ -1,0 +1,292 @@
+"""A throwaway PostgreSQL server for the demo, the tests and the benchmarks.
+
+It runs Debian's ``postgres`` on a free loopback port with a fresh ``initdb`` data folder and the
+settings change data capture needs (``wal_level=logical``, replication slots and WAL senders),
+tuned for speed over durability. The superuser ``postgres`` logs in with a password over TCP
+(scram-sha-256, also for replication connections) and without one on the folder's unix socket.
+PostgreSQL refuses to run as root: as root, the server runs as the ``postgres`` system user
+(``nobody`` if there is none), which then owns the temporary folder.
+
+    server = ThrowawayPostgres.start()
+    server.create_database("shop")
+    server.execute("CREATE TABLE t (id int PRIMARY KEY)", database="shop")
+    ...
+    server.stop()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg2
+import psycopg2.extensions
+
+from sparkcdc.sources.mysql.throwaway import ThrowawayServerError, free_port
+
+__all__ = ["CDC_SETTINGS", "ThrowawayPostgres", "ThrowawayServerError", "throwaway_postgres"]
+
+CDC_SETTINGS: dict[str, str] = {
+    "wal_level": "logical",
+    "max_replication_slots": "20",
+    "max_wal_senders": "20",
+    "max_connections": "200",
+    "fsync": "off",
+    # on: logical decoding and WAL senders only see flushed WAL, so with "off" a commit shows up
+    # a wal_writer_delay (200 ms) late and an immediate stop loses it; with fsync off, "on"
+    # costs a write() per commit, no disk flush
+    "synchronous_commit": "on",
+    "full_page_writes": "off",
+    "shared_buffers": "128MB",
+    "timezone": "UTC",
+    "log_min_messages": "warning",
+}
+
+HBA = """\
+# TYPE  DATABASE     USER  ADDRESS       METHOD
+local   all          all                 trust
+local   replication  all                 trust
+host    all          all   127.0.0.1/32  scram-sha-256
+host    replication  all   127.0.0.1/32  scram-sha-256
+"""
+
+
+def _bin_dir() -> Path:
+    """The newest ``/usr/lib/postgresql/<version>/bin`` with ``initdb``, else ``initdb``'s
+    folder on PATH."""
+
+    def version(path: Path) -> tuple[int, ...]:
+        parts = path.parent.name.split(".")
+        return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else (-1,)
+
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=version)
+    if found:
+        return found[-1].parent
+    on_path = shutil.which("initdb")
+    if on_path and shutil.which("postgres", path=str(Path(on_path).parent)):
+        return Path(os.path.realpath(on_path)).parent
+    raise ThrowawayServerError(
+        "PostgreSQL's initdb was not found; install Debian's postgresql package "
+        "(scripts/setup.sh does it)."
+    )
+
+
+def _run_as() -> pwd.struct_passwd | None:
+    """The account to run the server as: None (this one) unless we are root."""
+    if os.geteuid() != 0:
+        return None
+    for name in ("postgres", "nobody"):
+        with contextlib.suppress(KeyError):
+            return pwd.getpwnam(name)
+    raise ThrowawayServerError("running as root, and there is no postgres or nobody user")
+
+
+def _popen_args(account: pwd.struct_passwd | None) -> dict[str, Any]:
+    """subprocess arguments that drop root to ``account`` (and its group only)."""
+    if account is None:
+        return {}
+    return {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
+
+
+@dataclass
+class ThrowawayPostgres:
+    """One private ``postgres`` process; ``user`` is a superuser with ``password``."""
+
+    port: int
+    root_dir: Path
+    args: list[str]
+    process: subprocess.Popen[bytes]
+    host: str = "127.0.0.1"
+    user: str = "postgres"
+    password: str = "postgres-pw"
+    database: str = "postgres"
+
+    @classmethod
+    def start(
+        cls,
+        base_dir: str | os.PathLike[str] | None = None,
+        settings: Mapping[str, str] | None = None,
+        port: int | None = None,
+        timeout: float = 60.0,
+    ) -> ThrowawayPostgres:
+        """``initdb`` a fresh folder (under ``base_dir``, which the server's account must be
+        able to enter) and start the server with :data:`CDC_SETTINGS` and ``settings`` over
+        them; returns once it accepts connections."""
+        bin_dir, account = _bin_dir(), _run_as()
+        root = Path(tempfile.mkdtemp(prefix="sparkcdc-postgres-", dir=base_dir))
+        try:
+            if account is not None:
+                os.chown(root, account.pw_uid, account.pw_gid)
+            _initdb(bin_dir, root, cls.user, cls.password, account)
+            port = port or free_port()
+            options = {
+                **CDC_SETTINGS,
+                "listen_addresses": "127.0.0.1",
+                "port": str(port),
+                "unix_socket_directories": str(root),
+                **(settings or {}),
+            }
+            args = [str(bin_dir / "postgres"), "-D", str(root / "data")]
+            args += [f"-c{name}={value}" for name, value in options.items()]
+            server = cls(port=port, root_dir=root, args=args, process=_spawn(args, root))
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        try:
+            server._wait_ready(timeout)
+        except BaseException:
+            server.stop()
+            raise
+        return server
+
+    @property
+    def datadir(self) -> Path:
+        return self.root_dir / "data"
+
+    @property
+    def log_path(self) -> Path:
+        return self.root_dir / "postgres.log"
+
+    def _log_tail(self) -> str:
+        with contextlib.suppress(OSError):
+            return self.log_path.read_text(errors="replace")[-1500:]
+        return "(no log)"
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise ThrowawayServerError(f"postgres exited during start-up:\n{self._log_tail()}")
+            try:
+                self.connect(connect_timeout=2).close()
+                return
+            except psycopg2.OperationalError:
+                time.sleep(0.1)
+        raise ThrowawayServerError(
+            f"postgres did not accept connections within {timeout:.0f}s:\n{self._log_tail()}"
+        )
+
+    def dsn(self, database: str | None = None) -> str:
+        """The libpq keyword/value connection string for ``user`` over TCP."""
+        return psycopg2.extensions.make_dsn(
+            host=self.host,
+            port=self.port,
+            user=self.user,
+            password=self.password,
+            dbname=database or self.database,
+        )
+
+    def connect(self, database: str | None = None, **kwargs: Any) -> Any:
+        """A new autocommit psycopg2 connection as ``user``."""
+        conn = psycopg2.connect(self.dsn(database), **kwargs)
+        conn.autocommit = True
+        return conn
+
+    def execute(self, *statements: str, database: str | None = None) -> None:
+        """Run statements on a fresh autocommit connection, in order."""
+        with contextlib.closing(self.connect(database)) as conn, conn.cursor() as cur:
+            for sql in statements:
+                cur.execute(sql)
+
+    def query(self, sql: str, database: str | None = None) -> list[tuple[Any, ...]]:
+        with contextlib.closing(self.connect(database)) as conn, conn.cursor() as cur:
+            cur.execute(sql)
+            return list(cur.fetchall())
+
+    def create_database(self, name: str) -> None:
+        """``CREATE DATABASE`` (the name is quoted, so kept as written)."""
+        quoted = '"' + name.replace('"', '""') + '"'
+        self.execute(f"CREATE DATABASE {quoted}")
+
+    def stop(self, remove: bool = True) -> None:
+        """Shut the server down at once (SIGQUIT: an immediate shutdown, recovered from at the
+        next start; SIGKILL if it lingers) and delete its folder."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGQUIT)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        if remove:
+            shutil.rmtree(self.root_dir, ignore_errors=True)
+
+    def restart(self, timeout: float = 60.0) -> None:
+        """Stop the server (immediately, as a crash would) and start it again on the same port
+        and data folder."""
+        self.stop(remove=False)
+        self.process = _spawn(self.args, self.root_dir)
+        self._wait_ready(timeout)
+
+    def __enter__(self) -> ThrowawayPostgres:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _initdb(
+    bin_dir: Path, root: Path, user: str, password: str, account: pwd.struct_passwd | None
+) -> None:
+    """A new cluster in ``root/data`` with our pg_hba.conf."""
+    pwfile = root / "pwfile"
+    pwfile.write_text(password + "\n")
+    if account is not None:
+        os.chown(pwfile, account.pw_uid, account.pw_gid)
+    result = subprocess.run(
+        [
+            str(bin_dir / "initdb"),
+            "-D", str(root / "data"),
+            "-U", user,
+            f"--pwfile={pwfile}",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+            "--encoding=UTF8",
+            "--locale=C",
+            "--no-sync",
+            "--no-instructions",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        **_popen_args(account),
+    )  # fmt: skip
+    pwfile.unlink()
+    if result.returncode != 0:
+        hint = "" if account is None else f" (it ran as {account.pw_name}: can it enter {root}?)"
+        raise ThrowawayServerError(f"initdb failed{hint}: {result.stderr.strip()[-800:]}")
+    (root / "data" / "pg_hba.conf").write_text(HBA)
+
+
+def _spawn(args: list[str], root: Path) -> subprocess.Popen[bytes]:
+    """Start ``postgres`` (as the unprivileged account when root), its output to the log."""
+    with open(root / "postgres.log", "ab") as log:
+        return subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=root,
+            start_new_session=True,
+            **_popen_args(_run_as()),
+        )
+
+
+@contextlib.contextmanager
+def throwaway_postgres(**kwargs: Any) -> Iterator[ThrowawayPostgres]:
+    server = ThrowawayPostgres.start(**kwargs)
+    try:
+        yield server
+    finally:
+        server.stop()
