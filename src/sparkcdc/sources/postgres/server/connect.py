@@ -1,0 +1,257 @@
+"""Ordinary client connections to PostgreSQL (psycopg2), their refusals as one sentence each.
+
+:func:`connect` opens an autocommit :class:`Session` to ``source.database`` with fixed session
+settings (:data:`SESSION_OPTIONS`, sent in the start-up packet, so they cost no round trip):
+
+* ``TimeZone=UTC``: timestamptz text in UTC, as on the replication connection;
+* ``DateStyle=ISO``: ``2024-01-31 12:00:00``, the style sparkcdc's parsers read;
+* ``IntervalStyle=iso_8601``: ``P1Y2M3DT4H``, the form sparkcdc keeps intervals in
+  (:mod:`..pgoutput.literals`), so a snapshot read and the log give one text; psycopg2 cannot
+  parse that style, so the session returns intervals (and their arrays) as that text;
+* ``extra_float_digits=3``: the shortest exact float text (PostgreSQL 12+ gives it anyway);
+* ``bytea_output=hex``: one bytea form; and ``client_encoding=UTF8``.
+
+A refused login becomes a :class:`~sparkcdc.core.errors.ConnectionFailed` naming the setting to
+fix (``source.host``/``port``, ``source.user``/``password``, ``source.database``, ``source.tls``)
+or the ``pg_hba.conf`` line an administrator adds. libpq reports no SQLSTATE for a refused
+login, so the server's (English) words are matched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+from collections.abc import Sequence
+from typing import Any, Self
+
+import psycopg2
+import psycopg2.errors
+import psycopg2.extensions
+
+from sparkcdc.config.model import SourceConfig, TlsConfig
+from sparkcdc.core.errors import ConnectionFailed, MissingPrivilege, SourceError
+from sparkcdc.sources.postgres.settings import PostgresSettings
+
+Row = tuple[Any, ...]
+
+SESSION_OPTIONS: dict[str, str] = {
+    "TimeZone": "UTC",
+    "DateStyle": "ISO",
+    "IntervalStyle": "iso_8601",
+    "extra_float_digits": "3",
+    "bytea_output": "hex",
+}
+SSL_MODES = {
+    "disabled": "disable",
+    "preferred": "prefer",
+    "required": "require",
+    "verify-ca": "verify-ca",
+    "verify-identity": "verify-full",
+}
+INTERVAL_TEXT = psycopg2.extensions.new_type((1186,), "INTERVAL_ISO", lambda value, _: value)
+INTERVAL_ARRAY_TEXT = psycopg2.extensions.new_array_type((1187,), "INTERVAL_ISO[]", INTERVAL_TEXT)
+_PLAIN = re.compile(r"[a-z_][a-z0-9_$]*")
+_CLIENT_HOST = re.compile(r'for host "([^"]+)"')
+
+
+class Session:
+    """One autocommit client connection (also a context manager); :meth:`query` turns refusals
+    into sparkcdc errors and reopens a lost connection once."""
+
+    def __init__(self, source: SourceConfig, database: str) -> None:
+        self.host, self.port, self.user = source.host, int(source.port), source.user
+        self.database = database
+        self._source = source
+        self._conn = self._open()
+        self.server_version: int = int(self._conn.server_version)  # 150004 for 15.4
+        self._keywords: frozenset[str] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def _open(self) -> Any:
+        source = self._source
+        try:
+            conn = psycopg2.connect(
+                host=source.host,
+                port=source.port,
+                user=source.user,
+                password=source.password,
+                dbname=self.database,
+                application_name="sparkcdc",
+                client_encoding="UTF8",
+                connect_timeout=max(1, math.ceil(source.connect_timeout)),
+                options=" ".join(f"-c {k}={v}" for k, v in SESSION_OPTIONS.items()),
+                **tls_options(source.tls),
+            )
+        except psycopg2.OperationalError as exc:
+            raise login_error(str(exc), source, self.database) from exc
+        conn.autocommit = True
+        for caster in (INTERVAL_TEXT, INTERVAL_ARRAY_TEXT):
+            psycopg2.extensions.register_type(caster, conn)
+        return conn
+
+    def query(self, sql: str, args: Sequence[object] | None = None) -> list[Row]:
+        """Run one statement; its rows (none for a statement without a result). A refusal is
+        a sparkcdc error carrying the server's ``sqlstate``."""
+        for attempt in (0, 1):
+            try:
+                with self._conn.cursor() as cur:
+                    cur.execute(sql, args)
+                    return list(cur.fetchall()) if cur.description is not None else []
+            except psycopg2.Error as exc:
+                if exc.pgcode is None and self._conn.closed and attempt == 0:
+                    self._conn = self._open()
+                    continue
+                raise self._refusal(sql, exc) from exc
+        raise AssertionError("unreachable")
+
+    def _refusal(self, sql: str, exc: psycopg2.Error) -> SourceError:
+        fields = {"host": self.host, "port": self.port, "sqlstate": exc.pgcode or ""}
+        if exc.pgcode is None and self._conn.closed:
+            return ConnectionFailed(
+                f"The connection to PostgreSQL at {self.address} broke ({_words(exc)}); check "
+                "that the server is running and try again.",
+                **fields,
+            )
+        if isinstance(exc, psycopg2.errors.InsufficientPrivilege):
+            return MissingPrivilege(
+                f"User '{self.user}' may not run \"{_short(sql)}\" on {self.address} "
+                f"({_words(exc)}); grant the privilege it names to {self.ident(self.user)}.",
+                user=self.user,
+                **fields,
+            )
+        return SourceError(
+            f'"{_short(sql)}" failed on PostgreSQL at {self.address} ({_words(exc)}); fix the '
+            "cause it names and try again.",
+            **fields,
+        )
+
+    def ident(self, name: str) -> str:
+        """``name`` as SQL writes it: bare if PostgreSQL would keep it as it is, else quoted."""
+        if self._keywords is None:
+            rows = self.query("SELECT word FROM pg_get_keywords() WHERE catcode <> 'U'")
+            self._keywords = frozenset(str(r[0]) for r in rows)
+        if _PLAIN.fullmatch(name) and name not in self._keywords:
+            return name
+        return '"' + name.replace('"', '""') + '"'
+
+    def qualified(self, schema: str, table: str) -> str:
+        """``schema.table`` as SQL writes it."""
+        return f"{self.ident(schema)}.{self.ident(table)}"
+
+    def close(self) -> None:
+        with contextlib.suppress(psycopg2.Error):
+            self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect(source: SourceConfig, database: str | None = None) -> Session:
+    """A session to ``database`` (default: the source's ``source.database``)."""
+    return Session(source, database or PostgresSettings.of(source).database)
+
+
+def tls_options(tls: TlsConfig) -> dict[str, str]:
+    """libpq's ``sslmode`` and certificate options for ``source.tls``."""
+    options = {"sslmode": SSL_MODES.get(tls.mode, "prefer")}
+    if tls.ca:
+        options["sslrootcert"] = tls.ca
+    elif tls.verifies:
+        options["sslrootcert"] = "system"  # the system's authorities (libpq 16+)
+    if tls.cert:
+        options["sslcert"] = tls.cert
+    if tls.key:
+        options["sslkey"] = tls.key
+    return options
+
+
+def login_error(text: str, source: SourceConfig, database: str) -> ConnectionFailed:
+    """The sentence for libpq's message ``text`` about a failed login."""
+    where, user = f"PostgreSQL at {source.host}:{source.port}", source.user
+    detail = _libpq_words(text)
+    lower = detail.lower()
+    fields = {"host": source.host, "port": source.port, "user": user, "database": database}
+    if "password authentication failed" in lower or "no password supplied" in lower:
+        message = (
+            f"{where} refused user '{user}' (password authentication failed; PostgreSQL also "
+            "says so for a role that does not exist); check source.user and source.password."
+        )
+    elif "does not exist" in lower and "role" in lower:
+        message = (
+            f"{where} has no role '{user}'; check source.user, or as an administrator run "
+            f"CREATE ROLE \"{user}\" LOGIN REPLICATION PASSWORD '...'."
+        )
+    elif "not permitted to log in" in lower:
+        message = (
+            f"Role '{user}' may not log in to {where}; as an administrator run "
+            f'ALTER ROLE "{user}" LOGIN, or check source.user.'
+        )
+    elif "database" in lower and "does not exist" in lower:
+        message = f"{where} has no database '{database}'; check source.database."
+    elif "no pg_hba.conf entry" in lower:
+        found = _CLIENT_HOST.search(detail)
+        client = found[1] if found else "<this host's address>"
+        message = (
+            f"{where} has no pg_hba.conf line letting user '{user}' into database "
+            f"'{database}' from {client}; an administrator adds the line "
+            f"'host {database} {user} {client}/32 scram-sha-256' (hostssl for TLS only) to "
+            "pg_hba.conf and runs SELECT pg_reload_conf()."
+        )
+    elif "pg_hba.conf rejects" in lower:
+        message = (
+            f"{where} rejects user '{user}' for database '{database}' by a pg_hba.conf reject "
+            "line; an administrator puts a host line for them above it and runs SELECT "
+            "pg_reload_conf()."
+        )
+    else:
+        message = _other_login_error(where, detail, source)
+    return ConnectionFailed(message, **fields)
+
+
+def _other_login_error(where: str, detail: str, source: SourceConfig) -> str:
+    lower = detail.lower()
+    if "timeout expired" in lower:
+        return (
+            f"{where} did not answer within {source.connect_timeout:g}s; check source.host, "
+            "source.port and any firewall in between."
+        )
+    if "ssl" in lower or "certificate" in lower:
+        return f"The TLS handshake with {where} failed ({detail}); check source.tls."
+    if "too many" in lower or "connection slots" in lower:
+        return (
+            f"{where} has no free connection ({detail}); raise max_connections or close idle "
+            "connections."
+        )
+    if "starting up" in lower or "shutting down" in lower or "recovery mode" in lower:
+        return f"{where} is not accepting connections now ({detail}); try again once it runs."
+    return (
+        f"Cannot reach {where} ({detail}); check source.host and source.port and that the "
+        "server is running and listens on TCP (listen_addresses)."
+    )
+
+
+def _libpq_words(text: str) -> str:
+    """libpq's message without its ``connection to server at … failed:`` and ``FATAL:``."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    first = lines[0] if lines else text.strip()
+    first = re.sub(r"^connection to server (at|on) .*? failed:\s*", "", first)
+    return re.sub(r"^(FATAL|ERROR):\s*", "", first).rstrip(".") or "no reason given"
+
+
+def _words(exc: psycopg2.Error) -> str:
+    """The server's own words for an error (its first line)."""
+    primary = getattr(getattr(exc, "diag", None), "message_primary", None)
+    return str(primary or _libpq_words(str(exc))).rstrip(".")
+
+
+def _short(sql: str) -> str:
+    """One line of ``sql`` for a message."""
+    flat = " ".join(sql.split())
+    return flat if len(flat) <= 160 else flat[:157] + "..."
