@@ -31,12 +31,13 @@ def write_config(
     user: str = "root",
     password: str = "",
     extra_source: str = "",
+    kind: str = "mysql",
 ) -> Path:
-    """A pipeline file for ``tables`` (one regex over ``db.table``) with its lake and checkpoint
-    under ``tmp``."""
+    """A pipeline file for ``tables`` (one regex over ``db.table``) of a ``kind`` source with
+    its lake and checkpoint under ``tmp``."""
     cfg = tmp / "pipeline.yaml"
     cfg.write_text(
-        f"source: {{type: mysql, host: 127.0.0.1, port: {server.port}, user: {user}, "
+        f"source: {{type: {kind}, host: 127.0.0.1, port: {server.port}, user: {user}, "
         f"password: '{password}', tables: [{json.dumps(tables)}], "
         f"startup: '{startup}'{extra_source}}}\n"
         f"sink: {{type: delta, path: {tmp / 'lake'}}}\n"

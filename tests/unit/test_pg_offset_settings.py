@@ -49,10 +49,10 @@ def test_settings_read_their_keys_and_refuse_names_postgresql_would_not_take() -
         "slot": "orders_slot",
         "publication": "orders_pub",
     }
-    assert _settings().names("./checkpoints/Shop-Orders 2") == (
-        "sparkcdc_shop_orders_2",
-        "sparkcdc_shop_orders_2",
-    )
+    named = _settings().for_pipeline("./checkpoints/Shop-Orders 2")
+    assert (named.slot, named.publication) == ("sparkcdc_shop_orders_2", "sparkcdc_shop_orders_2")
+    assert _settings(slot="mine").for_pipeline("cp").names() == ("mine", "sparkcdc_cp")
+    assert _settings(database="shop").names() == ("sparkcdc_shop", "sparkcdc_shop")
     with pytest.raises(ConfigError, match=r"source\.slot: 'Orders' is not a replication slot"):
         _settings(slot="Orders")
     with pytest.raises(ConfigError, match=r"source\.publication: '1pub' is not a plain identifier"):

@@ -127,12 +127,15 @@ def load_config_text(
         doc = {}
     root = _section(_substitute(doc, "", refs), "", SECTIONS)
     base = Path(base_dir)
+    source = _source(root.get("source"))
+    pipeline = _pipeline(
+        _section(root.get("pipeline"), "pipeline", PIPELINE_KEYS, required=True), base
+    )
+    settings = source.settings.for_pipeline(str(pipeline.checkpoint))
     return Config(
-        source=_source(root.get("source")),
+        source=replace(source, settings=settings),
         sink=_sink(_section(root.get("sink"), "sink", SINK_KEYS, required=True), base),
-        pipeline=_pipeline(
-            _section(root.get("pipeline"), "pipeline", PIPELINE_KEYS, required=True), base
-        ),
+        pipeline=pipeline,
     )
 
 

@@ -103,6 +103,11 @@ class SourceSettings:
     def check(self, source: SourceConfig, key: Callable[[str], str]) -> None:
         """Raise ConfigError (naming ``key(name)``) if these settings do not fit ``source``."""
 
+    def for_pipeline(self, checkpoint: str) -> Self:
+        """These settings in a pipeline checkpointed at ``checkpoint`` (defaults named after
+        it, e.g. a PostgreSQL slot)."""
+        return self
+
     def redacted(self) -> dict[str, Any]:
         return {}
 

@@ -15,7 +15,7 @@ from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.errors import ConfigError
 from sparkcdc.sources.port import Source, SourceType
 
-BUILT_IN = {"mysql": "sparkcdc.sources.mysql"}
+BUILT_IN = {"mysql": "sparkcdc.sources.mysql", "postgres": "sparkcdc.sources.postgres"}
 
 
 @functools.cache

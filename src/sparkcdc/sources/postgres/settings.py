@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import Any
 
-from sparkcdc.config.model import SourceConfig, SourceSettings
+from sparkcdc.config.model import SNAPSHOT_STARTUPS, SourceConfig, SourceSettings
 from sparkcdc.config.values import as_text, fail
 from sparkcdc.sources.postgres.wire.lsn import format_lsn, parse_lsn
 
@@ -64,10 +64,25 @@ class PostgresSettings(SourceSettings):
         except ValueError:
             return None
 
-    def names(self, pipeline: str) -> tuple[str, str]:
-        """(slot, publication): the ones set, else ``sparkcdc_<pipeline>``."""
-        default = default_name(pipeline)
+    def for_pipeline(self, checkpoint: str) -> PostgresSettings:
+        """The slot and publication not set named ``sparkcdc_<checkpoint folder>``."""
+        default = default_name(checkpoint)
+        return replace(self, slot=self.slot or default, publication=self.publication or default)
+
+    def names(self) -> tuple[str, str]:
+        """(slot, publication): the ones set, else ``sparkcdc_<database>`` (a Spark source
+        without the options)."""
+        default = default_name(self.database)
         return self.slot or default, self.publication or default
+
+    def check(self, source: SourceConfig, key: Callable[[str], str]) -> None:
+        """A snapshot of PostgreSQL tables is not there yet: only the log's startups."""
+        if source.startup in SNAPSHOT_STARTUPS:
+            fail(
+                key("startup"),
+                f"{source.startup} snapshots the tables first, which the PostgreSQL source "
+                "cannot do yet; use latest, earliest or lsn:<X/Y>",
+            )
 
     def redacted(self) -> dict[str, Any]:
         return {"database": self.database, "slot": self.slot, "publication": self.publication}

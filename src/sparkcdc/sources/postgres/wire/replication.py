@@ -117,12 +117,13 @@ def start_logical(
     *,
     status_interval: float = 10.0,
     dead_after: float = 60.0,
+    confirmed: int | None = None,
 ) -> ReplicationStream:
     """START_REPLICATION SLOT ``slot`` LOGICAL ``start_lsn`` with the output plugin's
     ``options`` (e.g. ``{"proto_version": "1", "publication_names": publication_names("p")}``)
     and enter CopyBoth mode. ``start_lsn`` 0 starts where the slot's confirmed position is;
-    the stream reports ``start_lsn`` as confirmed until :meth:`ReplicationStream.confirm` says
-    more."""
+    the stream reports ``start_lsn`` (or ``confirmed``, if lower) as confirmed until
+    :meth:`ReplicationStream.confirm` says more."""
     sql = f"START_REPLICATION SLOT {quote_ident(slot)} LOGICAL {format_lsn(start_lsn)}"
     if options:
         pairs = ", ".join(f"{quote_ident(k)} {quote_literal(v)}" for k, v in options.items())
@@ -134,8 +135,9 @@ def start_logical(
         kind, body = conn.reader.read()
         if kind == m.COPY_BOTH:
             return ReplicationStream(
-                conn, slot, start_lsn, status_interval=status_interval, dead_after=dead_after
-            )
+                conn, slot, start_lsn, status_interval=status_interval, dead_after=dead_after,
+                confirmed=confirmed,
+            )  # fmt: skip
         if kind == m.ERROR_RESPONSE:
             error = m.parse_error(body)
             if error.severity not in ("FATAL", "PANIC"):

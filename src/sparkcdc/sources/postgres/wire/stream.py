@@ -68,13 +68,16 @@ class ReplicationStream:
         *,
         status_interval: float = 10.0,
         dead_after: float = 60.0,
+        confirmed: int | None = None,
     ) -> None:
         self.conn = conn
         self.slot = slot
         self.status_interval = status_interval
         self.dead_after = dead_after
         self._reader = conn.reader
-        self._confirmed = start_lsn  # the consumer asked to start here: all before is done
+        # all before the start is done, unless the consumer says less is (a reconnect ahead of
+        # what it has committed)
+        self._confirmed = start_lsn if confirmed is None else min(confirmed, start_lsn)
         self._wal_end = start_lsn
         self._need = 5  # bytes the first unread message needs in the buffer
         self._reply_due = False

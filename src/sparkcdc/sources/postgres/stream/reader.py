@@ -1,0 +1,366 @@
+"""The PostgreSQL log reader: a logical replication stream with pgoutput into the event store.
+
+One replication connection streams the slot from the start LSN (pgoutput protocol version 1:
+each transaction whole, after its commit, in commit order). Begin opens a transaction in the
+:class:`~sparkcdc.store.cutter.TransactionCutter` at the boundary before it; consecutive row
+messages of one table and kind are kept as texts (:class:`~.rows.TextRows`) and handed over as
+one log record, whose position is the transaction's commit LSN and the index of its first change
+in the transaction; Commit ends the transaction at its end LSN, the next boundary. Relation
+messages keep the captured tables' schemas (:mod:`.tables`), TRUNCATE empties a replica.
+
+The slot is acknowledged only through :meth:`PgLogReader.ack`, which the stream reader calls
+after the Spark batch holding an offset committed; a new connection starts reporting that
+acknowledged position, never the one it resumes from. While nothing captured is in flight, the
+server's position from its keepalives becomes a progress marker, so an idle captured table lets
+the server recycle its WAL once that marker's batch commits.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+
+from sparkcdc.config.model import SourceConfig
+from sparkcdc.core.errors import SourceError
+from sparkcdc.core.event import SchemaRow
+from sparkcdc.core.logitem import LogItem
+from sparkcdc.core.offset import Offset, position_text
+from sparkcdc.core.offset_events import own_values, schema_batch
+from sparkcdc.core.schema import TableSchema
+from sparkcdc.sources.log_thread import LogThread, Stopped
+from sparkcdc.sources.port import TableName
+from sparkcdc.sources.postgres.offset import LsnOffset
+from sparkcdc.sources.postgres.pgoutput import messages as pm
+from sparkcdc.sources.postgres.pgoutput.types import type_message_resolver
+from sparkcdc.sources.postgres.pgoutput.values import json_value
+from sparkcdc.sources.postgres.settings import PostgresSettings
+from sparkcdc.sources.postgres.stream.rows import TextRow, TextRows
+from sparkcdc.sources.postgres.stream.tables import Captured, CapturedTables, schema_row
+from sparkcdc.sources.postgres.wire.connection import PgConnection
+from sparkcdc.sources.postgres.wire.lsn import format_lsn
+from sparkcdc.sources.postgres.wire.replication import publication_names, start_logical
+from sparkcdc.sources.postgres.wire.stream import XLOG_HEADER, ReplicationStream, xlog_start
+from sparkcdc.store.cutter import TransactionCutter
+from sparkcdc.store.ring import EventStore
+
+log = logging.getLogger("sparkcdc.reader")
+
+STREAM_SETTINGS = {"IntervalStyle": "iso_8601", "bytea_output": "hex"}  # pgoutput's text forms
+_OPS = {pm.Insert: "c", pm.Update: "u", pm.Delete: "d"}
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class PgLogReader(LogThread):
+    """Streams slot ``slot`` of publication ``publication`` from ``start`` into ``store``
+    (see the module docstring); ``schemas`` are the captured tables at ``start``."""
+
+    def __init__(
+        self,
+        source: SourceConfig,
+        start: LsnOffset,
+        store: EventStore,
+        schemas: dict[TableName, TableSchema],
+        *,
+        slot: str,
+        publication: str,
+        item_rows: int = 2048,
+        typed: bool = False,
+        heartbeat: float = 1.0,
+        status_interval: float = 10.0,
+        reconnect_timeout: float = 300.0,
+        progress_interval: float = 0.2,
+    ) -> None:
+        super().__init__(
+            f"{source.host}:{source.port}", store, reconnect_timeout=reconnect_timeout,
+            progress_interval=progress_interval,
+        )  # fmt: skip
+        self.source, self.start_offset, self.schemas = source, start, schemas
+        self.slot, self.publication, self.typed = slot, publication, typed
+        self.heartbeat, self.status_interval = heartbeat, status_interval
+        self.json_table = source.signal_table  # its rows are read as JSON (signals)
+        self.cutter = TransactionCutter(item_rows, self._put, LsnOffset)
+        self.tables = CapturedTables(schemas)
+        self._conn: PgConnection | None = None
+        self._stream_now: ReplicationStream | None = None
+        self._acked = start.lsn  # what the last committed Spark batch covers
+        self._boundary = start.lsn  # the end of the last transaction read
+        self._resume: LsnOffset | None = None
+        self._types: dict[int, pm.Type] = {}
+        self._run_rows: TextRows | None = None  # the run of row messages being collected
+        self._run_table: Captured | None = None
+        self._run_first = self._index = 0
+        self._prefix, self._xid, self._commit_lsn = "", 0, 0
+
+    # ------------------------------------------------------------------ the port
+    def passed(self, offset: Offset) -> bool:
+        """Whether every transaction ending at or before ``offset`` was put into the store."""
+        return (
+            isinstance(offset, LsnOffset)
+            and self._boundary >= offset.lsn
+            and self.cutter.pending is None
+            and not self.cutter.open
+        )
+
+    def ack(self, offset: Offset) -> None:
+        """The Spark batch ending at ``offset`` committed: the slot may move there."""
+        if isinstance(offset, LsnOffset) and offset.lsn > self._acked:
+            self._acked = offset.lsn
+            stream = self._stream_now
+            if stream is not None:
+                stream.confirm(offset.lsn)
+
+    # ------------------------------------------------------------------ LogThread
+    def _prepare(self) -> LsnOffset:
+        rows = [schema_row(None, s, "announce") for _, s in sorted(self.schemas.items())]
+        start = self.start_offset
+        if rows:
+            batch = schema_batch(
+                rows, LsnOffset, position=start.position(), own=own_values(LsnOffset, start),
+                ts_ms=0,
+            )  # fmt: skip
+            self._put(LogItem(after=start, batch=batch, is_ddl=True))
+        self._position = start
+        return start
+
+    def _interrupt(self) -> None:
+        conn = self._conn
+        if conn is not None:
+            conn.close()
+
+    def _data_waiting(self) -> bool:
+        return False
+
+    def _stream(self, resume: Offset) -> None:
+        assert isinstance(resume, LsnOffset)
+        settings = PostgresSettings.of(self.source)
+        self._conn = PgConnection(
+            self.source.host, self.source.port, self.source.user, self.source.password,
+            settings.database, replication=True, connect_timeout=self.source.connect_timeout,
+            settings=STREAM_SETTINGS,
+        )  # fmt: skip
+        options = {"proto_version": "1", "publication_names": publication_names(self.publication)}
+        stream = start_logical(
+            self._conn, self.slot, resume.lsn, options, status_interval=self.status_interval,
+            confirmed=self._acked,
+        )  # fmt: skip
+        self._stream_now = stream
+        stream.send_status(force=True)  # the acknowledged position, at once
+        self._resume, self._boundary = (resume if resume.skip else None), resume.lsn
+        self.cutter.reset()
+        self._connected = True
+        log.info(
+            "connected to %s, streaming slot %s from %s", self.where, self.slot, resume
+        )
+        decoder = pm.Decoder()
+        try:
+            for items in stream.batches(wait=self.heartbeat, idle=self._idle):
+                if self._stop.is_set():
+                    raise Stopped
+                if not items:
+                    self._quiet(stream)
+                    continue
+                self._events += len(items)
+                for item in items:
+                    self._message(decoder(item[XLOG_HEADER:], xlog_start(item)))
+        except Stopped:
+            self._goodbye(stream)
+            raise
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the thread; it tells the server the acknowledged position before it goes, if
+        it can within a heartbeat or two."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(min(timeout, 2 * self.heartbeat + 1))
+        super().stop(timeout)
+
+    def _goodbye(self, stream: ReplicationStream) -> None:
+        """The last status update (the acknowledged position), then the end of the stream."""
+        try:
+            stream.send_status(force=True)
+            stream.stop(timeout=2.0)
+        except (OSError, SourceError) as exc:
+            log.debug("the replication stream did not end cleanly: %s", exc)
+
+    def _quiet(self, stream: ReplicationStream) -> None:
+        """No data for a heartbeat: the pending item goes out, the WAL's end is followed."""
+        self.cutter.flush()
+        self._follow_wal()
+
+    def _idle(self) -> None:
+        if self._stop.is_set():
+            raise Stopped
+        super()._idle()
+        self._follow_wal()
+
+    def _follow_wal(self) -> None:
+        """When nothing is open or pending, the server's position from its keepalives is a
+        boundary (every transaction committed before it was sent): put as a progress marker,
+        at most once a heartbeat."""
+        stream = self._stream_now
+        if stream is None or self.cutter.open or self.cutter.pending is not None:
+            return
+        end = stream.server_wal_end
+        if end > self._boundary and time.monotonic() - self._last_put_at >= self.heartbeat:
+            self._boundary = end
+            self._position = marker = LsnOffset(end)
+            self._put(LogItem(after=marker))
+
+    # ------------------------------------------------------------------ messages
+    def _message(self, message: pm.Message) -> None:
+        if isinstance(message, (pm.Insert, pm.Update, pm.Delete)):
+            self._row(message)
+        elif isinstance(message, pm.Begin):
+            self._begin(message)
+        elif isinstance(message, pm.Commit):
+            self._commit(message)
+        elif isinstance(message, pm.Relation):
+            self._relation(message)
+        elif isinstance(message, pm.Truncate):
+            self._truncate(message)
+        elif isinstance(message, pm.Type):
+            self._types[message.oid] = message
+        elif not isinstance(message, (pm.Origin, pm.LogicalMessage)):
+            raise SourceError(
+                f"the replication stream of slot {self.slot} sent {type(message).__name__} "
+                f"after {format_lsn(self._boundary)}, which protocol version 1 never sends; the "
+                "stream stops rather than guess."
+            )
+
+    def _begin(self, message: pm.Begin) -> None:
+        skip = 0
+        if self._resume is not None:  # the first transaction after a split one's start
+            skip, self._resume = self._resume.skip, None
+        self._xid, self._commit_lsn, self._index = message.xid, message.final_lsn, 0
+        self._prefix = position_text(message.final_lsn >> 32, message.final_lsn & 0xFFFFFFFF)
+        self._last_ts_ms = message.commit_time // 1000
+        self.cutter.begin(LsnOffset(self._boundary), str(message.xid), self._last_ts_ms, skip)
+
+    def _commit(self, message: pm.Commit) -> None:
+        self._flush_run()
+        self._boundary = message.end_lsn
+        self._end_txn(LsnOffset(message.end_lsn))
+
+    def _relation(self, message: pm.Relation) -> None:
+        self._flush_run()
+        resolve = type_message_resolver(self._types)
+        change = self.tables.relation(message, resolve)
+        if change is not None:
+            ddl = f"-- columns of {message.namespace}.{message.name} changed in the log"
+            self._ddl([change], ddl)
+
+    def _truncate(self, message: pm.Truncate) -> None:
+        self._flush_run()
+        for oid in message.relations:
+            found = self.tables.get(oid)
+            if found is not None:
+                name = found.schema.name
+                self._ddl([schema_row(found.schema, found.schema, "truncate")], f"TRUNCATE {name}")
+
+    def _ddl(self, rows: list[SchemaRow], ddl: str) -> None:
+        own = (self._commit_lsn, self._xid)
+        position = f"{self._prefix}:{self._index:010d}"
+        self._index += 1
+        self.cutter.add_ddl(ddl, rows, position, own, self.cutter.inner_offset())
+
+    # ------------------------------------------------------------------ rows
+    def _row(self, message: pm.Insert | pm.Update | pm.Delete) -> None:
+        found = self.tables.get(message.relation)
+        if found is None:
+            return
+        op = _OPS[type(message)]
+        if found is not self._run_table or self._run_rows is None or self._run_rows.op != op:
+            self._flush_run()
+            self._run_rows, self._run_table = TextRows(op, found.schema.columns), found
+            self._run_first = self._index
+        before, after = self._images(message, found)
+        image = after if after is not None else before
+        assert image is not None
+        key = _key(image, found)
+        self._run_rows.add(key, before, after)
+        self._index += 1
+        if len(self._run_rows) >= self.cutter.item_rows:
+            self._flush_run()
+
+    def _images(
+        self, message: pm.Insert | pm.Update | pm.Delete, found: Captured
+    ) -> tuple[TextRow | None, TextRow | None]:
+        """The before and after rows of texts; a TOASTed value the change left alone comes
+        from the old row, and stops the stream where the log does not hold it."""
+        old = None if isinstance(message, pm.Insert) else message.old
+        new = None if isinstance(message, pm.Delete) else message.new
+        before = None if old is None else [_text(v, found, i, self) for i, v in enumerate(old)]
+        if new is None:
+            return before, None
+        whole_old = isinstance(message, pm.Update) and message.old_kind == "O"
+        after: TextRow = []
+        for i, value in enumerate(new):
+            if value is pm.UNCHANGED and whole_old:
+                assert old is not None
+                value = old[i]  # REPLICA IDENTITY FULL: the old row holds it
+            after.append(_text(value, found, i, self))
+        return before, after
+
+    def _flush_run(self) -> None:
+        """Hand the run of row messages collected to the cutter as one log record."""
+        rows, found = self._run_rows, self._run_table
+        if rows is None or found is None or not len(rows):
+            return
+        self._run_rows = self._run_table = None
+        schema = found.schema
+        position = f"{self._prefix}:{self._run_first:010d}"
+        own = (self._commit_lsn, self._xid)
+        if self.typed and schema.name != self.json_table:
+            self.cutter.add(schema.db, schema.table, found.schema_id, position, own, rows, schema)
+            return
+        changes = [
+            (rows.op, key, _image(b, schema), _image(a, schema))
+            for key, b, a in zip(rows.keys, rows.befores, rows.afters, strict=True)
+        ]
+        self.cutter.add(schema.db, schema.table, found.schema_id, position, own, changes)
+
+
+def _text(value: pm.TupleValue, found: Captured, i: int, reader: PgLogReader) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    column = found.schema.columns[i].name
+    if value is pm.UNCHANGED:
+        raise SourceError(
+            f"an update of {found.schema.name} after {format_lsn(reader._boundary)} left the "
+            f"TOASTed value of column {column} out of the log; run ALTER TABLE "
+            f"{found.schema.name} REPLICA IDENTITY FULL so that PostgreSQL logs it."
+        )
+    raise SourceError(
+        f"pgoutput sent column {column} of {found.schema.name} in binary, which sparkcdc never "
+        "asks for; the stream stops rather than guess."
+    )
+
+
+def _key(row: TextRow, found: Captured) -> str:
+    """The JSON array of the row's key values."""
+    columns = found.schema.columns
+    return _json(
+        [
+            json_value(None if row[i] is None else row[i].decode(), columns[i].data_type,  # type: ignore[union-attr]
+                       columns[i].logical)
+            for i in found.key_index
+        ]
+    )  # fmt: skip
+
+
+def _image(row: TextRow | None, schema: TableSchema) -> str | None:
+    """A row of texts as its JSON row image (:mod:`sparkcdc.core.types`)."""
+    if row is None:
+        return None
+    return _json(
+        {
+            c.name: json_value(None if v is None else v.decode(), c.data_type, c.logical)
+            for c, v in zip(schema.columns, row, strict=True)
+        }
+    )
