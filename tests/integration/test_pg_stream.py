@@ -208,12 +208,12 @@ def test_the_slot_moves_only_to_what_was_acknowledged_and_follows_the_wal_when_i
     postgres: ThrowawayPostgres, pgdb: str
 ) -> None:
     postgres.execute(
-        "CREATE TABLE watched (id int PRIMARY KEY)", "CREATE SCHEMA misc",
-        "CREATE TABLE misc.other (id int)", database=pgdb
+        "CREATE TABLE watched (id int PRIMARY KEY)",
+        "CREATE SCHEMA misc",
+        "CREATE TABLE misc.other (id int)",
+        database=pgdb,
     )
-    reader, store, start = opened(
-        postgres, pgdb, "s_ack", status_interval=0.2, heartbeat=0.3
-    )
+    reader, store, start = opened(postgres, pgdb, "s_ack", status_interval=0.2, heartbeat=0.3)
     try:
         postgres.execute("INSERT INTO watched VALUES (1)", database=pgdb)
         items = read_until(reader, store, lambda got: len(rows(got)) >= 1)
@@ -227,7 +227,9 @@ def test_the_slot_moves_only_to_what_was_acknowledged_and_follows_the_wal_when_i
         postgres.execute("INSERT INTO misc.other SELECT generate_series(1, 1000)", database=pgdb)
         [(end,)] = postgres.query("SELECT pg_current_wal_insert_lsn()::text", database=pgdb)
         marks = read_until(
-            reader, store, lambda got: any(i.after.lsn >= parse_lsn(end) for i in got)  # type: ignore[attr-defined]
+            reader,
+            store,
+            lambda got: any(i.after.lsn >= parse_lsn(end) for i in got),  # type: ignore[attr-defined]
         )
         assert rows(marks) == []
         reader.ack(marks[-1].after)

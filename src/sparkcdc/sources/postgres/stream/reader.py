@@ -153,9 +153,7 @@ class PgLogReader(LogThread):
         self._resume, self._boundary = (resume if resume.skip else None), resume.lsn
         self.cutter.reset()
         self._connected = True
-        log.info(
-            "connected to %s, streaming slot %s from %s", self.where, self.slot, resume
-        )
+        log.info("connected to %s, streaming slot %s from %s", self.where, self.slot, resume)
         decoder = pm.Decoder()
         try:
             for items in stream.batches(wait=self.heartbeat, idle=self._idle):
