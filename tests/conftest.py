@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -50,13 +51,28 @@ def postgres() -> Iterator[ThrowawayPostgres]:
 
 
 @pytest.fixture
-def pgdb(postgres: ThrowawayPostgres, request: pytest.FixtureRequest) -> str:
-    """A PostgreSQL database of the test's own, created empty (named after the test)."""
+def pgdb(postgres: ThrowawayPostgres, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A PostgreSQL database of the test's own, created empty (named after the test); its
+    replication slots are dropped after the test, so the shared server keeps none."""
     name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:48]
     name = f"t_{name}"
     postgres.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     postgres.create_database(name)
-    return name
+    yield name
+    drop = (
+        "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+        f"WHERE database = '{name}' AND active_pid IS NOT NULL"
+    )
+    postgres.execute(drop)
+    for _ in range(50):  # a terminated walsender lets go of its slot shortly after
+        slots = postgres.query(
+            f"SELECT slot_name, active FROM pg_replication_slots WHERE database = '{name}'"
+        )
+        if not any(active for _, active in slots):
+            break
+        time.sleep(0.1)
+    for slot, _ in slots:
+        postgres.execute(f"SELECT pg_drop_replication_slot('{slot}')")
 
 
 @pytest.fixture

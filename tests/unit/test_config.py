@@ -153,7 +153,7 @@ def test_malformed_yaml_names_the_line() -> None:
         ("trigger: 1s", "trigger: soon", "pipeline.trigger", "not a duration"),
         ("port: 3307", "port: 70000", "source.port", "1..65535"),
         ("port: 3307", "port: abc", "source.port", "not a whole number"),
-        ("type: mysql", "type: postgres", "source.type", "mysql"),
+        ("type: mysql", "type: oracle", "source.type", "postgres"),
         ("type: mysql", "type: no_such.module", "source.type", "importing no_such.module failed"),
         ("type: mysql", "type: os.path", "source.type", "os.path has no SOURCE_TYPE"),
         ("type: delta", "type: iceberg", "sink.type", "delta"),

@@ -96,7 +96,7 @@ class LogThread(ABC):
 
     def stats(self) -> ReaderStats:
         return ReaderStats(
-            self._events, self._rows, self._position, self._last_ts_ms or None, self._connected,
+            self._events, self._rows, self._position, self._last_ts_ms, self._connected,
             self._reconnects,
         )  # fmt: skip
 
@@ -112,6 +112,14 @@ class LogThread(ABC):
     @abstractmethod
     def _interrupt(self) -> None:
         """Unblock the thread (close the connection under it)."""
+
+    def _rewind(self, resume: Offset) -> None:
+        """The stream is read again from ``resume`` after a lost connection."""
+        self._pending_marker = None
+
+    def _finish(self) -> None:
+        """The thread ends: release what it holds."""
+        self._interrupt()
 
     def _retryable(self, exc: SourceError) -> bool:
         """Whether ``exc`` means the connection ended, not that streaming cannot work."""
@@ -139,7 +147,7 @@ class LogThread(ABC):
                 self.store.close(exc)
         finally:
             self._connected = False
-            self._interrupt()
+            self._finish()
 
     def _stream_with_retries(self, start: Offset) -> None:
         resume, backoff, lost_at, events = start, 0.5, 0.0, -1
@@ -169,7 +177,7 @@ class LogThread(ABC):
                 backoff = min(backoff * 2, 30.0)
                 self._reconnects += 1
                 resume = self._last_put or start
-                self._pending_marker = None
+                self._rewind(resume)
 
     def _put(self, item: LogItem) -> None:
         while not self.store.put(item, timeout=0.2):
@@ -203,12 +211,11 @@ class LogThread(ABC):
 
     def _idle(self) -> None:
         """Nothing whole is buffered: put the pending item unless more data has arrived already
-        and it is young enough to wait for it; put the pending progress marker."""
+        and it is young enough to wait for it."""
         cutter = self.cutter
-        if cutter.pending is not None:
-            if time.monotonic() - cutter.pending_since >= COALESCE_SECONDS or not (
-                self._data_waiting()
-            ):
-                cutter.flush()
-        elif self._pending_marker is not None and not cutter.open:
-            self._put(LogItem(after=self._pending_marker))
+        if cutter.pending is None:
+            return
+        if time.monotonic() - cutter.pending_since >= COALESCE_SECONDS or not (
+            self._data_waiting()
+        ):
+            cutter.flush()

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import cast
@@ -40,7 +39,8 @@ from sparkcdc.core.errors import SourceError
 from sparkcdc.core.event import Change, LogChange
 from sparkcdc.core.images import ColumnarRows
 from sparkcdc.core.logitem import LogItem
-from sparkcdc.core.offset import position_text
+from sparkcdc.core.offset import Offset, position_text
+from sparkcdc.sources.log_thread import ReachedStop, Stopped
 from sparkcdc.sources.mysql.binlog import events as ev
 from sparkcdc.sources.mysql.binlog.compressed import uncompressed
 from sparkcdc.sources.mysql.binlog.event_kinds import SKIPPED, unknown_event_error
@@ -49,7 +49,7 @@ from sparkcdc.sources.mysql.binlog.partial_json import full_update_event
 from sparkcdc.sources.mysql.binlog.payload import inner_events
 from sparkcdc.sources.mysql.binlog.protocol import ReplicationConnection
 from sparkcdc.sources.mysql.binlog.tablemap import TableMap
-from sparkcdc.sources.mysql.binlog.transactions import COALESCE_SECONDS, TransactionEvents
+from sparkcdc.sources.mysql.binlog.transactions import TransactionEvents
 from sparkcdc.sources.mysql.offset import BinlogOffset, file_sequence
 from sparkcdc.sources.mysql.server.flavour import is_mariadb
 from sparkcdc.sources.port import ChangeFilter
@@ -57,14 +57,6 @@ from sparkcdc.sources.port import ChangeFilter
 log = logging.getLogger("sparkcdc.reader")
 
 ARTIFICIAL = 0x20  # LOG_EVENT_ARTIFICIAL_F: made up by the dump thread, not in the file
-
-
-class ReachedStop(Exception):
-    """The stream reached ``stop_at``: a bounded read (a snapshot window) is complete."""
-
-
-class Stopped(Exception):
-    """stop() was called; unwinds the reader thread."""
 
 
 class BinlogDispatch(TransactionEvents):
@@ -76,14 +68,15 @@ class BinlogDispatch(TransactionEvents):
     json_table: str | None
     stop_at: BinlogOffset | None
 
+    # the log thread's (:class:`~sparkcdc.sources.log_thread.LogThread`)
+    _stop: threading.Event
+    _events: int
+    _last_ts_ms: int
+    _pending_marker: Offset | None
+
     def __init__(self) -> None:
-        self._stop = threading.Event()
         self._conn: ReplicationConnection | None = None
-        self._events = self._connect_events = 0  # events read; read before this connection
-        self._last_ts_ms = 0
-        self._position: BinlogOffset | None = None
-        self._last_put_at = 0.0
-        self._pending_marker: BinlogOffset | None = None
+        self._connect_events = 0  # events read before this connection
         # per connection: current file, format description, GTID position, pending resume
         self._file = ""
         self._file_prefix = ""  # the file's part of an event position
@@ -209,20 +202,6 @@ class BinlogDispatch(TransactionEvents):
             self._gtid_text = None
         elif etype not in SKIPPED:
             raise unknown_event_error(etype, self._file, pos)
-
-    def _idle(self) -> None:
-        """No complete event is buffered: put the pending item unless more data has arrived
-        already and it is young enough to wait for it."""
-        cutter = self.cutter
-        if cutter.pending is None:
-            return
-        conn = self._conn
-        if (
-            conn is None
-            or time.monotonic() - cutter.pending_since >= COALESCE_SECONDS
-            or not conn.data_waiting()
-        ):
-            cutter.flush()
 
     def _set_file(self, file: str) -> None:
         self._file = file

@@ -28,22 +28,22 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
-import threading
 import time
 
 from sparkcdc.config.model import SourceConfig
-from sparkcdc.core.errors import ConnectionFailed, SourceError, StoreClosed
+from sparkcdc.core.errors import ConnectionFailed, SourceError
 from sparkcdc.core.logitem import LogItem
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.offset_events import own_values, schema_batch
-from sparkcdc.sources.mysql.binlog.dispatch import BinlogDispatch, ReachedStop, Stopped
+from sparkcdc.sources.log_thread import LogThread
+from sparkcdc.sources.mysql.binlog.dispatch import BinlogDispatch
 from sparkcdc.sources.mysql.binlog.dump import open_dump
 from sparkcdc.sources.mysql.offset import BinlogOffset, file_sequence
 from sparkcdc.sources.mysql.schema.history import SchemaHistory
 from sparkcdc.sources.mysql.schema.state import SchemaState
 from sparkcdc.sources.mysql.server.startup import resolve_gtid
 from sparkcdc.sources.mysql.settings import MySQLSettings
-from sparkcdc.sources.port import ChangeFilter, ReaderStats
+from sparkcdc.sources.port import ChangeFilter
 from sparkcdc.store.cutter import TransactionCutter
 from sparkcdc.store.ring import EventStore
 
@@ -53,7 +53,7 @@ log = logging.getLogger("sparkcdc.reader")
 _LOST = frozenset({1053, 1077, 1152, 1158, 1159, 1160, 1161, 1317, 1927, 2013})
 
 
-class LogReader(BinlogDispatch):
+class LogReader(LogThread, BinlogDispatch):
     """Streams the binlog from ``start`` into ``store`` (see the module docstring)."""
 
     def __init__(
@@ -72,68 +72,22 @@ class LogReader(BinlogDispatch):
         change_filter: ChangeFilter | None = None,
         typed: bool = False,
     ) -> None:
-        super().__init__()
+        LogThread.__init__(
+            self, f"{source.host}:{source.port}", store, reconnect_timeout=reconnect_timeout,
+            progress_interval=progress_interval,
+        )  # fmt: skip
+        BinlogDispatch.__init__(self)
         self.source = source
         self.start_offset = start
-        self.store = store
         self.history = history
         self.server_id = server_id or MySQLSettings.of(source).server_id
-        self.reconnect_timeout = reconnect_timeout
         self.heartbeat = heartbeat
-        self.progress_interval = progress_interval
         self.stop_at = stop_at
         self.change_filter = change_filter
         self.typed = typed
         self.json_table = source.signal_table  # its rows are read as JSON (signals)
         self.cutter = TransactionCutter(item_rows, self._put, BinlogOffset)
         self.schemas = SchemaState(source, history)
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
-        self._rows = self._reconnects = 0
-        self._connected = False
-        self._last_put: Offset | None = None
-
-    # ------------------------------------------------------------------ control
-    def start(self) -> None:
-        """Start streaming in a daemon thread."""
-        if self._thread is not None:
-            raise RuntimeError("this log reader was started already; create a new one.")
-        self._thread = threading.Thread(target=self._run, name="sparkcdc-log-reader", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop the thread promptly: the blocking socket is shut down under it."""
-        self._stop.set()
-        conn = self._conn
-        if conn is not None:
-            with contextlib.suppress(OSError):
-                conn.sock.shutdown(socket.SHUT_RDWR)
-            conn.close()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
-
-    def join(self, timeout: float | None = None) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    @property
-    def error(self) -> BaseException | None:
-        """The exception that stopped the reader (None while running or after stop())."""
-        return self._error
-
-    @property
-    def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
-    def stats(self) -> ReaderStats:
-        return ReaderStats(
-            self._events,
-            self._rows,
-            self._position,
-            self._last_ts_ms,
-            self._connected,
-            self._reconnects,
-        )
 
     def passed(self, offset: Offset) -> bool:
         """Whether every transaction ending at or before ``offset`` (a log end read from the
@@ -148,43 +102,41 @@ class LogReader(BinlogDispatch):
         """Nothing to do: a binlog keeps no position of its readers (the server purges by its
         own retention settings)."""
 
-    # ------------------------------------------------------------------ thread
-    def _run(self) -> None:
-        try:
-            start = self.start_offset
-            if not start.file:  # a GTID position: find its file/pos once, then stream by file
-                start = resolve_gtid(self.source, start.gtid)
-            self._position = start
-            self._announce(start)
-            self._stream_with_retries(start)
-        except ReachedStop:
-            self.cutter.flush()
-            if self._pending_marker is not None:
-                self._put(LogItem(after=self._pending_marker))
-            self.store.close()
-        except (Stopped, StoreClosed):
-            pass
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer through the store
-            if not self._stop.is_set():
-                self._error = exc
-                log.error("log reader stopped: %s", exc)
-                self.store.close(exc)
-        finally:
-            self._connected = False
-            if self._conn is not None:
-                self._conn.close()
-            close = getattr(self.change_filter, "close", None)
-            if close is not None:
-                close()  # the hand-off filter's catalog connection, if it opened one
+    # ------------------------------------------------------------------ LogThread
+    def _prepare(self) -> BinlogOffset:
+        start = self.start_offset
+        if not start.file:  # a GTID position: find its file/pos once, then stream by file
+            start = resolve_gtid(self.source, start.gtid)
+        self._position = start
+        self._announce(start)
+        return start
 
-    def _put(self, item: LogItem) -> None:
-        while not self.store.put(item, timeout=0.2):
-            if self._stop.is_set():
-                raise Stopped
-        self._last_put = item.after
-        self._last_put_at = time.monotonic()
-        self._pending_marker = None
-        self._rows += item.rows if not item.is_ddl else 0
+    def _interrupt(self) -> None:
+        """The blocking socket is shut down under the thread."""
+        conn = self._conn
+        if conn is not None:
+            with contextlib.suppress(OSError):
+                conn.sock.shutdown(socket.SHUT_RDWR)
+            conn.close()
+
+    def _finish(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        close = getattr(self.change_filter, "close", None)
+        if close is not None:
+            close()  # the hand-off filter's catalog connection, if it opened one
+
+    def _retryable(self, exc: SourceError) -> bool:
+        return isinstance(exc, ConnectionFailed) or exc.fields.get("code") in _LOST
+
+    def _rewind(self, resume: Offset) -> None:
+        super()._rewind(resume)
+        assert isinstance(resume, BinlogOffset)
+        self.schemas.rewind(resume)
+
+    def _data_waiting(self) -> bool:
+        conn = self._conn
+        return conn is not None and conn.data_waiting()
 
     def _announce(self, start: BinlogOffset) -> None:
         """The first item: one ``op='s'`` row per captured table with its schema at start."""
@@ -196,47 +148,9 @@ class LogReader(BinlogDispatch):
             )  # fmt: skip
             self._put(LogItem(after=start, batch=batch, is_ddl=True))
 
-    def _stream_with_retries(self, start: BinlogOffset) -> None:
-        resume, backoff, lost_at = start, 0.5, 0.0
-        while True:
-            try:
-                self._stream(resume)
-                raise ConnectionFailed("the server ended the binlog stream; it will be retried")
-            except (ConnectionFailed, SourceError) as exc:
-                if not isinstance(exc, ConnectionFailed) and exc.fields.get("code") not in _LOST:
-                    raise
-                if self._stop.is_set():
-                    raise Stopped from None
-                now = time.monotonic()
-                if self._events_since_connect or not lost_at:
-                    lost_at, backoff = now, 0.5
-                self._lost(exc, now - lost_at)
-                log.warning("connection lost (%s); reconnecting in %.1fs", exc, backoff)
-                if self._stop.wait(backoff):
-                    raise Stopped from None
-                backoff = min(backoff * 2, 30.0)
-                self._reconnects += 1
-                last = self._last_put
-                resume = last if isinstance(last, BinlogOffset) else start
-                self._pending_marker = None
-                self.schemas.rewind(resume)
-
-    def _lost(self, exc: SourceError, since: float) -> None:
-        """The connection is gone: close it; give up once it has been gone too long."""
-        self._connected = False
-        if self._conn is not None:
-            self._conn.close()
-        if since >= self.reconnect_timeout:
-            raise ConnectionFailed(
-                f"lost the replication connection to {self.source.host}:{self.source.port} and "
-                f"could not reconnect for {self.reconnect_timeout:g}s ({exc}); check the server "
-                "and restart the pipeline.",
-                host=self.source.host,
-                port=self.source.port,
-            ) from exc
-
-    def _stream(self, resume: BinlogOffset) -> None:
+    def _stream(self, resume: Offset) -> None:
         """One connection: every event of the dump from ``resume``."""
+        assert isinstance(resume, BinlogOffset)
         self._connect_events = self._events
         conn, stream = open_dump(
             self.source, self.server_id, resume.file, resume.pos, heartbeat=self.heartbeat,

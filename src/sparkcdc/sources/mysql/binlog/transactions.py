@@ -17,11 +17,11 @@ those of captured tables become a DDL item.
 from __future__ import annotations
 
 import logging
-import time
 import uuid as uuidlib
 
 from sparkcdc.core.errors import SourceError
 from sparkcdc.core.logitem import LogItem
+from sparkcdc.core.offset import Offset
 from sparkcdc.sources.mysql.binlog import events as ev
 from sparkcdc.sources.mysql.binlog.gtid import GtidSet, format_mariadb_gtid
 from sparkcdc.sources.mysql.offset import BinlogOffset
@@ -31,7 +31,6 @@ from sparkcdc.store.cutter import TransactionCutter
 log = logging.getLogger("sparkcdc.reader")
 
 _IGNORED_QUERIES = ("BEGIN", "XA ", "SAVEPOINT", "ROLLBACK TO", "RELEASE SAVEPOINT")
-COALESCE_SECONDS = 0.05  # the longest a committed transaction waits in the pending item
 _ANONYMOUS, _unpack_gtid = ev.MYSQL_ANONYMOUS_GTID, ev.unpack_mysql_gtid
 _DELIVERED = 1 << 62  # skip every row: the transaction is in the GTID set already
 
@@ -42,7 +41,6 @@ class TransactionEvents:
 
     cutter: TransactionCutter
     schemas: SchemaState
-    progress_interval: float
     _file: str
     _file_prefix: str
     _gtids: dict[int, tuple[int, int]]
@@ -51,15 +49,13 @@ class TransactionEvents:
     _mysql: bool
     _sids: dict[bytes, str]
     _resume: BinlogOffset | None
-    _position: BinlogOffset | None
+    _position: Offset | None
     _server_id: int
     _standalone: bool
-    _pending_marker: BinlogOffset | None
-    _last_put_at: float
     _last_ts_ms: int
 
     def _put(self, item: LogItem) -> None:
-        raise NotImplementedError  # the log reader puts into its store
+        raise NotImplementedError  # LogThread's
 
     def _gtid_position(self) -> str:
         """The GTID position of everything before the open transaction, as text."""
@@ -135,7 +131,10 @@ class TransactionEvents:
             skip, self._resume = resume.skip, None
         here = self._position  # the boundary before, usually: the same offset
         place = (self._file, pos, before, 0)
-        if here is None or (here.file, here.pos, here.gtid, here.skip) != place:
+        if (
+            not isinstance(here, BinlogOffset)
+            or (here.file, here.pos, here.gtid, here.skip) != place
+        ):
             here = BinlogOffset(self._file, pos, before)
         cutter.begin(here, transaction, ts * 1000, skip)
         self._server_id = server_id
@@ -156,22 +155,7 @@ class TransactionEvents:
                 self._end_txn(boundary)
 
     def _end_txn(self, boundary: BinlogOffset) -> None:
-        self._position = boundary
-        cutter = self.cutter
-        if cutter.commit(boundary) if cutter.open else cutter.advance(boundary):
-            pending = cutter.pending
-            assert pending is not None
-            if (
-                len(pending) >= cutter.item_rows
-                or time.monotonic() - cutter.pending_since >= COALESCE_SECONDS
-            ):
-                cutter.flush()
-            else:
-                self._pending_marker = None  # the pending item carries this boundary
-            return
-        self._pending_marker = boundary
-        if time.monotonic() - self._last_put_at >= self.progress_interval:
-            self._put(LogItem(after=boundary))
+        raise NotImplementedError  # LogThread's
 
     def _ddl(self, db: str, sql: str, pos: int, boundary: BinlogOffset | None) -> None:
         """Apply a statement to the tracked schemas; changes of captured tables become one DDL

@@ -195,6 +195,8 @@ class PgLogReader(LogThread):
         if self._stop.is_set():
             raise Stopped
         super()._idle()
+        if self._pending_marker is not None and not self.cutter.open:
+            self._put(LogItem(after=self._pending_marker))  # other tables' transactions
         self._follow_wal()
 
     def _follow_wal(self) -> None:
