@@ -12,22 +12,45 @@ import contextlib
 import random
 import threading
 from collections import Counter
-
-from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 DDL = (
     "CREATE TABLE {db}.accounts (id BIGINT PRIMARY KEY, version INT NOT NULL, "
     "balance DECIMAL(14,2), owner VARCHAR(40) CHARACTER SET utf8mb4, "
     "updated DATETIME(6), flags BIT(8))",
 )
+PG_DDL = (
+    "CREATE TABLE accounts (id bigint PRIMARY KEY, version int NOT NULL, "
+    "balance numeric(14,2), owner varchar(40), updated timestamp(6), flags smallint)",
+)
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """The workload's statements in one database's SQL."""
+
+    now: str  # the current time to microseconds
+    autocommit_off: str | None  # a statement that ends autocommit, if the driver does not
+
+
+MARIADB = Dialect("NOW(6)", "SET autocommit=0")
+POSTGRES = Dialect("clock_timestamp()", None)
+
+
+class Server(Protocol):
+    def connect(self, db: str) -> Any: ...
 
 
 class ChangeWorkload(threading.Thread):
     """Writes at least ``changes`` identified changes in random transactions of 1–50 changes."""
 
-    def __init__(self, server: ThrowawayMariaDB, db: str, changes: int, seed: int) -> None:
+    def __init__(
+        self, server: Server, db: str, changes: int, seed: int, dialect: Dialect = MARIADB
+    ) -> None:
         super().__init__(daemon=True)
         self.server, self.db, self.target, self.rng = server, db, changes, random.Random(seed)
+        self.dialect = dialect
         self.expected: Counter[tuple[str, int, int]] = Counter()
         self.live: dict[int, int] = {}
         self.next_id = 1
@@ -42,7 +65,10 @@ class ChangeWorkload(threading.Thread):
     def _run(self) -> None:
         rng = self.rng
         with contextlib.closing(self.server.connect(self.db)) as conn, conn.cursor() as cur:
-            cur.execute("SET autocommit=0")
+            if self.dialect.autocommit_off is None:
+                conn.autocommit = False
+            else:
+                cur.execute(self.dialect.autocommit_off)
             done = 0
             while done < self.target:
                 size = rng.choice((1, 1, 1, 2, 5, 20, 50))
@@ -67,7 +93,7 @@ class ChangeWorkload(threading.Thread):
         key = self.next_id
         self.next_id += 1
         cur.execute(  # type: ignore[attr-defined]
-            "INSERT INTO accounts VALUES (%s, 0, %s, %s, NOW(6), %s)",
+            f"INSERT INTO accounts VALUES (%s, 0, %s, %s, {self.dialect.now}, %s)",
             (key, round(self.rng.uniform(-1e6, 1e6), 2), f"owner-{key}-ü", key % 256),
         )
         self.live[key] = 0
@@ -77,7 +103,8 @@ class ChangeWorkload(threading.Thread):
         key = self.rng.choice(list(self.live)) if len(self.live) < 2000 else self._recent()
         version = self.live[key] + 1
         cur.execute(  # type: ignore[attr-defined]
-            "UPDATE accounts SET version=%s, balance=balance+1.25, updated=NOW(6) WHERE id=%s",
+            f"UPDATE accounts SET version=%s, balance=balance+1.25, updated={self.dialect.now} "
+            "WHERE id=%s",
             (version, key),
         )
         self.live[key] = version
