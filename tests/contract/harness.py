@@ -19,6 +19,8 @@ from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.sources.mysql.settings import MySQLSettings
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from sparkcdc.sources.port import Source
+from sparkcdc.sources.postgres.settings import PostgresSettings
+from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 from sparkcdc.sources.registry import open_source
 from tests.fakes.database import FakeLog
 
@@ -30,6 +32,8 @@ _server_ids = itertools.count(7400)
 
 class Harness(Protocol):
     name: str
+    back_fills: bool
+    """Whether the source reads a chunk's window back from its log (the snapshot's back-fill)."""
 
     def create(self, table: str, rows: int = 0, keyed: bool = True) -> str:
         """Create ``table`` with ids ``1 .. rows`` (v = ``v<id>``), its ``id`` the primary key
@@ -54,6 +58,7 @@ class MariaDBHarness:
     server: ThrowawayMariaDB
     db: str
     name: str = "mysql"
+    back_fills: bool = True
 
     def create(self, table: str, rows: int = 0, keyed: bool = True) -> str:
         key = " PRIMARY KEY" if keyed else " NOT NULL"
@@ -102,6 +107,7 @@ class MariaDBHarness:
 class FakeHarness:
     folder: Path
     name: str = "fake"
+    back_fills: bool = True
     tables: dict[str, dict[int, str]] = field(default_factory=dict)
     keyed: set[str] = field(default_factory=set)
     log: FakeLog | None = None
@@ -156,6 +162,68 @@ class FakeHarness:
         header = json.loads(lines[0]) | {"not_ready": "the fake log is off; switch it on."}
         path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
         return self.source(table)
+
+
+@dataclass
+class PostgresHarness:
+    """Tables in schema ``public`` of a database of the test's own; every source gets a slot
+    and a publication of its own, made when the source is opened (as a pipeline's first start
+    makes them), which the ``pgdb`` fixture drops after the test."""
+
+    server: ThrowawayPostgres
+    db: str
+    name: str = "postgres"
+    back_fills: bool = False  # the PostgreSQL snapshot's back-fill is not built yet
+
+    def create(self, table: str, rows: int = 0, keyed: bool = True) -> str:
+        key = " PRIMARY KEY" if keyed else " NOT NULL"
+        self.server.execute(
+            f"CREATE TABLE {table} (id bigint{key}, v varchar(40))", database=self.db
+        )
+        if rows:
+            self.server.execute(
+                f"INSERT INTO {table} SELECT i, 'v' || i FROM generate_series(1, {rows}) i",
+                database=self.db,
+            )
+        return f"public.{table}"
+
+    def commit(self, table: str, writes: list[Write]) -> None:
+        sql = []
+        for op, i, v in writes:
+            if op == "c":
+                sql.append(f"INSERT INTO {table} VALUES ({i}, '{v}')")
+            elif op == "u":
+                sql.append(f"UPDATE {table} SET v = '{v}' WHERE id = {i}")
+            else:
+                sql.append(f"DELETE FROM {table} WHERE id = {i}")
+        self.server.execute("BEGIN", *sql, "COMMIT", database=self.db)
+
+    def _config(self, tables: tuple[str, ...], user: str, password: str) -> SourceConfig:
+        name = f"contract_{next(_server_ids)}"
+        return SourceConfig(
+            self.server.host, self.server.port, user, password,
+            tuple(t.replace(".", "\\.") for t in tables), type="postgres",
+            settings=PostgresSettings(database=self.db, slot=name, publication=name),
+        )  # fmt: skip
+
+    def source(self, *tables: str) -> Source:
+        source = open_source(self._config(tables, self.server.user, self.server.password))
+        if all(t.startswith("public.") for t in tables):
+            source.startup_offset("earliest")  # the slot and the publication, once
+        return source
+
+    def contents(self, table: str) -> dict[int, str]:
+        rows = self.server.query(f"SELECT id, v FROM {table}", database=self.db)
+        return {int(i): str(v) for i, v in rows}
+
+    def unready(self, table: str) -> Source:
+        user = f"reader{next(_server_ids)}"
+        self.server.execute(
+            f"CREATE ROLE {user} LOGIN PASSWORD 'secret'",
+            f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {user}",
+            database=self.db,
+        )
+        return open_source(self._config((table,), user, "secret"))
 
 
 def _image(i: int, v: str) -> str:

@@ -8,9 +8,9 @@ startup resolution     ``earliest`` (the slot's confirmed position), ``latest`` 
                        now), ``lsn:<X/Y>``; the slot and the publication are made first
 log reader             :class:`~.stream.reader.PgLogReader` over a logical replication stream
                        with pgoutput; ``ack`` moves the slot's confirmed position
-back-fill read         not yet: the snapshot of PostgreSQL tables comes with its chunk dialect
-chunk dialect          not yet (``startup: initial`` and ``snapshot`` are refused by the
+back-fill read         not yet (``startup: initial`` and ``snapshot`` are refused by the
                        settings' check)
+chunk dialect          :class:`~.chunks.dialect.PostgresChunks`: keyset chunks read with COPY
 type mapping           :mod:`.pgoutput.types`
 =====================  =====================================================================
 """
@@ -24,6 +24,7 @@ from sparkcdc.core.event import Change
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sources.port import ChangeFilter, Source, TableName
+from sparkcdc.sources.postgres.chunks.dialect import PostgresChunks
 from sparkcdc.sources.postgres.offset import LsnOffset
 from sparkcdc.sources.postgres.server.catalog import PostgresCatalog
 from sparkcdc.sources.postgres.server.publication import ensure_publication, ensure_slot
@@ -113,8 +114,8 @@ class PostgresSource(Source):
     ) -> list[Change]:
         _no_snapshot()
 
-    def chunks(self) -> NoReturn:
-        _no_snapshot()
+    def chunks(self) -> PostgresChunks:
+        return PostgresChunks(self.config)
 
 
 def _no_snapshot() -> NoReturn:
