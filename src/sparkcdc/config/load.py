@@ -128,15 +128,12 @@ def load_config_text(
     root = _section(_substitute(doc, "", refs), "", SECTIONS)
     base = Path(base_dir)
     source = _source(root.get("source"))
+    sink = _sink(_section(root.get("sink"), "sink", SINK_KEYS, required=True), base)
     pipeline = _pipeline(
         _section(root.get("pipeline"), "pipeline", PIPELINE_KEYS, required=True), base
     )
     settings = source.settings.for_pipeline(str(pipeline.checkpoint))
-    return Config(
-        source=replace(source, settings=settings),
-        sink=_sink(_section(root.get("sink"), "sink", SINK_KEYS, required=True), base),
-        pipeline=pipeline,
-    )
+    return Config(source=replace(source, settings=settings), sink=sink, pipeline=pipeline)
 
 
 def _hide_references(text: str) -> tuple[str, dict[str, re.Match[str]]]:
