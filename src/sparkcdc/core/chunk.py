@@ -18,8 +18,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparkcdc.core import types
+from sparkcdc.core.errors import ConfigError
 
 KeyValue = tuple[Any, ...]
+
+
+def refuse_array_key(name: str, logical: str, table: str = "") -> None:
+    """ConfigError when the key column ``name`` is an array: arrays have no order to cut a
+    table's key space by, nor a key text the changes of one row share."""
+    if types.is_array(logical):
+        where = f" of {table}" if table else ""
+        raise ConfigError(
+            f"column {name!r}{where} is an array ({logical}), which cannot be a key column "
+            "(of snapshot chunks, or of the replica's MERGE); key the table by columns of "
+            "other types (source.key_columns, source.snapshot.chunk_key_columns).",
+            key="source.snapshot.chunk_key_columns",
+        )
 
 
 @dataclass(frozen=True)
@@ -35,6 +49,9 @@ class KeyColumn:
     charset: str | None = None
     collation: str | None = None
     logical: str = field(default="", kw_only=True)
+
+    def __post_init__(self) -> None:
+        refuse_array_key(self.name, self.logical)
 
     @property
     def numeric(self) -> bool:

@@ -11,22 +11,34 @@ int8 .. int64, boolean      itself
 uint64                      uint64            cast to decimal(20,0)
 float32                     double            cast to float (the shortest text round-trips)
 decimal(p,s)                string            cast to decimal(p,s), exact
-binary                      string (base64)   decoded per value (trailing zeros kept)
+binary                      string (base64)   decoded (trailing zeros kept)
 date, timestamp(_ntz)       string            cast to date / timestamp_ntz / timestamp UTC;
-                                              zero and invalid dates become null
+                                              expanded years (``-0043-03-15``) exact;
+                                              zero and invalid dates, and values beyond
+                                              date32 / timestamp(us), become null
+array<E>                    list of E's       each element as E above: the list's values
+                            read type         fixed as one column, offsets kept
 everything else             string            kept
 ==========================  ================  ==========================================
+
+Binary is decoded for the whole column at once when every text is canonical padded base64
+(one ``a2b_base64`` call), else value by value.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
+from dataclasses import replace
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from sparkcdc.core import temporal
 from sparkcdc.core.schema import Column, TableSchema
+from sparkcdc.core.types import array_element
 from sparkcdc.core.types import arrow_type as logical_arrow_type
 
 BLOCK_BYTES = 4 << 20  # JSON parse block: 3.7x faster than one block for the whole batch
@@ -43,10 +55,14 @@ def arrow_schema(schema: TableSchema) -> pa.Schema:
     return pa.schema([pa.field(c.name, arrow_type(c)) for c in schema.columns])
 
 
-def _read_type(column: Column, target: pa.DataType) -> pa.DataType:
-    if column.logical == "uint64":
+def _read_type(logical: str, target: pa.DataType) -> pa.DataType:
+    """The type JSON images of ``logical`` are read as (the module table)."""
+    element = array_element(logical)
+    if element is not None:
+        return pa.list_(_read_type(element, target.value_type))
+    if logical == "uint64":
         return pa.uint64()
-    if column.logical == "float32":
+    if logical == "float32":
         return pa.float64()
     if pa.types.is_integer(target) or pa.types.is_floating(target) or pa.types.is_boolean(target):
         return target
@@ -84,7 +100,10 @@ def decode_images(images: pa.Array, schema: TableSchema, strict: bool = False) -
         columns = [pa.nulls(len(images), t) for t in types]
         return pa.StructArray.from_arrays(columns, fields=fields, mask=pc.invert(valid))
     read_schema = pa.schema(
-        [pa.field(c.name, _read_type(c, t)) for c, t in zip(schema.columns, types, strict=True)]
+        [
+            pa.field(c.name, _read_type(c.logical, t))
+            for c, t in zip(schema.columns, types, strict=True)
+        ]
     )
     buffer = _json_lines(present)
     # blocks are parsed in parallel; each must hold the longest image whole
@@ -121,38 +140,122 @@ def fix_column(column: Column, values: pa.Array, target: pa.DataType) -> pa.Arra
         values = pc.cast(values, pa.string())
     if values.type == target:
         return values
+    if pa.types.is_list(target):
+        return _fix_lists(column, values, target)
     if pa.types.is_binary(target):
-        return pa.array(
-            [None if v is None else base64.b64decode(v) for v in values.to_pylist()], target
-        )
+        return _from_base64(values)
     if pa.types.is_date(target) or pa.types.is_timestamp(target):
         return _temporal(values, target)
     return pc.cast(values, target)
 
 
+def _fix_lists(column: Column, values: pa.Array, target: pa.ListType) -> pa.ListArray:
+    """Lists of an ``array<E>`` column: their elements fixed as one column of E, the lists'
+    lengths and nulls kept."""
+    element = array_element(column.logical)
+    if element is None or not _is_list(values.type):
+        raise pa.ArrowInvalid(
+            f"column {column.name!r} ({column.logical}) holds {values.type}, not lists"
+        )
+    fixed = fix_column(replace(column, logical=element), values.flatten(), target.value_type)
+    lengths = pc.fill_null(pc.list_value_length(values), 0).to_numpy(zero_copy_only=False)
+    offsets = np.zeros(len(values) + 1, np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    mask = pc.is_null(values) if values.null_count else None
+    return pa.ListArray.from_arrays(pa.array(offsets), fixed, type=target, mask=mask)
+
+
+def _from_base64(values: pa.Array) -> pa.Array:
+    """Base64 texts -> bytes: one ``a2b_base64`` call over the whole column when every text is
+    canonical (a multiple of four characters, ``=`` only as its padding), else text by text."""
+    texts = pc.fill_null(pc.cast(values, pa.string()), "")
+    n = len(texts)
+    ends = np.frombuffer(texts.buffers()[1], np.int32, n + 1, 4 * texts.offset)
+    lengths = np.diff(ends)
+    one, two = (pc.ends_with(texts, p).to_numpy(zero_copy_only=False) for p in ("=", "=="))
+    pads = one.astype(np.int64) + two  # the padding characters of each text
+    equals = pc.count_substring(texts, "=").to_numpy()
+    data = texts.buffers()[2]
+    raw = b"" if data is None else memoryview(data)[ends[0] : ends[-1]].tobytes()
+    try:
+        if (lengths % 4).any() or (equals != pads).any():
+            raise ValueError("not canonical base64")
+        whole_text = binascii.a2b_base64(raw.replace(b"=", b"A"), strict_mode=True)
+    except (ValueError, binascii.Error):
+        return pa.array(
+            [None if v is None else base64.b64decode(v) for v in values.to_pylist()], pa.binary()
+        )
+    decoded = np.frombuffer(whole_text, np.uint8)
+    whole = lengths // 4 * 3  # bytes of each text's quanta, its padding's included
+    keep = np.ones(len(decoded), bool)
+    stops = np.cumsum(whole)
+    keep[stops[pads >= 1] - 1] = False
+    keep[stops[pads == 2] - 2] = False
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(whole - pads, out=offsets[1:])
+    validity = pc.is_valid(values).buffers()[1] if values.null_count else None
+    buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(decoded[keep].tobytes())]
+    return pa.Array.from_buffers(pa.binary(), n, buffers, values.null_count)
+
+
 def _temporal(values: pa.Array, target: pa.DataType) -> pa.Array:
+    """Date or timestamp texts cast by Arrow; those with an expanded year read by
+    :mod:`.temporal`; zero or invalid dates (MySQL's) null."""
     try:
         return pc.cast(values, target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        pass
-    out: list[object] = []  # zero or invalid dates among valid ones: null only those
+        if not pa.types.is_string(values.type):
+            return _each(values, target)
+    expanded = pc.fill_null(pc.match_substring_regex(values, temporal.EXPANDED), False)
+    if not pc.any(expanded).as_py():
+        return _each(values, target)
+    plain = pc.if_else(expanded, pa.scalar(None, values.type), values)
+    try:
+        usual = pc.cast(plain, target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        usual = _each(plain, target)
+    texts = values.filter(expanded).to_pylist()
+    if pa.types.is_date(target):
+        odd = pa.array([temporal.expanded_days(t) for t in texts], pa.int32())
+    else:
+        zoned = target.tz is not None
+        odd = pa.array([temporal.expanded_micros(t, zoned) for t in texts], pa.int64())
+    return pc.replace_with_mask(usual, expanded, odd.cast(target))
+
+
+def _each(values: pa.Array, target: pa.DataType) -> pa.Array:
+    """``values`` cast one by one: those Arrow cannot read (zero or invalid dates) null."""
+    storage = pa.int32() if pa.types.is_date32(target) else pa.int64()
+    out: list[int | None] = []
     for text in values.to_pylist():
         try:
-            out.append(None if text is None else pc.cast(pa.array([text]), target)[0].as_py())
+            cast = None if text is None else pc.cast(pa.array([text]), target).cast(storage)
+            out.append(None if cast is None else cast[0].as_py())
         except (pa.ArrowInvalid, ValueError, OverflowError):
             out.append(None)
-    return pa.array(out, target)
+    return pa.array(out, storage).cast(target)
 
 
 def cast_struct(values: pa.StructArray, fields: list[pa.Field]) -> pa.StructArray:
-    """``values`` as a struct with exactly ``fields`` (missing fields null, types cast)."""
+    """``values`` as a struct with exactly ``fields`` (missing fields null, types cast; a
+    column changed between array and not an array is ArrowInvalid, as any cast that fails)."""
     by_name = {values.type.field(i).name: i for i in range(values.type.num_fields)}
     columns = []
     for f in fields:
         if f.name in by_name:
             child = values.field(by_name[f.name])
-            columns.append(child if child.type == f.type else pc.cast(child, f.type))
+            columns.append(child if child.type == f.type else _cast(f.name, child, f.type))
         else:
             columns.append(pa.nulls(len(values), f.type))
     mask = pc.is_null(values)
     return pa.StructArray.from_arrays(columns, fields=fields, mask=mask)
+
+
+def _cast(name: str, values: pa.Array, target: pa.DataType) -> pa.Array:
+    if _is_list(values.type) != _is_list(target):
+        raise pa.ArrowInvalid(f"column {name!r} is {values.type} here, {target} in the table")
+    return pc.cast(values, target)
+
+
+def _is_list(t: pa.DataType) -> bool:
+    return bool(pa.types.is_list(t) or pa.types.is_large_list(t))

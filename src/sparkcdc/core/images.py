@@ -15,6 +15,7 @@ string            str
 binary            bytes
 date              int, days since 1970-01-01
 timestamp(_ntz)   int, microseconds since 1970-01-01 00:00 (UTC for timestamp)
+array<E>          list of E's values as above (None: a NULL element)
 ================  ==============================================================
 
 None is NULL (and a column the log left out of a minimal row image, as in a JSON image).
@@ -29,7 +30,6 @@ and schema version, the changes' ``source.position`` (unique in the log) with th
 from __future__ import annotations
 
 import base64
-import datetime as _dt
 import decimal
 import functools
 import struct
@@ -37,12 +37,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkcdc.core.convert import arrow_schema, cast_struct
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.core.types import arrow_type
+from sparkcdc.core.temporal import date_text, timestamp_text
+from sparkcdc.core.types import array_element, array_of, arrow_type
 
 Row = tuple[object, ...]
 POSITION = "position"
@@ -114,9 +116,35 @@ def _via(storage: pa.DataType, target: pa.DataType) -> Callable[[Sequence[object
     return convert
 
 
+def _lists(element: str) -> Callable[[Sequence[object]], pa.Array]:
+    """The function turning lists of ``element`` values (or None) into a list array."""
+    convert = column_array(element)
+    target = arrow_type(array_of(element))
+
+    def lists(values: Sequence[object]) -> pa.Array:
+        items: list[object] = []
+        lengths = np.zeros(len(values) + 1, np.int32)
+        for i, value in enumerate(values):
+            if value is None:
+                continue
+            if not isinstance(value, list | tuple):
+                raise TypeError(f"a value of array<{element}> is a list, not {value!r}")
+            items.extend(value)
+            lengths[i + 1] = len(value)
+        offsets = pa.array(np.cumsum(lengths, dtype=np.int32))
+        nulls = [v is None for v in values]
+        mask = pa.array(nulls, pa.bool_()) if any(nulls) else None
+        return pa.ListArray.from_arrays(offsets, convert(items), type=target, mask=mask)
+
+    return lists
+
+
 def column_array(logical: str) -> Callable[[Sequence[object]], pa.Array]:
     """The function turning a column's values (the module table's forms) into Arrow."""
     target = arrow_type(logical)
+    element = array_element(logical)
+    if element is not None:
+        return _lists(element)
     if logical == "uint64":
         return _via(pa.uint64(), target)
     if pa.types.is_decimal(target):
@@ -214,11 +242,9 @@ def fill_untyped(
 def json_values(images: pa.StructArray, names: Sequence[str]) -> list[list[object] | None]:
     """The values of the columns ``names`` of each image (None: no image) as its JSON image
     holds them (:mod:`sparkcdc.core.types`): numbers, or text for exact decimals, dates,
-    date-times and base64 bytes."""
+    date-times and base64 bytes, lists for arrays."""
     kinds = {images.type.field(i).name: images.type.field(i) for i in range(images.type.num_fields)}
-    columns = [
-        [_json_value(v, _logical(kinds[n])) for v in images.field(n).to_pylist()] for n in names
-    ]
+    columns = [_json_column(images.field(n), _logical(kinds[n])) for n in names]
     rows = zip(*columns, strict=True)
     valid = images.is_valid().to_pylist()
     return [list(row) if ok else None for ok, row in zip(valid, rows, strict=True)]
@@ -226,6 +252,32 @@ def json_values(images: pa.StructArray, names: Sequence[str]) -> list[list[objec
 
 def _logical(f: pa.Field) -> str:
     return (f.metadata or {}).get(LOGICAL.encode(), b"").decode()
+
+
+def _json_column(values: pa.Array, logical: str) -> list[object]:
+    """One column's values in their JSON image form (dates and timestamps of any year)."""
+    t = values.type
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _json_lists(values, array_element(logical) or "")
+    if pa.types.is_date32(t):
+        return [None if d is None else date_text(d) for d in values.cast(pa.int32()).to_pylist()]
+    if pa.types.is_timestamp(t):
+        zone = "Z" if t.tz is not None else ""
+        micros = values.cast(pa.timestamp("us", t.tz)).cast(pa.int64()).to_pylist()
+        return [None if m is None else timestamp_text(m, zone) for m in micros]
+    return [_json_value(v, logical) for v in values.to_pylist()]
+
+
+def _json_lists(values: pa.Array, element: str) -> list[object]:
+    """Lists' values in JSON image form: their elements converted as one column."""
+    items = _json_column(values.flatten(), element)
+    lengths = pc.fill_null(pc.list_value_length(values), 0).to_pylist()
+    out: list[object] = []
+    at = 0
+    for ok, n in zip(values.is_valid().to_pylist(), lengths, strict=True):
+        out.append(items[at : at + n] if ok else None)
+        at += n
+    return out
 
 
 def _json_value(value: object, logical: str) -> object:
@@ -239,11 +291,6 @@ def _json_value(value: object, logical: str) -> object:
         return f"{value:f}"
     if isinstance(value, bytes):
         return base64.b64encode(value).decode("ascii")
-    if isinstance(value, _dt.datetime):
-        zone = "Z" if logical == "timestamp" else ""
-        return f"{value.year:04d}-{value:%m-%dT%H:%M:%S}.{value.microsecond:06d}{zone}"
-    if isinstance(value, _dt.date):
-        return value.isoformat()
     return value
 
 

@@ -22,7 +22,18 @@ binary            binary                 binary           string, base64
 date              date32                 date             "YYYY-MM-DD"
 timestamp         timestamp(us, UTC)     timestamp        "YYYY-MM-DDTHH:MM:SS.ffffffZ"
 timestamp_ntz     timestamp(us)          timestamp_ntz    "YYYY-MM-DDTHH:MM:SS.ffffff"
+array<E>          list<E's Arrow type>   array<E's Spark  JSON array of E's JSON values,
+                  (elements nullable)    type>            null elements null
 ================  =====================  ===============  ================================
+
+Dates and timestamps are proleptic Gregorian with astronomical years (1 BC is year 0, 44 BC is
+year -43). Years 1 .. 9999 are written with four digits, as above; any other year in ISO 8601's
+expanded form: its sign and at least four digits (``"-0043-03-15"``, ``"+0000-01-01"``,
+``"+10000-01-01T00:00:00.000000Z"``). Arrow's date32 and timestamp(us) hold them exactly
+(int32 days, int64 microseconds since 1970-01-01).
+
+``E`` of ``array<E>`` is any logical type above but an array (arrays have one dimension); its
+text is exactly ``array<`` E ``>``, e.g. ``array<decimal(12,2)>``. Arrays cannot be key columns.
 """
 
 from __future__ import annotations
@@ -65,6 +76,7 @@ _SPARK = {
 }
 INTEGERS = frozenset({"int8", "int16", "int32", "int64", "uint64"})
 _DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")
+_ARRAY_OPEN = "array<"
 
 
 def decimal(precision: int, scale: int) -> str:
@@ -80,18 +92,42 @@ def decimal_digits(logical: str) -> tuple[int, int] | None:
     return None if match is None else (int(match.group(1)), int(match.group(2)))
 
 
+def array_of(element: str) -> str:
+    """The logical type of one-dimensional arrays of ``element`` (a scalar logical type)."""
+    if is_array(check(element)):
+        raise ValueError(f"array<{element}> is not a logical type: arrays have one dimension")
+    return f"{_ARRAY_OPEN}{element}>"
+
+
+def array_element(logical: str) -> str | None:
+    """The element logical type of an array logical type, None for any other."""
+    if logical.startswith(_ARRAY_OPEN) and logical.endswith(">"):
+        return logical[len(_ARRAY_OPEN) : -1]
+    return None
+
+
+def is_array(logical: str) -> bool:
+    return array_element(logical) is not None
+
+
 def check(logical: str) -> str:
     """``logical`` if it is a logical type (ValueError naming it otherwise)."""
-    if logical in _ARROW or decimal_digits(logical) is not None:
+    element = array_element(logical)
+    scalar = logical if element is None else element
+    if scalar in _ARROW or decimal_digits(scalar) is not None:
         return logical
     raise ValueError(f"{logical!r} is not a logical type")
 
 
 def arrow_type(logical: str) -> pa.DataType:
+    """The Arrow type of ``logical`` (ValueError for a text that is none)."""
     found = _ARROW.get(logical)
     if found is not None:
         return found
-    digits = decimal_digits(check(logical))
+    element = array_element(check(logical))
+    if element is not None:
+        return pa.list_(arrow_type(element))
+    digits = decimal_digits(logical)
     assert digits is not None
     return pa.decimal128(*digits)
 
@@ -99,7 +135,10 @@ def arrow_type(logical: str) -> pa.DataType:
 def spark_type(logical: str) -> str:
     """The Spark SQL type (DDL text) of ``logical``."""
     found = _SPARK.get(logical)
-    return found if found is not None else check(logical)
+    if found is not None:
+        return found
+    element = array_element(check(logical))
+    return logical if element is None else f"array<{spark_type(element)}>"
 
 
 def is_integer(logical: str) -> bool:

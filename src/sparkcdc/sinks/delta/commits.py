@@ -50,7 +50,8 @@ def arrow_fields(table: DeltaTable) -> list[pa.Field]:
 
 
 def _plain(f: pa.Field) -> pa.Field:
-    """delta-rs reports string/binary as their large/view forms; the sink writes the plain ones."""
+    """delta-rs reports string/binary as their large/view forms and lists with ``element``
+    items (or large/view lists); the sink writes the plain ones (``pa.list_``, nullable items)."""
     t = f.type
     if pa.types.is_large_string(t) or pa.types.is_string_view(t):
         t = pa.string()
@@ -58,7 +59,15 @@ def _plain(f: pa.Field) -> pa.Field:
         t = pa.binary()
     elif pa.types.is_struct(t):
         t = pa.struct([_plain(t.field(i)) for i in range(t.num_fields)])
+    elif _is_list(t):
+        t = pa.list_(_plain(t.value_field).type)
     return pa.field(f.name, t, nullable=True)
+
+
+def _is_list(t: pa.DataType) -> bool:
+    kinds = (pa.types.is_list, pa.types.is_large_list, pa.types.is_list_view,
+             pa.types.is_large_list_view)  # fmt: skip
+    return any(kind(t) for kind in kinds)
 
 
 def ensure_replica(path: str, columns: Sequence[pa.Field]) -> list[pa.Field]:

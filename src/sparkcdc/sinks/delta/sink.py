@@ -13,11 +13,15 @@ whose file holds them, :mod:`sparkcdc.store.batch_files`):
    ADD COLUMN           adds the column to the replica and to the change log's structs
    DROP COLUMN          keeps the column; rows written afterwards hold null in it
    MODIFY/CHANGE type   keeps the Delta type; values are cast to it (a failing cast stops
-                        the batch with SinkError)
+                        the batch with SinkError, as a change between an array and any
+                        other type always does)
    TRUNCATE TABLE       deletes every replica row (in the batch's replica commit)
    DROP TABLE           deletes every replica row; the change log stays
    RENAME TABLE         the new name starts new Delta tables; the old ones stay as they were
    ===================  ===============================================================
+
+   A table keyed by an array column (``array<E>``) stops the batch with SinkError: a MERGE
+   cannot match rows on arrays.
 
 2. Changes (c/u/d/r) per table: row images become typed structs (:mod:`~sparkcdc.core.convert`),
    with the schema version each row names (``schema_id``), widened to the table's current
@@ -57,9 +61,11 @@ from typing import Any, Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkcdc.core.errors import SinkError
+from sparkcdc.core.chunk import refuse_array_key
+from sparkcdc.core.errors import ConfigError, SinkError
 from sparkcdc.core.event import OP_CREATE, OP_NOTICE, OP_SCHEMA
 from sparkcdc.core.images import TypedImages
+from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks.delta import chunk_files, chunk_rows, commits, notifications
 from sparkcdc.sinks.delta.lake import Lake, TableName
 from sparkcdc.sinks.delta.replica import latest_changes
@@ -217,6 +223,7 @@ class DeltaSink:
         """Write one table's changes (``incremental_only``: nothing but chunks of an incremental
         snapshot); (whether anything was written, how many changes)."""
         latest = self.lake.schema(name, rows.column("schema_id")[-1].as_py())
+        _check_key(latest)
         columns = self.lake.columns(name, latest)
         chunks_only = chunk_rows.only_initial_chunks(rows)
         if not chunks_only:
@@ -323,6 +330,17 @@ class DeltaSink:
             return
         empty = pa.table({})
         commits.merge_replica(path, empty, (), self.app_id, batch_id, reset=True)
+
+
+def _check_key(schema: TableSchema) -> None:
+    """SinkError when a key column of ``schema`` is an array: the MERGE cannot match on it."""
+    key = {k.lower() for k in schema.key}
+    for column in schema.columns:
+        if column.name.lower() in key:
+            try:
+                refuse_array_key(column.name, column.logical, schema.name)
+            except ConfigError as exc:
+                raise SinkError(str(exc), table=schema.name) from exc
 
 
 def _inserts_only(rows: pa.Table) -> bool:
