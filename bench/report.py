@@ -142,6 +142,9 @@ def render(r: dict[str, Any]) -> str:
     my = r.get("mysql")
     if my:
         out += _mysql(my)
+    pg = r.get("pg-stream")
+    if pg:
+        out += _pg_stream(pg)
     out += ["## Where the time goes", "", *_profile(r.get("profile")), NOTES, ""]
     if HISTORY.exists():
         out += [HISTORY.read_text()]
@@ -519,5 +522,76 @@ def _mysql(s: dict[str, Any]) -> list[str]:
         row("MySQL 8 test primary alone (bare session counting events)", alone, "events"),
         "",
         f"MySQL/MariaDB: **{s['ratio']:.2f}×** the rate.",
+        "",
+    ]
+
+
+def _pg_stream(s: dict[str, Any]) -> list[str]:
+    """Section 7: PostgreSQL log streaming, next to pg_recvlogical and a plain-Python reader."""
+    cdc, recv, plain = s["sparkcdc"], s["pg_recvlogical"], s["plain_python"]
+
+    def row(m: dict[str, Any]) -> str:
+        runs = ", ".join(f"{x:.2f}" for x in m.get("runs", []))
+        return (
+            f"| {m['name']} | {m['rows']:,} | {m['seconds']:.2f} s ({runs}) | "
+            f"{m['rows_per_s']:,.0f}/s | {m['bench_cpu_s']:.2f} s | {m['child_cpu_s']:.2f} s | "
+            f"{m['server_cpu_s']:.2f} s |"
+        )
+
+    def goal(ratio: float, wanted: float) -> str:
+        return "met" if ratio >= wanted else "**not met**"
+
+    r, p = s["ratio_recvlogical"], s["ratio_plain_python"]
+    return [
+        f"## 7. PostgreSQL log streaming: {s['changes']:,} changes",
+        "",
+        f"A throwaway PostgreSQL {s['server_version'].split()[0]} (`wal_level=logical`, "
+        f"autovacuum off), table `public.events` of section 1's columns; {s['inserts']:,} "
+        f"single-row insert transactions, then {s['update_rounds']} transactions each updating "
+        f"every row (written in {s['write_s']:.1f} s, not counted). Every run reads from a "
+        "logical slot (pgoutput, protocol 1) of its own, all made before the first write, to "
+        "the WAL position after the last commit. Taking turns: sparkcdc's log reader alone "
+        "(`reader_only`: opened through the source port, typed images, the store drained, "
+        "until every change arrived); `pg_recvlogical --start --endpos` (PostgreSQL's C "
+        "client, binary pgoutput to `/dev/null`; exit 0 and the slot confirmed to the end are "
+        "checked); a plain-Python reader (psycopg2's `LogicalReplicationConnection` and "
+        "`consume_stream`, each message decoded with `struct`, a dict of Python values per "
+        "change: `bench.postgres.PlainPgoutputReader`). Median of the runs; CPU during a run "
+        "(medians): the bench process's, its children's (`pg_recvlogical`) and the server's "
+        "(the WAL sender decoding the WAL, and the other backends).",
+        "",
+        "| reader | changes | seconds (runs) | rate | bench CPU | child CPU | server CPU |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        row(cdc),
+        row(recv),
+        row(plain),
+        "",
+        f"sparkcdc/pg_recvlogical: **{r:.2f}×** the rate (goal ≥ 0.5×: {goal(r, 0.5)}); "
+        f"sparkcdc/plain Python: **{p:.2f}×** (goal ≥ 10×: {goal(p, 10)}).",
+        "",
+        *_pg_profile(s.get("profile")),
+    ]
+
+
+def _pg_profile(p: dict[str, Any] | None) -> list[str]:
+    """Where sparkcdc's PostgreSQL reader spends its CPU (py-spy, bench/postgres.py)."""
+    if not p:
+        return []
+    threads = p["threads_cpu_s"]
+    top = "; ".join(f"`{f['function']}` {f['share']:.0%}" for f in p["reader_top"][:8])
+    phases = ""
+    if p.get("inserts_s"):
+        phases = (
+            f" Of its seconds, {p['inserts_s']:.2f} s went to the single-row insert "
+            f"transactions and {p['seconds'] - p['inserts_s']:.2f} s to the update "
+            "transactions (the store hands each transaction over whole)."
+        )
+    return [
+        f"Where the time goes in sparkcdc's reader: one more run ({p['seconds']:.2f} s) in a "
+        f"subprocess under `py-spy record --nonblocking` ({p['rate']} Hz, running threads "
+        f"only).{phases} CPU: the reader thread {threads.get('reader', 0):.2f} s, the thread "
+        f"draining the store {threads.get('drain', 0):.2f} s, the rest (imports, opening the "
+        f"source) {threads.get('other', 0):.2f} s. The reader thread's samples by innermost "
+        f"sparkcdc function (the library code it calls included): {top}.",
         "",
     ]

@@ -17,6 +17,9 @@ Every figure is measured in this run, next to its baseline on the same binlog, a
    meanwhile next to an idle run's (:mod:`bench.incremental`).
 6. ``mysql``: the log reader alone on 1M changes from the tests' MySQL 8 primary next to the
    same on MariaDB, in the same run (:mod:`bench.mysql`).
+7. ``pg-stream``: the log reader alone on 1M changes streamed from PostgreSQL, next to
+   ``pg_recvlogical`` and a plain-Python psycopg2 reader on the same changes
+   (:mod:`bench.postgres`).
 """
 
 from __future__ import annotations
@@ -34,7 +37,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import baselines, incremental, latency, mysql, profile, snapshot, stream, workload
+from bench import (
+    baselines,
+    incremental,
+    latency,
+    mysql,
+    postgres,
+    profile,
+    snapshot,
+    stream,
+    workload,
+)
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
@@ -256,6 +269,10 @@ def mysql_section(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     return mysql.mysql_section(args, work, reader_only)
 
 
+def pg_stream_section(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    return postgres.pg_stream_section(args, work, reader_only)
+
+
 def write_report(results: dict[str, Any]) -> None:
     (HERE / "results.json").write_text(json.dumps(results, indent=2))
     from bench.report import render
@@ -272,6 +289,7 @@ SECTIONS = {
     "incremental": incremental_section,
     "profile": profile_section,
     "mysql": mysql_section,
+    "pg-stream": pg_stream_section,
 }
 
 
@@ -314,6 +332,12 @@ def main() -> int:
         type=int,
         default=1_000_000,
         help="changes of the mysql section (inserts, then --update-rounds updates of each row)",
+    )
+    parser.add_argument(
+        "--pg-changes",
+        type=int,
+        default=1_000_000,
+        help="changes of the pg-stream section (inserts, then --update-rounds updates of each row)",
     )
     parser.add_argument("--only", choices=list(SECTIONS), action="append")
     args = parser.parse_args()
