@@ -343,7 +343,11 @@ def _text(value: pm.TupleValue, found: Captured, i: int, reader: PgLogReader) ->
 
 
 def _key(row: TextRow, found: Captured) -> str:
-    """The JSON array of the row's key values."""
+    """The JSON array of the row's key values (integers: their text as it came)."""
+    if found.integer_key:
+        texts = [row[i] for i in found.key_index]
+        if None not in texts:
+            return "[" + b",".join(texts).decode() + "]"  # type: ignore[arg-type]
     columns = found.schema.columns
     return _json(
         [

@@ -78,15 +78,16 @@ def _struct(
     rows: list[TextRow | None], columns: tuple[Column, ...], fields: list[pa.Field]
 ) -> pa.StructArray:
     """The rows as a struct of ``fields`` (a column these rows lack: nulls; no row: null)."""
-    present = [row if row is not None else [None] * len(columns) for row in rows]
+    absent = [None] * len(columns)
+    by_column = list(zip(*[absent if row is None else row for row in rows], strict=True))
     by_name = {c.name: i for i, c in enumerate(columns)}
     arrays = []
     for f in fields:
         i = by_name.get(f.name)
-        if i is None:
+        if i is None or not by_column:
             arrays.append(pa.nulls(len(rows), f.type))
             continue
-        values = to_arrow([row[i] for row in present], columns[i])
+        values = to_arrow(by_column[i], columns[i])
         arrays.append(values if values.type == f.type else pc.cast(values, f.type))
     mask = pa.array([row is None for row in rows], pa.bool_())
     return pa.StructArray.from_arrays(arrays, fields=fields, mask=mask)

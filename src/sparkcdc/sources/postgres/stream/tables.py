@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from sparkcdc.core.errors import SourceError
 from sparkcdc.core.event import SchemaRow
 from sparkcdc.core.schema import Column, TableSchema
+from sparkcdc.core.types import is_integer
 from sparkcdc.sources.port import TableName
 from sparkcdc.sources.postgres.pgoutput.messages import Relation
 from sparkcdc.sources.postgres.pgoutput.types import Resolver, relation_columns
@@ -29,11 +30,14 @@ class Captured:
     schema: TableSchema
     key_index: tuple[int, ...]
     schema_id: str
+    integer_key: bool  # every key column an integer: its JSON is its text
 
     @classmethod
     def of(cls, schema: TableSchema) -> Captured:
         names = schema.column_names()
-        return cls(schema, tuple(names.index(k) for k in schema.key), schema.schema_id())
+        index = tuple(names.index(k) for k in schema.key)
+        integer = all(is_integer(schema.columns[i].logical) for i in index)
+        return cls(schema, index, schema.schema_id(), integer)
 
 
 def schema_row(old: TableSchema | None, new: TableSchema, kind: str) -> SchemaRow:
