@@ -10,6 +10,7 @@ import os
 import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -52,21 +53,15 @@ def version(path: Path) -> int:
     return DeltaTable(str(path)).version() if DeltaTable.is_deltatable(str(path)) else -1
 
 
-def test_kill_9_mid_stream_then_restart(mariadb: ThrowawayMariaDB, tmp_path: Path) -> None:
-    """TRIALS crashes of one pipeline, each while a part of the workload runs and at a random
-    moment after the restarted pipeline wrote again (the later ones while it catches up with
-    what it missed); a last restart catches up with everything."""
-    rng = random.Random(1000)
-    db = "crash"
-    begin = log_end(mariadb)
-    mariadb.execute(f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}")
-    mariadb.execute(*(s.format(db=db) for s in DDL))
-    cfg = write_config(tmp_path, mariadb, rf"{db}\..*", startup=begin)
-    changelog = tmp_path / "lake" / db / "accounts__changelog"
-
+def crash_trials(
+    cfg: Path, changelog: Path, workload_of: Callable[[int], ChangeWorkload], trials: int,
+    rng: random.Random,
+) -> Counter[tuple[str, int, int]]:  # fmt: skip
+    """``trials`` runs of the pipeline, each with a part of the workload written meanwhile and
+    ``kill -9`` once the run has written and a random moment more; the changes written."""
     expected: Counter[tuple[str, int, int]] = Counter()
-    for trial in range(TRIALS):
-        workload = ChangeWorkload(mariadb, db, -(-CHANGES // TRIALS), seed=trial)
+    for trial in range(trials):
+        workload = workload_of(trial)
         workload.next_id = trial * 10_000_000 + 1  # each part inserts keys of its own
         written = version(changelog)
         proc = start(cfg)
@@ -82,6 +77,25 @@ def test_kill_9_mid_stream_then_restart(mariadb: ThrowawayMariaDB, tmp_path: Pat
         workload.join()
         assert workload.error is None, workload.error
         expected += workload.expected
+    return expected
+
+
+def test_kill_9_mid_stream_then_restart(mariadb: ThrowawayMariaDB, tmp_path: Path) -> None:
+    """TRIALS crashes of one pipeline, each while a part of the workload runs and at a random
+    moment after the restarted pipeline wrote again (the later ones while it catches up with
+    what it missed); a last restart catches up with everything."""
+    rng = random.Random(1000)
+    db = "crash"
+    begin = log_end(mariadb)
+    mariadb.execute(f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}")
+    mariadb.execute(*(s.format(db=db) for s in DDL))
+    cfg = write_config(tmp_path, mariadb, rf"{db}\..*", startup=begin)
+    changelog = tmp_path / "lake" / db / "accounts__changelog"
+
+    expected = crash_trials(
+        cfg, changelog, lambda trial: ChangeWorkload(mariadb, db, -(-CHANGES // TRIALS), trial),
+        TRIALS, rng,
+    )  # fmt: skip
 
     # restart from the same checkpoint and catch up with everything written
     available_now(cfg)

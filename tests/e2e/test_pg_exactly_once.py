@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import random
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -16,8 +15,8 @@ import pytest
 from deltalake import DeltaTable
 
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
-from tests.e2e.cli import available_now, crash, start, write_config
-from tests.e2e.test_exactly_once import replica_rows, version
+from tests.e2e.cli import available_now, write_config
+from tests.e2e.test_exactly_once import crash_trials, replica_rows
 from tests.e2e.workload import PG_DDL, POSTGRES, ChangeWorkload
 
 pytestmark = [pytest.mark.postgres, pytest.mark.spark, pytest.mark.slow]
@@ -61,26 +60,14 @@ def test_kill_9_mid_stream_then_restart(
         startup="earliest", kind="postgres", extra_source=f", database: {pgdb}",
     )  # fmt: skip
     changelog = tmp_path / "lake" / "public" / "accounts__changelog"
-    expected: Counter[tuple[str, int, int]] = Counter()
-    for trial in range(TRIALS):
-        workload = ChangeWorkload(postgres, pgdb, -(-CHANGES // TRIALS), trial, POSTGRES)
-        workload.next_id = trial * 10_000_000 + 1  # each part inserts keys of its own
-        written = version(changelog)
-        proc = start(cfg)
-        workload.start()
-        deadline = time.monotonic() + 300
-        while version(changelog) <= written:  # crash only once this run has written
-            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
-            assert time.monotonic() < deadline, "the restarted pipeline wrote nothing in 300 s"
-            time.sleep(0.1)
-        time.sleep(rng.uniform(0.5, 3.0))
-        assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
-        crash(proc)
-        workload.join()
-        assert workload.error is None, workload.error
-        expected += Counter(
-            {(op, key, -1 if op == "d" else v): n for (op, key, v), n in workload.expected.items()}
-        )
+    written = crash_trials(
+        cfg, changelog,
+        lambda trial: ChangeWorkload(postgres, pgdb, -(-CHANGES // TRIALS), trial, POSTGRES),
+        TRIALS, rng,
+    )  # fmt: skip
+    expected = Counter(
+        {(op, key, -1 if op == "d" else v): n for (op, key, v), n in written.items()}
+    )
 
     available_now(cfg)  # restart from the same checkpoint and catch up with everything
 

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from sparkcdc.core import temporal
 from sparkcdc.core.images import float32_text
 from sparkcdc.sources.postgres.pgoutput import literals
 from sparkcdc.sources.postgres.pgoutput import messages as m
@@ -379,9 +380,9 @@ def _json_of(value: Any, logical: str) -> Any:
     if logical.startswith("array<"):
         return [_json_of(v, logical[6:-1]) for v in value]
     if logical == "date":
-        return literals.date_text(value)
+        return temporal.date_text(value)
     if logical in ("timestamp", "timestamp_ntz"):
-        return literals.timestamp_text(value, "Z" if logical == "timestamp" else "")
+        return temporal.timestamp_text(value, "Z" if logical == "timestamp" else "")
     if logical == "binary":
         import base64
 

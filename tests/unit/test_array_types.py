@@ -299,14 +299,6 @@ def test_date_texts_agree_with_python_and_read_back(days: int) -> None:
         assert temporal.expanded_days(text) == days
 
 
-def test_date_texts_agree_with_the_postgres_sources() -> None:
-    literals: Any = pytest.importorskip("sparkcdc.sources.postgres.pgoutput.literals")
-    for days in (-2_440_588, -719_529, -719_528, -719_163, -719_162, 0, 2_932_896, 2_932_897):
-        assert temporal.date_text(days) == literals.date_text(days)
-        micros = days * DAY + 12_345_678
-        assert temporal.timestamp_text(micros, "Z") == literals.timestamp_text(micros, "Z")
-
-
 # ---------------------------------------------------------------- base64, in bulk
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.none() | st.binary(max_size=9), max_size=20), st.integers(0, 3))

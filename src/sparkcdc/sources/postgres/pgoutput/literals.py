@@ -22,6 +22,8 @@ from __future__ import annotations
 import functools
 import re
 
+from sparkcdc.core.temporal import civil_days
+
 DATE_MIN, DATE_MAX = -719_162, 2_932_896  # 0001-01-01 and 9999-12-31, days since 1970-01-01
 _DAY = 86_400_000_000
 TIMESTAMP_MIN, TIMESTAMP_MAX = DATE_MIN * _DAY, (DATE_MAX + 1) * _DAY - 1
@@ -37,35 +39,6 @@ _INTERVAL = re.compile(
 )
 _BYTEA_ESCAPE = re.compile(rb"\\(\\|[0-7]{3})")
 ArrayItems = list["str | None | ArrayItems"]
-
-
-def civil_days(year: int, month: int, day: int) -> int:
-    """Days since 1970-01-01 of a proleptic Gregorian date (any astronomical year)."""
-    year -= month <= 2
-    era = year // 400
-    year_of_era = year - era * 400
-    day_of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
-    return (
-        era * 146_097
-        + year_of_era * 365
-        + year_of_era // 4
-        - year_of_era // 100
-        + (day_of_year - 719_468)
-    )
-
-
-def civil_date(days: int) -> tuple[int, int, int]:
-    """The (astronomical year, month, day) of ``days`` since 1970-01-01."""
-    days += 719_468
-    era = days // 146_097
-    day_of_era = days - era * 146_097
-    year_of_era = day_of_era - day_of_era // 1460 + day_of_era // 36524 - day_of_era // 146096
-    year_of_era //= 365
-    day_of_year = day_of_era - (365 * year_of_era + year_of_era // 4 - year_of_era // 100)
-    month_index = (5 * day_of_year + 2) // 153
-    day = day_of_year - (153 * month_index + 2) // 5 + 1
-    month = month_index + 3 if month_index < 10 else month_index - 9
-    return year_of_era + era * 400 + (month <= 2), month, day
 
 
 def date_days(text: str) -> int:
@@ -97,22 +70,6 @@ def timestamp_micros(text: str) -> int:
     if not -_INT64 <= micros < _INT64:
         raise ValueError(f"timestamp {text!r} is out of the range of 64-bit microseconds")
     return micros
-
-
-def date_text(days: int) -> str:
-    """'YYYY-MM-DD' (ISO 8601 expanded years, '-0043-03-15', outside 1..9999)."""
-    year, month, day = civil_date(days)
-    shown = f"{year:04d}" if 0 < year < 10000 else f"{year:+05d}"
-    return f"{shown}-{month:02d}-{day:02d}"
-
-
-def timestamp_text(micros: int, zone: str = "") -> str:
-    """'YYYY-MM-DDTHH:MM:SS.ffffff' + ``zone`` (the row-image JSON form)."""
-    days, rest = divmod(micros, _DAY)
-    seconds, fraction = divmod(rest, 1_000_000)
-    hours, seconds = divmod(seconds, 3600)
-    clock = f"{hours:02d}:{seconds // 60:02d}:{seconds % 60:02d}.{fraction:06d}"
-    return f"{date_text(days)}T{clock}{zone}"
 
 
 def time_text(text: str) -> str:

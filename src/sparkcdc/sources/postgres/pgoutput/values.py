@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparkcdc.core import temporal
 from sparkcdc.core import types as core_types
 from sparkcdc.core.images import float32_text
 from sparkcdc.core.schema import Column
@@ -177,7 +178,7 @@ def _json_timestamp(text: str, zone: str) -> str:
         if offset:
             t -= offset
     except (ValueError, OverflowError):  # BC, years past 9999, infinity
-        return literals.timestamp_text(literals.timestamp_micros(text), zone)
+        return temporal.timestamp_text(literals.timestamp_micros(text), zone)
     clock = f"{t.hour:02d}:{t.minute:02d}:{t.second:02d}.{t.microsecond:06d}"
     return f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{clock}{zone}"
 
@@ -204,7 +205,7 @@ def json_value(text: str | None, data_type: str, logical: str) -> JsonValue:
     if logical == "binary":
         return base64.b64encode(literals.bytea_bytes(text.encode())).decode("ascii")
     if logical == "date":
-        return literals.date_text(literals.date_days(text))
+        return temporal.date_text(literals.date_days(text))
     if logical in ("timestamp", "timestamp_ntz"):
         return _json_timestamp(text, "Z" if logical == "timestamp" else "")
     if core_types.decimal_digits(logical) is not None:
