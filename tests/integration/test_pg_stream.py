@@ -47,7 +47,8 @@ def read_until(
     deadline = time.monotonic() + timeout
     while not done(items):
         assert time.monotonic() < deadline, f"timed out with {rows(items)}"
-        assert reader.error is None, reader.error
+        if reader.error is not None:
+            raise reader.error
         batch = store.get(timeout=0.2)
         if batch is not None:
             items.extend(batch.items)
@@ -115,6 +116,8 @@ def test_inserts_updates_deletes_and_a_key_change_arrive_in_commit_order(
     [announce] = schema_events(items)[:1]
     assert json.loads(announce["after"]) == {"kind": "announce"}
     assert announce["db"] == "public" and announce["table"] == "items"
+    for event in [announce, *rows(items)]:
+        assert (event["source"]["db"], event["source"]["schema"]) == (pgdb, "public")
     positions = [r["source"]["position"] for r in rows(items)]
     assert positions == sorted(positions) and len(set(positions)) == 5
     lsns = [r["source"]["lsn"] for r in rows(items)]
@@ -289,3 +292,52 @@ def test_a_toasted_value_left_out_of_the_log_stops_the_stream_unless_identity_is
         reader.stop()
     [(body,)] = postgres.query("SELECT body FROM doc", database=pgdb)
     assert images(rows(items)[0])[1] == {"id": 1, "body": body, "n": 2}
+
+
+def test_enum_and_domain_columns_are_no_schema_change(
+    postgres: ThrowawayPostgres, pgdb: str
+) -> None:
+    """pgoutput's Type messages cannot name an enum or a domain over numeric; the catalog's
+    description stands, rather than a change to an unmapped type."""
+    postgres.execute(
+        "CREATE TYPE mood AS ENUM ('sad', 'ok')",
+        "CREATE DOMAIN money2 AS numeric(10,2)",
+        "CREATE TABLE feel (id int PRIMARY KEY, m mood, p money2)",
+        database=pgdb,
+    )
+    reader, store, _ = opened(postgres, pgdb, "s_enum")
+    try:
+        postgres.execute("INSERT INTO feel VALUES (1, 'ok', 2.50)", database=pgdb)
+        items = read_until(reader, store, lambda got: len(rows(got)) >= 1)
+    finally:
+        reader.stop()
+    assert [json.loads(r["after"])["kind"] for r in schema_events(items)] == ["announce"]
+    assert images(rows(items)[0])[1] == {"id": 1, "m": "ok", "p": "2.50"}
+
+
+def test_a_captured_table_renamed_or_a_new_matching_table_stops_the_stream(
+    postgres: ThrowawayPostgres, pgdb: str
+) -> None:
+    postgres.execute("CREATE TABLE old_name (id int PRIMARY KEY)", database=pgdb)
+    reader, store, _ = opened(postgres, pgdb, "s_rename")
+    try:
+        postgres.execute(
+            "INSERT INTO old_name VALUES (1)", "ALTER TABLE old_name RENAME TO new_name",
+            "INSERT INTO new_name VALUES (2)", database=pgdb,
+        )  # fmt: skip
+        with pytest.raises(SourceError, match="public.old_name .* renamed to public.new_name"):
+            read_until(reader, store, lambda got: len(rows(got)) >= 2)
+    finally:
+        reader.stop()
+    postgres.execute("CREATE TABLE first (id int PRIMARY KEY)", database=pgdb)
+    reader, store, _ = opened(postgres, pgdb, "s_newtable")
+    try:
+        postgres.execute(
+            "CREATE TABLE second (id int PRIMARY KEY)",
+            "ALTER PUBLICATION s_newtable ADD TABLE second",
+            "INSERT INTO second VALUES (1)", database=pgdb,
+        )  # fmt: skip
+        with pytest.raises(SourceError, match="public.second matches source.tables"):
+            read_until(reader, store, lambda got: len(rows(got)) >= 1)
+    finally:
+        reader.stop()

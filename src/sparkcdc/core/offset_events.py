@@ -141,11 +141,13 @@ def schema_batch(
     ts_ms: int,
     ddl: str | None = None,
     transaction: str = "",
+    database: str | None = None,
 ) -> pa.RecordBatch:
     """One ``op = 's'`` event per table (``schema`` the new schema, ``before`` the old,
     ``after`` the change) of one log record at ``position`` (None: at no log position, as a
-    snapshot's announcements), the source's own fields ``own``."""
-    builder = EnvelopeBuilder(offsets)
+    snapshot's announcements), the source's own fields ``own``; ``database`` as for
+    :class:`~sparkcdc.core.envelope.EnvelopeBuilder`."""
+    builder = EnvelopeBuilder(offsets, database)
     for order, (db, table, schema_json, before_json, change, schema_id) in enumerate(tables, 1):
         builder.extend(
             [(OP_SCHEMA, None, before_json, change)], db, table, schema_id,

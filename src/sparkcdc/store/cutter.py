@@ -46,13 +46,20 @@ class TransactionCutter:
     One builder holds both: the pending item's rows (``committed``), then the open
     transaction's; a transaction that outgrows the item's room splits the pending item off."""
 
-    def __init__(self, item_rows: int, put: Callable[[LogItem], None], offsets: OffsetType) -> None:
+    def __init__(
+        self,
+        item_rows: int,
+        put: Callable[[LogItem], None],
+        offsets: OffsetType,
+        database: str | None = None,
+    ) -> None:
         if item_rows < 1:
             raise ValueError("item_rows must be at least 1.")
         self.item_rows = item_rows
         self.put = put
         self.offsets = offsets
-        self.builder = EnvelopeBuilder(offsets)
+        self.database = database  # for sources whose tables are named by schema and table
+        self.builder = self._new_builder()
         self.open = False
         self.start: Offset | None = None  # where the open transaction starts (skip 0)
         self.transaction = ""  # its id
@@ -65,6 +72,9 @@ class TransactionCutter:
         self.pending_after: Offset | None = None
         self.pending_since = 0.0  # time.monotonic() when its first transaction joined
         self._bounds: list[tuple[int, Offset]] = []
+
+    def _new_builder(self) -> EnvelopeBuilder:
+        return EnvelopeBuilder(self.offsets, self.database)
 
     @property
     def pending(self) -> EnvelopeBuilder | None:
@@ -84,7 +94,7 @@ class TransactionCutter:
     def reset(self) -> None:
         """Forget the open transaction and the pending item (the stream is read again)."""
         self.open = False
-        self.builder = EnvelopeBuilder(self.offsets)
+        self.builder = self._new_builder()
         self.committed = 0
         self.pending_after = None
         self._bounds = []
@@ -123,7 +133,7 @@ class TransactionCutter:
             if size >= item_rows:  # full, and one more row is here: cut an inner item
                 assert self.start is not None
                 self._put(builder, self.start.with_skip(first + i))
-                builder = self.builder = EnvelopeBuilder(self.offsets)
+                builder = self.builder = self._new_builder()
                 size = 0
             j = min(n, i + item_rows - size)
             builder.record(
@@ -143,7 +153,7 @@ class TransactionCutter:
         self.flush_pending()
         batch = schema_batch(
             tables, self.offsets, position=position, own=own, ts_ms=self.ts_ms, ddl=ddl,
-            transaction=self.transaction,
+            transaction=self.transaction, database=self.database,
         )  # fmt: skip
         self.put(LogItem(after=after, batch=batch, is_ddl=True))
 
@@ -153,7 +163,7 @@ class TransactionCutter:
         self.flush()
         if len(self.builder):
             self._put(self.builder, self.inner_offset())
-            self.builder = EnvelopeBuilder(self.offsets)
+            self.builder = self._new_builder()
 
     def flush(self) -> None:
         """Put the pending item, if any (the open transaction's rows stay)."""
@@ -168,7 +178,7 @@ class TransactionCutter:
         rest = builder.split(committed) if len(builder) > committed else None
         self._put(builder, after, tuple(bounds))
         # cleared only once the item is in the store: the log reader's ``passed`` relies on it
-        self.builder = rest or EnvelopeBuilder(self.offsets)
+        self.builder = rest or self._new_builder()
         self.committed, self.pending_after = 0, None
 
     def _put(

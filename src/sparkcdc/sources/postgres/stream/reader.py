@@ -83,8 +83,9 @@ class PgLogReader(LogThread):
         self.slot, self.publication, self.typed = slot, publication, typed
         self.heartbeat, self.status_interval = heartbeat, status_interval
         self.json_table = source.signal_table  # its rows are read as JSON (signals)
-        self.cutter = TransactionCutter(item_rows, self._put, LsnOffset)
-        self.tables = CapturedTables(schemas)
+        database = PostgresSettings.of(source).database
+        self.cutter = TransactionCutter(item_rows, self._put, LsnOffset, database)
+        self.tables = CapturedTables(schemas, source.tables)
         self._conn: PgConnection | None = None
         self._stream_now: ReplicationStream | None = None
         self._acked = start.lsn  # what the last committed Spark batch covers
@@ -121,7 +122,7 @@ class PgLogReader(LogThread):
         if rows:
             batch = schema_batch(
                 rows, LsnOffset, position=start.position(), own=own_values(LsnOffset, start),
-                ts_ms=0,
+                ts_ms=0, database=self.cutter.database,
             )  # fmt: skip
             self._put(LogItem(after=start, batch=batch, is_ddl=True))
         self._position = start

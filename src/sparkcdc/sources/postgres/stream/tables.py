@@ -11,7 +11,8 @@ type changes apart without a DDL statement. A change becomes an ``op = 's'`` row
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sparkcdc.core.errors import SourceError
@@ -53,27 +54,53 @@ def _json(schema: TableSchema | None) -> str | None:
 
 
 class CapturedTables:
-    """Relation OIDs to the captured tables' schemas (module docstring)."""
+    """Relation OIDs to the captured tables' schemas (module docstring). ``patterns`` are
+    ``source.tables``: a table the stream names that matches them but is not captured (a
+    table renamed to such a name, one added to the publication since the start) stops the
+    stream, as does a captured table renamed, rather than its rows being passed over."""
 
-    def __init__(self, schemas: Mapping[TableName, TableSchema]) -> None:
+    def __init__(
+        self, schemas: Mapping[TableName, TableSchema], patterns: Sequence[str] = ()
+    ) -> None:
         self.by_name = {name: Captured.of(s) for name, s in schemas.items()}
         self.by_oid: dict[int, Captured | None] = {}  # None: a table not captured
+        self.patterns = [re.compile(p) for p in patterns]
 
     def get(self, oid: int) -> Captured | None:
-        return self.by_oid.get(oid)
+        """The captured table of relation ``oid`` (None: not captured)."""
+        if oid not in self.by_oid:
+            raise SourceError(
+                f"the replication stream sent a change of relation {oid} before describing "
+                "it, which pgoutput never does; the stream stops rather than guess the table."
+            )
+        return self.by_oid[oid]
 
     def relation(self, message: Relation, resolve: Resolver | None) -> SchemaRow | None:
         """Take a Relation message; the ``s`` row of its table's schema change, if any."""
+        name = f"{message.namespace}.{message.name}"
         found = self.by_name.get((message.namespace, message.name))
+        before = self.by_oid.get(message.oid)
+        if before is not None and before is not found:
+            raise SourceError(
+                f"the captured table {before.schema.name} was renamed to {name} in the log; "
+                "sparkcdc cannot carry its replica over yet, so start the pipeline afresh "
+                "(startup: initial) with source.tables naming the new table."
+            )
         if found is None:
+            if any(p.fullmatch(name) for p in self.patterns):
+                raise SourceError(
+                    f"{name} matches source.tables but was not captured when the stream "
+                    "started (created, renamed or published since); restart the pipeline to "
+                    "capture it from then on."
+                )
             self.by_oid[message.oid] = None
             return None
-        columns = relation_columns(message, resolve)
         old = found.schema
+        columns = _merged(old, relation_columns(message, resolve))
         if [(c.name, c.logical) for c in columns] == [(c.name, c.logical) for c in old.columns]:
             self.by_oid[message.oid] = found
             return None
-        new = old.with_columns(_merged(old, columns))
+        new = old.with_columns(columns)
         missing = [k for k in old.key if k not in new.column_names()]
         if missing:
             raise SourceError(
@@ -88,9 +115,16 @@ class CapturedTables:
 
 def _merged(old: TableSchema, columns: tuple[Column, ...]) -> tuple[Column, ...]:
     """The Relation's columns, keeping the catalog's description of those that did not change
-    (nullability, lengths the Relation message does not carry)."""
+    (nullability, lengths the Relation message does not carry) and of those whose type the
+    stream alone cannot name (an enum, a domain over numeric: the stream's Type messages do
+    not say), which are taken as unchanged."""
     before = {c.name: c for c in old.columns}
-    return tuple(
-        before[c.name] if c.name in before and before[c.name].logical == c.logical else c
+    kept = (
+        before.get(c.name) if not c.logical or c.logical == _logical(before.get(c.name)) else None
         for c in columns
     )
+    return tuple(k or c for k, c in zip(kept, columns, strict=True))
+
+
+def _logical(column: Column | None) -> str | None:
+    return None if column is None else column.logical
