@@ -84,7 +84,7 @@ files of a 131,072-row run cost ~25 ms of CPU per table.
 """
 
 
-def _ratio(a: float, b: float) -> str:
+def ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}×" if b else "n/a"
 
 
@@ -166,9 +166,9 @@ def _stream_table(t: dict[str, Any]) -> list[str]:
         )
         line = (
             f"| {m['name']} | {m['rows']:,} | {seconds} | {m['rows_per_s']:,.0f} | "
-            f"{_ratio(m['rows_per_s'], c['rows_per_s'])} |"
+            f"{ratio(m['rows_per_s'], c['rows_per_s'])} |"
         )
-        out.append(line + (f" {_ratio(m['rows_per_s'], p['rows_per_s'])} |" if p else ""))
+        out.append(line + (f" {ratio(m['rows_per_s'], p['rows_per_s'])} |" if p else ""))
     return out
 
 
@@ -294,7 +294,7 @@ def _snapshot(s: dict[str, Any]) -> list[str]:
             out.append(
                 f"| {name} | {m['parallelism']} | {m['rows']:,} | {m['seconds']:.2f} | "
                 f"{m['rows_per_s']:,.0f} | "
-                f"{_ratio(m['rows_per_s'], base['rows_per_s']) if base else 'n/a'} | {wall} |"
+                f"{ratio(m['rows_per_s'], base['rows_per_s']) if base else 'n/a'} | {wall} |"
             )
     cdc = s["sparkcdc"]
     out.append("")
@@ -326,8 +326,8 @@ def _snapshot(s: dict[str, Any]) -> list[str]:
         a, b, ja, jb = cdc[0], cdc[-1], s["jdbc"][0], s["jdbc"][-1]
         out += [
             f"Scaling from parallelism {a['parallelism']} to {b['parallelism']}: sparkcdc "
-            f"{_ratio(b['rows_per_s'], a['rows_per_s'])}, Spark JDBC "
-            f"{_ratio(jb['rows_per_s'], ja['rows_per_s'])}.",
+            f"{ratio(b['rows_per_s'], a['rows_per_s'])}, Spark JDBC "
+            f"{ratio(jb['rows_per_s'], ja['rows_per_s'])}.",
             "",
         ]
     jdbc = {m["parallelism"]: m["rows_per_s"] for m in s["jdbc"]}
@@ -425,7 +425,7 @@ def _incremental(s: dict[str, Any]) -> list[str]:
             "Against "
             + _mode(a)
             + ": "
-            + ", ".join(f"{_mode(b)} {_ratio(b['rows_per_s'], a['rows_per_s'])}" for b in runs[1:])
+            + ", ".join(f"{_mode(b)} {ratio(b['rows_per_s'], a['rows_per_s'])}" for b in runs[1:])
             + " the rows/s.",
             "",
         ]
@@ -438,14 +438,14 @@ def _incremental(s: dict[str, Any]) -> list[str]:
 
     def row(name: str, m: dict[str, Any], before: dict[str, Any] | None = None) -> str:
         versus = (
-            f"{_ratio(m['p50_s'], before['p50_s'])}, {_ratio(m['p99_s'], before['p99_s'])}"
+            f"{ratio(m['p50_s'], before['p50_s'])}, {ratio(m['p99_s'], before['p99_s'])}"
             if before
             else ""
         )
         return (
             f"| {name} | {m['rows']:,} | {m['p50_s']:.2f} s | {m['p99_s']:.2f} s | "
-            f"{m['max_s']:.2f} s | {_ratio(m['p50_s'], idle['p50_s'])} | "
-            f"{_ratio(m['p99_s'], idle['p99_s'])} | {versus} |"
+            f"{m['max_s']:.2f} s | {ratio(m['p50_s'], idle['p50_s'])} | "
+            f"{ratio(m['p99_s'], idle['p99_s'])} | {versus} |"
         )
 
     out.append(row(f"idle ({s['idle_seconds']:.0f} s of load)", idle))

@@ -20,6 +20,8 @@ Every figure is measured in this run, next to its baseline on the same binlog, a
 7. ``pg-stream``: the log reader alone on 1M changes streamed from PostgreSQL, next to
    ``pg_recvlogical`` and a plain-Python psycopg2 reader on the same changes
    (:mod:`bench.postgres`).
+8. ``pg-snapshot``: section 4's snapshot of a 2M-row table, from PostgreSQL, next to Spark's JDBC
+   source and connectorx reading the same table (:mod:`bench.pg_snapshot`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from bench import (
     incremental,
     latency,
     mysql,
+    pg_snapshot,
     postgres,
     profile,
     snapshot,
@@ -277,7 +280,7 @@ def write_report(results: dict[str, Any]) -> None:
     (HERE / "results.json").write_text(json.dumps(results, indent=2))
     from bench.report import render
 
-    (HERE / "RESULTS.md").write_text(render(results))
+    (HERE / "RESULTS.md").write_text(pg_snapshot.with_section(render(results), results))
 
 
 SECTIONS = {
@@ -290,6 +293,7 @@ SECTIONS = {
     "profile": profile_section,
     "mysql": mysql_section,
     "pg-stream": pg_stream_section,
+    "pg-snapshot": pg_snapshot.pg_snapshot_section,
 }
 
 

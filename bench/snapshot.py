@@ -157,16 +157,24 @@ def sparkcdc_snapshot(
     batch_rows: int | None = None,
 ) -> dict[str, Any]:
     """One ``sparkcdc run`` (``batch_rows``: the option's value, else its default)."""
-    from deltalake import DeltaTable
-
     d = work / (f"sparkcdc-p{parallelism}" + ("" if batch_rows is None else f"-b{batch_rows}"))
+    batch = "" if batch_rows is None else f", batch_rows: {batch_rows}"
+    source = (
+        f"type: mysql, host: 127.0.0.1, port: {server.port}, user: root, password: '', "
+        f"server_id: '7101-7110', snapshot: {{parallelism: {parallelism}, "
+        f"chunk_size: {chunk_size}{batch}}}"
+    )
+    return {"batch_rows_option": batch_rows, **snapshot_run(d, source, rows, parallelism)}
+
+
+def snapshot_run(d: Path, source: str, rows: int, parallelism: int) -> dict[str, Any]:
+    """``sparkcdc run`` of ``bench.snap`` with ``startup: snapshot`` from the ``source``
+    settings given (YAML flow mapping entries) into a lake in the new folder ``d``; its
+    figures (:func:`run_figures`)."""
     d.mkdir()
     cfg = d / "pipeline.yaml"
-    batch = "" if batch_rows is None else f", batch_rows: {batch_rows}"
     cfg.write_text(
-        f"source: {{type: mysql, host: 127.0.0.1, port: {server.port}, user: root, "
-        f"password: '', tables: ['bench\\.snap'], startup: snapshot, server_id: '7101-7110', "
-        f"snapshot: {{parallelism: {parallelism}, chunk_size: {chunk_size}{batch}}}}}\n"
+        f"source: {{{source}, tables: ['bench\\.snap'], startup: snapshot}}\n"
         f"sink: {{type: delta, path: {d / 'lake'}}}\n"
         f"pipeline: {{checkpoint: {d / 'checkpoint'}, spark: {{master: 'local[2]'}}}}\n"
     )
@@ -174,6 +182,18 @@ def sparkcdc_snapshot(
     code, wall, lines = timed([sys.executable, "-m", "sparkcdc.cli.main", "run", str(cfg)])
     if code != 0:
         raise RuntimeError(failure(f"sparkcdc run (parallelism {parallelism})", code, lines))
+    return {"parallelism": parallelism, **run_figures(d, epoch, wall, lines, rows)}
+
+
+def run_figures(
+    d: Path, epoch: float, wall: float, lines: list[tuple[float, str]], rows: int
+) -> dict[str, Any]:
+    """The figures of a ``sparkcdc run`` in ``d`` launched at ``epoch`` (``lines``: seconds
+    since launch, text): start-up until Spark's first offset written, the snapshot until the
+    last batch that wrote rows, then shut-down; chunk reads from the split files, Spark jobs and
+    Delta writes from the sink's per-batch lines."""
+    from deltalake import DeltaTable
+
     replica_rows = DeltaTable(str(d / "lake" / "bench" / "snap")).to_pyarrow_dataset().count_rows()
     ck = d / "checkpoint"
     splits = [json.loads(p.read_text()) for p in (ck / SPLITS).glob("*.json")]
@@ -190,8 +210,6 @@ def sparkcdc_snapshot(
     done = [t for t, _ in batches]
     later = sum(int(m.group(2)) for _, m in batches[1:])
     return {
-        "parallelism": parallelism,
-        "batch_rows_option": batch_rows,
         "rows": rows,
         "replica_rows": replica_rows,
         "wall_s": wall,
@@ -200,9 +218,10 @@ def sparkcdc_snapshot(
         "seconds": seconds,
         "rows_per_s": rows / seconds,
         "splits": len(splits),
+        "pins": len({json.dumps(s["high"]) for s in splits}),  # distinct high watermarks
         "chunk_reads": len(spans),
         "split_rows": sum(int(s["rows"]) for s in splits),
-        "changes_between": sum(int(s.get("changes_between", 0)) for s in splits),
+        "window_changes": sum(int(s.get("window_changes", 0)) for s in splits),
         "chunk_read_task_s": sum(b - a for a, b in spans),
         "chunk_read_wall_s": _union(spans),
         "batches": len(batches),
@@ -216,72 +235,81 @@ def sparkcdc_snapshot(
 
 
 def jdbc(server: ThrowawayMariaDB, work: Path, rows: int, parallelism: list[int]) -> list[dict]:
-    """Spark JDBC → Parquet in a child process (``python -m bench.snapshot jdbc``)."""
-    if not Path(JAR).exists():
-        raise RuntimeError(f"{JAR} is missing: install Debian's libmariadb-java (bench.sh does)")
-    args = [str(server.port), str(rows), str(work / "jdbc"), *map(str, parallelism)]
-    code, wall, lines = timed([sys.executable, "-m", "bench.snapshot", "jdbc", *args])
+    """Spark JDBC (MariaDB Connector/J) → Parquet (:func:`jdbc_runs`)."""
+    login = {"url": f"jdbc:mysql://127.0.0.1:{server.port}/bench", "user": "root", "password": ""}
+    spec = {**login, "driver": "org.mariadb.jdbc.Driver", "jar": JAR, "table": "snap"}
+    return jdbc_runs(spec, work, rows, parallelism)
+
+
+def jdbc_runs(spec: dict[str, Any], work: Path, rows: int, parallelism: list[int]) -> list[dict]:
+    """Spark JDBC → Parquet in a child process (``python -m bench.snapshot jdbc SPEC``);
+    ``spec``: the driver's ``jar``, ``url``, ``driver``, ``user``, ``password`` and ``table``."""
+    if not Path(spec["jar"]).exists():
+        raise RuntimeError(f"{spec['jar']} is missing: scripts/bench.sh installs it")
+    spec = {**spec, "rows": rows, "out": str(work / "jdbc"), "parallelism": parallelism}
+    code, _, lines = timed([sys.executable, "-m", "bench.snapshot", "jdbc", json.dumps(spec)])
     found = [s for _, s in lines if s.startswith("{")]
     if code != 0 or not found:
         raise RuntimeError(failure("the Spark JDBC baseline", code, lines))
     return list(json.loads(found[-1])["runs"])
 
 
-def jdbc_child(port: int, rows: int, out: Path, parallelism: list[int]) -> None:
+def jdbc_child(spec: dict[str, Any]) -> None:
+    """A warm-up read, then the table read whole and written to Parquet at each parallelism."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("bench-jdbc")
-        .config("spark.jars", JAR)
+        .config("spark.jars", spec["jar"])
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    login = {k: spec[k] for k in ("url", "driver", "user", "password")}
 
     def read(table: str, hi: int, n: int) -> Any:
+        bounds = {"partitionColumn": "id", "lowerBound": "1", "upperBound": str(hi)}
         return (
             spark.read.format("jdbc")
-            .option("url", f"jdbc:mysql://127.0.0.1:{port}/bench")
-            .option("driver", "org.mariadb.jdbc.Driver")
-            .option("user", "root")
-            .option("password", "")
-            .option("dbtable", table)
-            .options(partitionColumn="id", lowerBound="1", upperBound=str(hi))
-            .option("numPartitions", str(n))
+            .options(**login, **bounds, dbtable=table, numPartitions=str(n))
             .option("fetchsize", "10000")
             .load()
         )
 
+    out, table = Path(spec["out"]), spec["table"]
     # a small read first: JDBC driver, codegen and Parquet writer warm (to JDBC's benefit)
-    read("(SELECT * FROM snap WHERE id <= 20000) w", 20000, 2).write.parquet(str(out / "warm"))
+    read(f"(SELECT * FROM {table} WHERE id <= 20000) w", 20000, 2).write.parquet(str(out / "w"))
     runs = []
-    for n in parallelism:
+    for n in spec["parallelism"]:
         target = str(out / f"p{n}")
         started = time.perf_counter()
-        read("snap", rows, n).write.parquet(target)
+        read(table, spec["rows"], n).write.parquet(target)
         seconds = time.perf_counter() - started
-        written = spark.read.parquet(target).count()
-        runs.append({"parallelism": n, "rows": written, "seconds": seconds})
+        runs.append({"parallelism": n, "rows": spark.read.parquet(target).count(),
+                     "seconds": seconds})  # fmt: skip
     spark.stop()
     print(json.dumps({"runs": runs}), flush=True)
 
 
 def connectorx(server: ThrowawayMariaDB, parallelism: list[int]) -> list[dict[str, Any]]:
+    return connectorx_runs(f"mysql://root:@127.0.0.1:{server.port}/bench", "snap", parallelism)
+
+
+def connectorx_runs(url: str, table: str, parallelism: list[int]) -> list[dict[str, Any]]:
+    """connectorx into Arrow, partitioned on ``id`` when the parallelism is above 1."""
     import connectorx as cx
 
-    url = f"mysql://root:@127.0.0.1:{server.port}/bench"
     runs = []
     for n in parallelism:
         extra: dict[str, Any] = {"partition_on": "id", "partition_num": n} if n > 1 else {}
         started = time.perf_counter()
-        table = cx.read_sql(url, "SELECT * FROM snap", return_type="arrow", **extra)
-        runs.append(
-            {"parallelism": n, "rows": table.num_rows, "seconds": time.perf_counter() - started}
-        )
-        del table
+        found = cx.read_sql(url, f"SELECT * FROM {table}", return_type="arrow", **extra)
+        seconds = time.perf_counter() - started
+        runs.append({"parallelism": n, "rows": found.num_rows, "seconds": seconds})
+        del found
     return runs
 
 
@@ -343,5 +371,4 @@ def run(server: ThrowawayMariaDB, work: Path, rows: int, parallelism: list[int],
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["jdbc"]:
-    port, rows, out, *ns = sys.argv[2:]
-    jdbc_child(int(port), int(rows), Path(out), [int(n) for n in ns])
+    jdbc_child(json.loads(sys.argv[2]))

@@ -5,13 +5,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 
-# the snapshot section's Spark JDBC baseline reads with MariaDB Connector/J (Debian's jar)
-if [ ! -f /usr/share/java/mariadb-java-client.jar ]; then
+# the snapshot sections' Spark JDBC baselines read with Debian's jars: MariaDB Connector/J
+# (snapshot) and the PostgreSQL JDBC driver (pg-snapshot)
+missing=""
+[ -f /usr/share/java/mariadb-java-client.jar ] || missing="$missing libmariadb-java"
+[ -f /usr/share/java/postgresql.jar ] || missing="$missing libpostgresql-jdbc-java"
+if [ -n "$missing" ]; then
   SUDO=""
   if [ "$(id -u)" != "0" ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
-  echo "bench: installing libmariadb-java"
+  echo "bench: installing$missing"
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends libmariadb-java >/dev/null
+  # shellcheck disable=SC2086  # one word per package
+  $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 exec .venv/bin/python -m bench.run "$@"

@@ -32,8 +32,6 @@ _server_ids = itertools.count(7400)
 
 class Harness(Protocol):
     name: str
-    back_fills: bool
-    """Whether the source reads a chunk's window back from its log (the snapshot's back-fill)."""
 
     def create(self, table: str, rows: int = 0, keyed: bool = True) -> str:
         """Create ``table`` with ids ``1 .. rows`` (v = ``v<id>``), its ``id`` the primary key
@@ -58,7 +56,6 @@ class MariaDBHarness:
     server: ThrowawayMariaDB
     db: str
     name: str = "mysql"
-    back_fills: bool = True
 
     def create(self, table: str, rows: int = 0, keyed: bool = True) -> str:
         key = " PRIMARY KEY" if keyed else " NOT NULL"
@@ -107,7 +104,6 @@ class MariaDBHarness:
 class FakeHarness:
     folder: Path
     name: str = "fake"
-    back_fills: bool = True
     tables: dict[str, dict[int, str]] = field(default_factory=dict)
     keyed: set[str] = field(default_factory=set)
     log: FakeLog | None = None
@@ -173,7 +169,6 @@ class PostgresHarness:
     server: ThrowawayPostgres
     db: str
     name: str = "postgres"
-    back_fills: bool = False  # the PostgreSQL snapshot's back-fill is not built yet
 
     def create(self, table: str, rows: int = 0, keyed: bool = True) -> str:
         key = " PRIMARY KEY" if keyed else " NOT NULL"

@@ -1,5 +1,5 @@
-"""The source port's contract, part 2: the chunk dialect, the back-fill read, the log reader
-(run against every source)."""
+"""The source port's contract, part 2: the chunk dialect, the exact chunk (back-fill or pinned
+snapshot), the log reader (run against every source)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
-import pytest
 
 from sparkcdc.core.chunk import Split
-from sparkcdc.core.event import OP_SCHEMA
+from sparkcdc.core.event import OP_SCHEMA, Change
 from sparkcdc.core.offset import Offset
 from sparkcdc.snapshot.scan import scan_run
 from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
@@ -59,9 +58,11 @@ def test_chunks_cover_a_table_exactly_once(harness: Harness) -> None:
         assert typed.schema.field("id").type == pa.int64()
 
 
-def test_the_back_fill_makes_a_chunk_exact_at_its_high_watermark(harness: Harness) -> None:
-    if not harness.back_fills:
-        pytest.skip(f"{harness.name}: the snapshot's back-fill is not built yet")
+def test_a_chunk_is_exact_at_its_high_watermark(harness: Harness) -> None:
+    """Rows written while a chunk is read: a source reading chunks between watermarks replays
+    the window's changes from its log onto the chunk (the back-fill); a source that pins a
+    snapshot reads the chunk as of the pin's point, and its log from that point holds the
+    writes, every one at or past the chunk's high watermark (so the hand-off keeps them)."""
     table = harness.create("t", rows=30)
     source = harness.source(table)
     db, _, name = table.partition(".")
@@ -72,19 +73,49 @@ def test_the_back_fill_makes_a_chunk_exact_at_its_high_watermark(harness: Harnes
         if stage == "chunk":  # after the SELECT, before the high watermark
             harness.commit("t", writes)
 
+    def no_window(db: str, table: str, lo: Offset, hi: Offset) -> list[Change]:
+        raise AssertionError(f"a pinned chunk read its window {lo}..{hi}")
+
     with source.catalog() as catalog:
         schema = catalog.load_schema(db, name)
-    with source.chunks() as dialect:
-        keys = dialect.key_columns(db, name, ["id"])
-        [result] = scan_run([split], schema, keys, dialect,
-                            lambda d, t, lo, hi: source.back_fill(d, t, lo, hi, 0),
-                            hook=write_inside)  # fmt: skip
-    assert result.high > result.low and result.window_changes == len(writes)
+    harness.commit("t", [("u", 11, "before the pin")])
+    holder = source.pin_snapshot()
+    pin = None if holder is None else holder.pin
+    try:
+        with source.chunks(pin) as dialect:
+            keys = dialect.key_columns(db, name, ["id"])
+            window = no_window if pin else lambda d, t, lo, hi: source.back_fill(d, t, lo, hi, 0)
+            [result] = scan_run([split], schema, keys, dialect, window, hook=write_inside)
+    finally:
+        if holder is not None:
+            holder.close()
     rows = {json.loads(k)[0]: json.loads(a)["v"] for k, a in
             zip(result.rows.column("key").to_pylist(), result.rows.column("after").to_pylist(),
                 strict=True)}  # fmt: skip
-    assert rows == {i: v for i, v in harness.contents("t").items() if 10 <= i < 20}
-    assert rows[12] == "new" and 13 not in rows
+    if pin is None:
+        assert result.high > result.low and result.window_changes == len(writes)
+        assert rows == {i: v for i, v in harness.contents("t").items() if 10 <= i < 20}
+        assert rows[12] == "new" and 13 not in rows
+        return
+    assert result.low == result.high == pin.point and result.window_changes == 0
+    assert rows == {i: (f"v{i}" if i != 11 else "before the pin") for i in range(10, 20)}
+    assert rows[11] == "before the pin"
+    changes = [e for e in read_log(source, pin.point) if e["op"] != OP_SCHEMA]
+    assert [(e["op"], e["key"]) for e in changes] == [(op, f"[{i}]") for op, i, _ in writes]
+
+
+def read_log(source: Source, start: Offset) -> list[dict[str, object]]:
+    """The source's log from ``start`` to its end now, as events."""
+    with source.catalog() as catalog:
+        end = catalog.log_end()
+    store = EventStore(1 << 20, 1024)
+    with tempfile.TemporaryDirectory() as tmp:
+        reader = source.open_reader(start, store, str(Path(tmp) / "history.jsonl"), 64)
+        reader.start()
+        try:
+            return drain(store, end)
+        finally:
+            reader.stop()
 
 
 def drain(store: EventStore, end: Offset, seconds: float = 30.0) -> list[dict[str, object]]:

@@ -1,5 +1,6 @@
 """Writers that run while a snapshot reads: churn over every part of a table's key space, and
-transfers that keep a table's total constant at every commit (a consistency witness)."""
+transfers that keep a table's total constant at every commit (a consistency witness), on
+MariaDB or PostgreSQL (each table in the database's default namespace: ``db`` or ``public``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 from typing import Any
 
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
+from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 
 ITEMS = (
     "CREATE TABLE {db}.items (id BIGINT PRIMARY KEY, version INT NOT NULL, "
@@ -17,8 +19,23 @@ ITEMS = (
 )
 
 
-def load_items(server: ThrowawayMariaDB, db: str, rows: int) -> None:
+PG_ITEMS = (
+    "CREATE TABLE items (id bigint PRIMARY KEY, version int NOT NULL, name varchar(40), "
+    "amount numeric(12,2))"
+)
+Server = ThrowawayMariaDB | ThrowawayPostgres
+
+
+def load_items(server: Server, db: str, rows: int) -> None:
     """``rows`` items with the even ids 2..2*rows (odd ids are free for inserts inside)."""
+    if isinstance(server, ThrowawayPostgres):
+        server.execute(
+            PG_ITEMS,
+            "INSERT INTO items SELECT i * 2, 0, 'item-' || i, i / 8.0 "
+            f"FROM generate_series(1, {rows}) i",
+            database=db,
+        )
+        return
     server.execute(
         ITEMS.format(db=db),
         f"INSERT INTO {db}.items SELECT seq * 2, 0, CONCAT('item-', seq), seq / 8 "
@@ -29,9 +46,10 @@ def load_items(server: ThrowawayMariaDB, db: str, rows: int) -> None:
 class Writer(threading.Thread):
     """Commits :meth:`transaction` over and over (autocommit off) until :meth:`halt`."""
 
-    def __init__(self, server: ThrowawayMariaDB, db: str, seed: int, pause: float):
+    def __init__(self, server: Server, db: str, seed: int, pause: float):
         super().__init__(daemon=True)
         self.server, self.db, self.pause = server, db, pause
+        self.pg = isinstance(server, ThrowawayPostgres)
         self.rng = random.Random(seed)
         self.stop_event = threading.Event()
         self.commits = 0
@@ -45,7 +63,10 @@ class Writer(threading.Thread):
     def run(self) -> None:
         try:
             with contextlib.closing(self.server.connect(self.db)) as conn, conn.cursor() as cur:
-                cur.execute("SET autocommit = 0")  # transactions as written
+                if self.pg:
+                    conn.autocommit = False
+                else:
+                    cur.execute("SET autocommit = 0")  # transactions as written
                 while not self.stop_event.is_set():
                     self.transaction(cur)
                     conn.commit()
@@ -63,10 +84,11 @@ class Churn(Writer):
     below the first key and beyond the last, and primary-key updates."""
 
     def __init__(
-        self, server: ThrowawayMariaDB, db: str, top: int, seed: int, pause: float = 0.002
-    ):
+        self, server: Server, db: str, top: int, seed: int, pause: float = 0.002,
+        table: str = "items",
+    ):  # fmt: skip
         super().__init__(server, db, seed, pause)
-        self.top = top
+        self.top, self.table = top, table
         self._low = 0
 
     def transaction(self, cur: Any) -> None:
@@ -74,28 +96,41 @@ class Churn(Writer):
             self._one(cur)
 
     def _one(self, cur: Any) -> None:
-        rng, top = self.rng, self.top
+        rng, top, t = self.rng, self.top, self.table
         roll = rng.random()
         key = rng.randrange(1, top)
         run = cur.execute
         if roll < 0.3:
-            run("UPDATE items SET version = version + 1, amount = amount + 1 WHERE id = %s", (key,))
+            run(f"UPDATE {t} SET version = version + 1, amount = amount + 1 WHERE id = %s", (key,))
         elif roll < 0.45:
-            run("DELETE FROM items WHERE id = %s", (key,))
+            run(f"DELETE FROM {t} WHERE id = %s", (key,))
         elif roll < 0.6:
-            run("INSERT IGNORE INTO items VALUES (%s, 0, 'inside', 1.5)", (key | 1,))
+            self._insert(cur, key | 1, "inside", 1.5)
         elif roll < 0.7:
             self._low -= 1
-            run("INSERT IGNORE INTO items VALUES (%s, 0, 'below', 2.5)", (self._low,))
+            self._insert(cur, self._low, "below", 2.5)
         elif roll < 0.85:
             self.top += 1
-            run("INSERT IGNORE INTO items VALUES (%s, 0, 'beyond', 3.5)", (self.top,))
-        else:
-            target = rng.randrange(1, 4 * top)
+            self._insert(cur, self.top, "beyond", 3.5)
+        elif self.pg:  # the one writer: no other transaction takes the target meanwhile
             run(
-                "UPDATE IGNORE items SET id = %s, version = version + 1 WHERE id = %s",
-                (target, key),
+                f"UPDATE {t} SET id = %s, version = version + 1 WHERE id = %s "
+                f"AND NOT EXISTS (SELECT 1 FROM {t} WHERE id = %s)",
+                (target := rng.randrange(1, 4 * top), key, target),
             )
+        else:
+            run(
+                f"UPDATE IGNORE {t} SET id = %s, version = version + 1 WHERE id = %s",
+                (rng.randrange(1, 4 * top), key),
+            )
+
+    def _insert(self, cur: Any, key: int, name: str, amount: float) -> None:
+        t = self.table
+        if self.pg:
+            sql = f"INSERT INTO {t} VALUES (%s, 0, %s, %s) ON CONFLICT DO NOTHING"
+        else:
+            sql = f"INSERT IGNORE INTO {t} VALUES (%s, 0, %s, %s)"
+        cur.execute(sql, (key, name, amount))
 
 
 class Transfers(Writer):
@@ -103,12 +138,20 @@ class Transfers(Writer):
 
     TOTAL_PER_ACCOUNT = 1000
 
-    def __init__(self, server: ThrowawayMariaDB, db: str, accounts: int, seed: int):
+    def __init__(self, server: Server, db: str, accounts: int, seed: int):
         super().__init__(server, db, seed, pause=0.001)
         self.accounts = accounts
 
     @classmethod
-    def create(cls, server: ThrowawayMariaDB, db: str, accounts: int) -> None:
+    def create(cls, server: Server, db: str, accounts: int) -> None:
+        if isinstance(server, ThrowawayPostgres):
+            server.execute(
+                "CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL)",
+                f"INSERT INTO accounts SELECT i, {cls.TOTAL_PER_ACCOUNT} "
+                f"FROM generate_series(1, {accounts}) i",
+                database=db,
+            )
+            return
         server.execute(
             f"CREATE TABLE {db}.accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL)",
             f"INSERT INTO {db}.accounts SELECT seq, {cls.TOTAL_PER_ACCOUNT} "

@@ -66,7 +66,8 @@ class _Counting:
         self.cur, self.rows = cur, 0
 
     def execute(self, sql: str, args: Any = None) -> int:
-        n = int(self.cur.execute(sql, args))
+        self.cur.execute(sql, args)
+        n = int(self.cur.rowcount)
         self.rows += n
         return n
 
@@ -167,25 +168,26 @@ def caught_up(
     wait_for(proc, equal, "the replica to catch up with the source", timeout=90)
 
 
-def changelog(path: Path) -> list[dict[str, Any]]:
-    """The change log in log order: (source.file, source.pos, source.row)."""
+Place = Callable[[dict[str, Any]], Any]
+
+
+def binlog_event(source: dict[str, Any]) -> tuple[str, int, int]:
+    """A change log row's event in the binlog, in log order: (file, pos, row)."""
+    return (source["file"], source["pos"], source["row"])
+
+
+def changelog(path: Path, place: Place = binlog_event) -> list[dict[str, Any]]:
+    """The change log in log order (``place`` of each row's ``source``)."""
     rows = DeltaTable(str(path)).to_pyarrow_table(columns=["op", "before", "after", "source"])
-    return sorted(
-        rows.to_pylist(),
-        key=lambda r: (r["source"]["file"], r["source"]["pos"], r["source"]["row"]),
-    )
+    return sorted(rows.to_pylist(), key=lambda r: place(r["source"]))
 
 
-def check_changelog(path: Path, changes: int) -> int:
+def check_changelog(path: Path, changes: int, place: Place = binlog_event) -> int:
     """Every one of the ``changes`` log events once (no duplicate, no gap), at most one ``r`` row
     per key, and no ``r`` row after a change of its key unless it is that change's image (so no
     snapshot row overwrites a newer change). Returns the number of ``r`` rows."""
-    rows = changelog(path)
-    events = Counter(
-        (r["source"]["file"], r["source"]["pos"], r["source"]["row"])
-        for r in rows
-        if r["op"] != "r"
-    )
+    rows = changelog(path, place)
+    events = Counter(place(r["source"]) for r in rows if r["op"] != "r")
     duplicates = {k: n for k, n in events.items() if n > 1}
     assert not duplicates, f"{len(duplicates)} log events delivered twice: {list(duplicates)[:5]}"
     assert sum(events.values()) == changes, f"{sum(events.values())} log events of {changes}"

@@ -2,19 +2,21 @@
 slot and the publication (named after the checkpoint), and a second run from the checkpoint
 fills the replica and the change log (typed) with what was written in between; the slot's
 confirmed position never passes a batch Spark has not committed, and a third run moves it to
-the end of the last one."""
+the end of the last one. A running pipeline on a quiet table lets the server recycle its WAL."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
 
-from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
+from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres, throwaway_postgres
 from sparkcdc.sources.postgres.wire.lsn import parse_lsn
-from tests.e2e.cli import available_now, run, write_config
+from tests.e2e.cli import available_now, run, start, write_config
 
 pytestmark = pytest.mark.postgres
 
@@ -58,6 +60,10 @@ def test_check_and_run_on_postgresql(
     # the run's start until then, never past a batch not committed
     assert confirmed(postgres, pgdb) < ends
     available_now(cfg)  # nothing new: the reader starts at the last batch's end and confirms it
+    # the server takes the status update from a connection the run has closed a moment later
+    deadline = time.monotonic() + 10
+    while confirmed(postgres, pgdb) <= ends and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert confirmed(postgres, pgdb) > ends
 
 
@@ -68,3 +74,72 @@ def confirmed(postgres: ThrowawayPostgres, pgdb: str) -> int:
         database=pgdb,
     )
     return parse_lsn(text)
+
+
+@pytest.fixture
+def own_server() -> Iterator[ThrowawayPostgres]:
+    """A server of the test's own: no other test's slot holds its WAL."""
+    with throwaway_postgres() as server:
+        server.create_database("quietdb")
+        yield server
+
+
+def test_an_idle_captured_table_lets_the_wal_be_recycled(
+    own_server: ThrowawayPostgres, tmp_path: Path
+) -> None:
+    """Nothing passes through the publication while another database writes WAL segments: the
+    running pipeline's slot follows the server's WAL (its empty batches acknowledge the
+    keepalives' positions), so the checkpoints recycle the segments before it."""
+    postgres, pgdb = own_server, "quietdb"
+    postgres.execute("CREATE TABLE quiet (id bigint PRIMARY KEY)", database=pgdb)
+    postgres.execute("CREATE TABLE busy (id bigint, pad text)", database="postgres")
+    cfg = write_config(
+        tmp_path, postgres, r"public\.quiet", user=postgres.user, password=postgres.password,
+        startup="latest", kind="postgres", extra_source=f", database: {pgdb}",
+    )  # fmt: skip
+    proc = start(cfg)
+    try:
+        deadline = time.monotonic() + 120
+        while not restart_segment(postgres, pgdb):
+            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+            assert time.monotonic() < deadline, "the pipeline made no slot in 120 s"
+            time.sleep(0.5)
+        first = restart_segment(postgres, pgdb)
+        for _ in range(4):  # four WAL segments written and switched, in another database
+            postgres.execute(
+                "INSERT INTO busy SELECT i, repeat('x', 200) FROM generate_series(1, 20000) i",
+                "SELECT pg_switch_wal()",
+                database="postgres",
+            )
+        while restart_segment(postgres, pgdb) <= first:
+            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+            assert time.monotonic() < deadline + 60, "the slot stayed at its first segment"
+            time.sleep(0.5)
+        # the server lets go of a segment at a checkpoint once the slots' minimum is recomputed
+        # (it follows the slot's restart position after its next catalog xmin update)
+        while oldest_segment(postgres) <= first:
+            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+            assert time.monotonic() < deadline + 120, "the slot's first segment was kept"
+            postgres.execute("INSERT INTO busy VALUES (0, '')", "CHECKPOINT", database="postgres")
+            time.sleep(1)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=120)
+
+
+def oldest_segment(postgres: ThrowawayPostgres) -> str:
+    """The oldest WAL segment file the server keeps."""
+    [(oldest,)] = postgres.query(
+        "SELECT min(name) FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$'", database="postgres"
+    )
+    return str(oldest)
+
+
+def restart_segment(postgres: ThrowawayPostgres, pgdb: str) -> str:
+    """The WAL segment file the pipeline's slot needs from (empty: no slot yet)."""
+    found = postgres.query(
+        "SELECT pg_walfile_name(restart_lsn) FROM pg_replication_slots "
+        "WHERE slot_name = 'sparkcdc_checkpoint' AND restart_lsn IS NOT NULL",
+        database=pgdb,
+    )
+    return str(found[0][0]) if found else ""

@@ -16,6 +16,7 @@ import json
 import os
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,13 +60,19 @@ def split_metas(tmp: Path, table: str) -> list[dict[str, Any]]:
     return metas
 
 
-def check_changelog(path: Path) -> None:
-    """One ``r`` row per key, and no change of a key older than its ``r`` row."""
+def binlog_place(source: dict[str, Any]) -> tuple[int, int]:
+    """Where in the binlog a change log row's event lies (a snapshot row: its high watermark)."""
+    return (int(source["file"].rsplit(".", 1)[1]), source["pos"])
+
+
+def check_changelog(path: Path, place: Callable[[dict[str, Any]], Any] = binlog_place) -> None:
+    """One ``r`` row per key, and no change of a key older than its ``r`` row (by ``place`` of
+    the rows' ``source``)."""
     log = DeltaTable(str(path)).to_pyarrow_table(columns=["op", "before", "after", "source"])
-    reads: dict[int, tuple[int, int]] = {}
-    changes: list[tuple[int, tuple[int, int]]] = []
+    reads: dict[int, Any] = {}
+    changes: list[tuple[int, Any]] = []
     for row in log.to_pylist():
-        at = (int(row["source"]["file"].rsplit(".", 1)[1]), row["source"]["pos"])
+        at = place(row["source"])
         if row["op"] == "r":
             key = row["after"]["id"]
             assert key not in reads, f"key {key} was snapshotted twice"
@@ -78,20 +85,24 @@ def check_changelog(path: Path) -> None:
     assert not stale, f"{len(stale)} changes older than their key's snapshot row: {stale[:5]}"
 
 
-def test_initial_snapshot_under_concurrent_writes_then_the_log(
-    mariadb: ThrowawayMariaDB, tmp_path: Path
-) -> None:
-    db = "snap_initial"
-    mariadb.execute(f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}")
-    load_items(mariadb, db, 30000)
-    churn = Churn(mariadb, db, top=60000, seed=7)
-    cfg = write_config(
-        tmp_path, mariadb, rf"{db}\.items", startup="initial", extra_source=snapshot_source()
+def ran_in_parallel(metas: list[dict[str, Any]]) -> bool:
+    """Whether two splits were read by different Spark task workers at the same time."""
+    return any(
+        a["task"].split(" pid ")[1] != b["task"].split(" pid ")[1]
+        and a["started"] < b["ended"]
+        and b["started"] < a["ended"]
+        for a in metas
+        for b in metas
     )
+
+
+def snapshot_then_log(cfg: Path, tmp: Path, churn: Churn) -> None:
+    """``sparkcdc run`` while ``churn`` writes: through the snapshot and a few seconds of the
+    log past its hand-off, stopped (exit 0), then run to the log's end once the writes stop."""
     churn.start()
     try:
         proc = start(cfg)
-        handoff = tmp_path / "checkpoint" / "sparkcdc" / "snapshot" / "handoff.json"
+        handoff = tmp / "checkpoint" / "sparkcdc" / "snapshot" / "handoff.json"
         deadline = time.monotonic() + 300
         while not handoff.exists():
             assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
@@ -105,6 +116,50 @@ def test_initial_snapshot_under_concurrent_writes_then_the_log(
     assert proc.returncode == 0, out.decode(errors="replace")
     available_now(cfg)  # catch up with the last changes
 
+
+def crash_mid_snapshot(
+    cfg: Path, tmp: Path, table: str, splits: int, churn: Churn, rng: random.Random
+) -> dict[int, float]:
+    """TRIALS ``kill -9`` crashes of ``sparkcdc run`` while ``churn`` writes, each at a random
+    moment after new splits of ``table`` finished, then a last run to the log's end: asserts no
+    restart read a split finished before it again; each split's read start after the end."""
+    churn.start()
+    finished: list[dict[int, float]] = []  # split index -> its read's start, at each crash
+    try:
+        for _ in range(TRIALS):
+            target = len(split_metas(tmp, table)) + rng.randrange(1, 4)
+            proc = start(cfg)
+            deadline = time.monotonic() + 300
+            while len(split_metas(tmp, table)) < target:
+                assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+                assert time.monotonic() < deadline, "no new split finished in 300 s"
+                time.sleep(0.05)
+            time.sleep(rng.uniform(0.0, 0.5))
+            crash(proc)
+            finished.append({m["split"]["index"]: m["started"] for m in split_metas(tmp, table)})
+    finally:
+        churn.halt()
+    assert len(finished[-1]) < splits, "the snapshot finished before the last crash"
+    available_now(cfg)  # the last restart: resumes the snapshot, then the log up to its end
+    after = {m["split"]["index"]: m["started"] for m in split_metas(tmp, table)}
+    for crashed, before in enumerate(finished):
+        reread = [i for i, started in before.items() if after.get(i) != started]
+        assert not reread, f"splits {reread} finished before crash {crashed} were read again"
+    return after
+
+
+def test_initial_snapshot_under_concurrent_writes_then_the_log(
+    mariadb: ThrowawayMariaDB, tmp_path: Path
+) -> None:
+    db = "snap_initial"
+    mariadb.execute(f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}")
+    load_items(mariadb, db, 30000)
+    churn = Churn(mariadb, db, top=60000, seed=7)
+    cfg = write_config(
+        tmp_path, mariadb, rf"{db}\.items", startup="initial", extra_source=snapshot_source()
+    )
+    snapshot_then_log(cfg, tmp_path, churn)
+
     lake = tmp_path / "lake" / db
     assert churn.commits > 100
     assert replica(lake / "items", ITEM_COLUMNS) == source_items(mariadb, db)
@@ -113,15 +168,7 @@ def test_initial_snapshot_under_concurrent_writes_then_the_log(
     metas = split_metas(tmp_path, f"{db}.items")
     assert len(metas) >= 30
     assert sum(m["window_changes"] for m in metas) > 0  # windows did see writes
-    overlapping = [
-        (a, b)
-        for a in metas
-        for b in metas
-        if a["task"].split(" pid ")[1] != b["task"].split(" pid ")[1]
-        and a["started"] < b["ended"]
-        and b["started"] < a["ended"]
-    ]
-    assert overlapping, "no two splits ran in different Spark tasks at the same time"
+    assert ran_in_parallel(metas), "no two splits ran in different Spark tasks at the same time"
 
 
 def test_kill_9_mid_snapshot_resumes_without_rereading_finished_splits(
@@ -143,31 +190,7 @@ def test_kill_9_mid_snapshot_resumes_without_rereading_finished_splits(
         extra_source=snapshot_source(chunk=1000, batch_rows=2000),
     )
     churn = Churn(mariadb, db, top=splits * 2000, seed=5, pause=0.01)
-    churn.start()
-    finished: list[dict[int, float]] = []  # split index -> its read's start, at each crash
-    try:
-        for _ in range(TRIALS):
-            target = len(split_metas(tmp_path, table)) + rng.randrange(1, 4)
-            proc = start(cfg)
-            deadline = time.monotonic() + 300
-            while len(split_metas(tmp_path, table)) < target:
-                assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
-                assert time.monotonic() < deadline, "no new split finished in 300 s"
-                time.sleep(0.05)
-            time.sleep(rng.uniform(0.0, 0.5))
-            crash(proc)
-            finished.append(
-                {m["split"]["index"]: m["started"] for m in split_metas(tmp_path, table)}
-            )
-    finally:
-        churn.halt()
-    assert len(finished[-1]) < splits, "the snapshot finished before the last crash"
-    available_now(cfg)  # the last restart: resumes the snapshot, then the log up to its end
-
-    after = {m["split"]["index"]: m["started"] for m in split_metas(tmp_path, table)}
-    for crashed, before in enumerate(finished):
-        reread = [i for i, started in before.items() if after.get(i) != started]
-        assert not reread, f"splits {reread} finished before crash {crashed} were read again"
+    after = crash_mid_snapshot(cfg, tmp_path, table, splits, churn, rng)
     assert len(after) >= splits
     lake = tmp_path / "lake" / db
     assert replica(lake / "items", ITEM_COLUMNS) == source_items(mariadb, db)

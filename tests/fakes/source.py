@@ -5,7 +5,7 @@ from __future__ import annotations
 from sparkcdc.core.errors import ConfigError
 from sparkcdc.core.event import Change
 from sparkcdc.core.offset import Offset
-from sparkcdc.sources.port import ChangeFilter, Source
+from sparkcdc.sources.port import ChangeFilter, SnapshotPin, Source
 from sparkcdc.store.ring import EventStore
 from tests.fakes.catalog import FakeCatalog, FakeChunks
 from tests.fakes.database import FakeDatabase
@@ -50,5 +50,7 @@ class FakeSource(Source):
         assert isinstance(low, FakeOffset) and isinstance(high, FakeOffset)
         return FakeDatabase(self.config.host).changes(db, table, low.seq, high.seq)
 
-    def chunks(self) -> FakeChunks:
+    def chunks(self, pin: SnapshotPin | None = None) -> FakeChunks:
+        if pin is not None:
+            raise TypeError("this source pins no snapshot; its chunks are read between watermarks")
         return FakeChunks(self.config.host)

@@ -26,6 +26,7 @@ from sparkcdc.core.convert import decode_images
 from sparkcdc.core.errors import ConfigError, SourceError
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.correct import CHUNK_SCHEMA
+from sparkcdc.sources.port import SnapshotPin
 from sparkcdc.sources.postgres.chunks import dialect as chunks_dialect
 from sparkcdc.sources.postgres.chunks.dialect import PostgresChunks
 from sparkcdc.sources.postgres.chunks.images import image_text, key_text
@@ -423,6 +424,7 @@ def test_reads_in_an_exported_snapshot(postgres: ThrowawayPostgres, pgdb: str) -
     try:
         created = create_logical_slot(conn, pgdb, snapshot="export")
         assert created.snapshot_name
+        pin = SnapshotPin(created.snapshot_name, LsnOffset(created.consistent_point))
         postgres.execute(
             "INSERT INTO s SELECT i, 'new' FROM generate_series(101, 150) i",
             "UPDATE s SET v = 'changed' WHERE id <= 10",
@@ -431,7 +433,10 @@ def test_reads_in_an_exported_snapshot(postgres: ThrowawayPostgres, pgdb: str) -
         )
         schema = load(postgres, pgdb, "s")
         src = source(postgres, pgdb)
-        with PostgresChunks(src, created.snapshot_name) as then, PostgresChunks(src) as now:
+        with (
+            PostgresChunks(src, pin) as then,
+            PostgresChunks(src) as now,
+        ):
             keys = then.key_columns("public", "s", ["id"])
             for d, rows, last, changed in ((then, 100, 100, 0), (now, 140, 150, 10)):
                 assert d.row_count("public", "s") == rows
@@ -451,7 +456,7 @@ def test_reads_in_an_exported_snapshot(postgres: ThrowawayPostgres, pgdb: str) -
         conn.close()
         postgres.execute(f"SELECT pg_drop_replication_slot('{pgdb}')", database=pgdb)
     with (
-        PostgresChunks(src, created.snapshot_name) as gone,
+        PostgresChunks(src, pin) as gone,
         pytest.raises(SourceError, match="snapshot"),
     ):
         gone.count_between("public", "s", keys, None, None, 10)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import base64
 import decimal
 import functools
+import json
 import struct
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -49,6 +50,11 @@ from sparkcdc.core.types import array_element, array_of, arrow_type
 Row = tuple[object, ...]
 POSITION = "position"
 LOGICAL = "logical"  # the metadata key of an image field: the column's logical type
+UNCHANGED_KEY = "\x00unchanged"
+"""A JSON after image's reserved key listing the columns a change left out of the log
+(PostgreSQL's unchanged TOASTed values), which the Delta sink fills: no column is named so (no
+identifier holds a NUL), and JSON decoding passes over it."""
+UNCHANGED_PREFIX = "{" + json.dumps(UNCHANGED_KEY) + ":"  # a marked image's text starts so
 
 
 class ColumnarRows(ABC):

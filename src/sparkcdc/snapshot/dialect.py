@@ -9,7 +9,7 @@ collations decide the order, never Python.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Protocol, Self
 
@@ -18,6 +18,25 @@ import pyarrow as pa
 from sparkcdc.core.chunk import KeyColumn, KeyValue
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.schema import TableSchema
+
+LOCATE_BATCH = 500  # values (and bounds) per locate query
+
+
+def locate_in_batches(
+    values: Sequence[KeyValue],
+    bounds: Sequence[KeyValue],
+    query: Callable[[Sequence[KeyValue], Sequence[KeyValue]], Iterable[tuple[object, object]]],
+) -> list[int]:
+    """:meth:`SnapshotDialect.locate` made of queries over LOCATE_BATCH values and bounds each:
+    ``query(values, bounds)`` gives (index into its values, how many of its bounds are ``<=``
+    that value) rows, whose counts add up per value."""
+    counts = [0] * len(values)
+    for v0 in range(0, len(values), LOCATE_BATCH):
+        batch = values[v0 : v0 + LOCATE_BATCH]
+        for b0 in range(0, len(bounds), LOCATE_BATCH):
+            for i, n in query(batch, bounds[b0 : b0 + LOCATE_BATCH]):
+                counts[v0 + int(str(i))] += int(str(n))
+    return counts
 
 
 class SnapshotDialect(Protocol):

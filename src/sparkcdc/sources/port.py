@@ -20,7 +20,9 @@ log reader             one replication connection in a thread, putting log items
                        (:class:`LogReader`)
 back-fill read         a table's changes between two watermarks (a snapshot chunk's window)
 chunk dialect          the chunk queries of the snapshot
-                       (:class:`~sparkcdc.snapshot.dialect.SnapshotDialect`)
+                       (:class:`~sparkcdc.snapshot.dialect.SnapshotDialect`), and a view of
+                       the database pinned at one log position where the source has one
+                       (:meth:`Source.pin_snapshot`)
 type mapping           each column's logical type, set by the catalog and the schema tracking
                        of the source (:attr:`~sparkcdc.core.schema.Column.logical`)
 =====================  =====================================================================
@@ -91,6 +93,23 @@ class Catalog(Protocol):
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None: ...
+
+
+@dataclass(frozen=True)
+class SnapshotPin:
+    """A view of the database as of the log position ``point`` that chunk reads on other
+    connections can share (PostgreSQL's exported snapshot), named by ``token``."""
+
+    token: str
+    point: Offset
+
+
+class PinHolder(Protocol):
+    """Holds a :class:`SnapshotPin` valid until :meth:`close` (or the holder's connection ends)."""
+
+    pin: SnapshotPin
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -173,9 +192,32 @@ class Source(ABC):
         """The changes of ``db.table`` committed in ``[low, high)`` in log order (a snapshot
         chunk's window); ``worker`` numbers the concurrent readers of a snapshot (from 0)."""
 
+    def pin_snapshot(self) -> PinHolder | None:
+        """A view of the database at one log position for every chunk read of a snapshot, so
+        that no chunk needs a watermark window, once the log from the point on reaches the
+        source's reader (PostgreSQL: a temporary slot's exported snapshot); None where the
+        source has none, and chunks are read between watermarks (MySQL)."""
+        return None
+
+    def pin_snapshot_for_readers(self, readers: int) -> SnapshotPin | None:
+        """A pin like :meth:`pin_snapshot`'s whose holder outlives this process and lets go once
+        each of the ``readers`` has :meth:`released <release_pin>` it (a batch read plans its
+        tasks in a process that ends before they run); None where the source has none."""
+        return None
+
+    def release_pin(self, pin: SnapshotPin, reader: int) -> None:
+        """The reader numbered ``reader`` (from 0) is done with ``pin``."""
+        return None
+
+    def release_log(self) -> None:
+        """The pipeline copied its tables (``startup: snapshot``) and reads no more of the log:
+        let go of what the source keeps for it (a PostgreSQL slot would hold WAL for ever)."""
+        return None
+
     @abstractmethod
-    def chunks(self) -> SnapshotDialect:
-        """A new snapshot chunk dialect (a context manager)."""
+    def chunks(self, pin: SnapshotPin | None = None) -> SnapshotDialect:
+        """A new snapshot chunk dialect (a context manager); with ``pin`` (from
+        :meth:`pin_snapshot`) its reads see the pinned view and both watermarks are its point."""
 
 
 @dataclass(frozen=True)

@@ -163,12 +163,14 @@ class Lake:
 
 
 _NEEDS_AFTER = pa.array([OP_CREATE, OP_UPDATE, OP_READ])
-_NEEDS_BEFORE = pa.array([OP_UPDATE, OP_DELETE])
+_NEEDS_BEFORE = pa.array([OP_DELETE])
 
 
 def _check_images(name: TableName, rows: pa.Table) -> None:
     """Every change has the images its op needs, as JSON text here (typed images are found
-    before): one missing would be written as a row of nulls."""
+    before): one missing would be written as a row of nulls. An update may lack its before
+    image: PostgreSQL logs none unless the key changed or the table's replica identity is
+    FULL."""
     op = rows.column("op")
     lacking = pc.or_(
         pc.and_(pc.is_in(op, _NEEDS_AFTER), pc.is_null(rows.column("after"))),

@@ -26,7 +26,9 @@ whose file holds them, :mod:`sparkcdc.store.batch_files`):
 2. Changes (c/u/d/r) per table: row images become typed structs (:mod:`~sparkcdc.core.convert`),
    with the schema version each row names (``schema_id``), widened to the table's current
    columns. A snapshot chunk kept in the split store (``op = 'k'``) becomes its ``r`` rows,
-   read from there already typed (:mod:`.chunk_rows`).
+   read from there already typed (:mod:`.chunk_rows`). A value an update left out of the log
+   (PostgreSQL's unchanged TOAST) is filled from the key's change before or the replica
+   (:mod:`.unchanged`).
 3. Change log ``<db>/<t>__changelog``: one append of op, before, after, source, transaction.
 4. Replica ``<db>/<t>``: one MERGE on the key with the latest change per key in the batch by log
    order; deletes delete, inserts and updates upsert (an update that changes the key deletes
@@ -66,7 +68,7 @@ from sparkcdc.core.errors import ConfigError, SinkError
 from sparkcdc.core.event import OP_CREATE, OP_NOTICE, OP_SCHEMA
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.sinks.delta import chunk_files, chunk_rows, commits, notifications
+from sparkcdc.sinks.delta import chunk_files, chunk_rows, commits, notifications, unchanged
 from sparkcdc.sinks.delta.lake import Lake, TableName
 from sparkcdc.sinks.delta.replica import latest_changes
 from sparkcdc.store import batch_files
@@ -232,8 +234,13 @@ class DeltaSink:
             refs = chunk_rows.chunk_refs(rows)
             if chunk_files.adoptable(refs, columns):  # the tasks wrote the data files
                 return self._adopt(name, refs, batch_id), sum(int(r["rows"]) for r in refs)
+        left = unchanged.marked(rows)  # values an update left out of the log (TOAST)
         rows, before, after = self._typed(name, rows, columns, batch_id)
         label = f"{name[0]}.{name[1]}"
+        if left:  # filled before the change log and the replica are written
+            replica = unchanged.Replica(self.lake.replica(name), self.app_id, batch_id)
+            images = (before, _whole(after))
+            after = unchanged.fill(left, rows, images, latest.key, replica, reset_at, label)
         try:
             changelog = pa.Table.from_arrays(
                 [rows.column("op"), before, after, rows.column("source"),

@@ -29,7 +29,7 @@ from sparkcdc.sources.mysql.schema.history import SchemaHistory
 from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
 from sparkcdc.sources.mysql.server.startup import resolve_startup
 from sparkcdc.sources.mysql.settings import MySQLSettings
-from sparkcdc.sources.port import ChangeFilter, Source
+from sparkcdc.sources.port import ChangeFilter, SnapshotPin, Source
 from sparkcdc.store.ring import EventStore
 
 
@@ -74,7 +74,9 @@ class MySQLSource(Source):
         server_id = ids[worker % len(ids)]
         return changes_between(self.config, db, table, _binlog(low), _binlog(high), server_id)
 
-    def chunks(self) -> MySQLChunks:
+    def chunks(self, pin: SnapshotPin | None = None) -> MySQLChunks:
+        if pin is not None:
+            raise TypeError("this source pins no snapshot; its chunks are read between watermarks")
         return MySQLChunks(self.config)
 
 

@@ -2,16 +2,21 @@
 
 ::
 
-    lsn    the end of the last transaction delivered whole: every transaction whose commit
-           record ends at or before it is delivered (a logical slot's confirmed position);
-           for a split transaction, the boundary before it
-    skip   changes of the transaction after ``lsn`` already delivered; 0 at a boundary
+    lsn    every transaction whose commit record starts before it is delivered, none other
+           (a logical slot's confirmed position): at a boundary the end of the last commit
+           record delivered, inside a transaction the start of its commit record
+    skip   changes of the transaction whose commit record starts at ``lsn`` already
+           delivered; 0 at a boundary
 
-pgoutput sends transactions in commit order, each after its commit, so "the first transaction
-committed after ``lsn``" is well defined and is what ``START_REPLICATION … LOGICAL lsn`` sends
-first. Ordering rule: by ``lsn``, then ``skip``. ``position_key`` splits the LSN into its two
-32-bit halves (as PostgreSQL prints it, ``X/Y``) so the change log's position text, ten digits
-a part, sorts as LSNs do.
+pgoutput sends transactions in commit order, each after its commit, and
+``START_REPLICATION … LOGICAL lsn`` sends exactly the transactions whose commit record starts
+at or after ``lsn``. An exported snapshot taken at a slot's consistent point ``c`` sees exactly
+the transactions committed before ``c``, so a change lies after that snapshot exactly when its
+offset is at or past ``LsnOffset(c)``.
+
+Ordering rule: by ``lsn``, then ``skip``. ``position_key`` splits the LSN into its two 32-bit
+halves (as PostgreSQL prints it, ``X/Y``) so the change log's position text, ten digits a part,
+sorts as LSNs do.
 """
 
 from __future__ import annotations
@@ -40,6 +45,13 @@ class LsnOffset(Offset):
     @property
     def position_key(self) -> tuple[int, int]:
         return (self.lsn >> 32, self.lsn & 0xFFFFFFFF)
+
+    @classmethod
+    def of(cls, offset: Offset) -> LsnOffset:
+        """``offset``, which must be a PostgreSQL one."""
+        if not isinstance(offset, LsnOffset):
+            raise TypeError(f"{offset!r} is not a PostgreSQL LSN offset")
+        return offset
 
     def with_skip(self, skip: int) -> LsnOffset:
         return replace(self, skip=skip)

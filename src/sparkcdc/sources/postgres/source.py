@@ -8,8 +8,8 @@ startup resolution     ``earliest`` (the slot's confirmed position), ``latest`` 
                        now), ``lsn:<X/Y>``; the slot and the publication are made first
 log reader             :class:`~.stream.reader.PgLogReader` over a logical replication stream
                        with pgoutput; ``ack`` moves the slot's confirmed position
-back-fill read         not yet (``startup: initial`` and ``snapshot`` are refused by the
-                       settings' check)
+back-fill read         none: every chunk is read in a pinned snapshot
+                       (:class:`~.chunks.export.ExportedSnapshot`), so no chunk has a window
 chunk dialect          :class:`~.chunks.dialect.PostgresChunks`: keyset chunks read with COPY
 type mapping           :mod:`.pgoutput.types`
 =====================  =====================================================================
@@ -17,26 +17,29 @@ type mapping           :mod:`.pgoutput.types`
 
 from __future__ import annotations
 
-from typing import NoReturn
+import time
 
-from sparkcdc.core.errors import ConfigError, LogPositionGone
+from sparkcdc.core.errors import ConfigError, LogPositionGone, SourceError
 from sparkcdc.core.event import Change
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.sources.port import ChangeFilter, Source, TableName
+from sparkcdc.sources.port import ChangeFilter, SnapshotPin, Source, TableName
 from sparkcdc.sources.postgres.chunks.dialect import PostgresChunks
+from sparkcdc.sources.postgres.chunks.export import ExportedSnapshot
+from sparkcdc.sources.postgres.chunks.holder import hold_for_readers, release
 from sparkcdc.sources.postgres.offset import LsnOffset
 from sparkcdc.sources.postgres.server.catalog import PostgresCatalog
-from sparkcdc.sources.postgres.server.publication import ensure_publication, ensure_slot
+from sparkcdc.sources.postgres.server.publication import (
+    SlotState,
+    drop_slot,
+    ensure_publication,
+    ensure_slot,
+    slot_state,
+)
 from sparkcdc.sources.postgres.settings import PostgresSettings
 from sparkcdc.sources.postgres.stream.reader import PgLogReader
 from sparkcdc.sources.postgres.wire.lsn import format_lsn, parse_lsn
 from sparkcdc.store.ring import EventStore
-
-_NO_SNAPSHOT = (
-    "the PostgreSQL source cannot snapshot tables yet; start from the log with source.startup "
-    "latest, earliest or lsn:<X/Y>."
-)
 
 
 class PostgresSource(Source):
@@ -51,21 +54,24 @@ class PostgresSource(Source):
     def catalog(self) -> PostgresCatalog:
         return PostgresCatalog.of(self.config, self.settings.names()[0])
 
-    def _prepare_server(self, catalog: PostgresCatalog) -> dict[TableName, TableSchema]:
-        """Check readiness, make the publication and the slot; the captured tables' schemas."""
+    def _prepare_server(
+        self, catalog: PostgresCatalog
+    ) -> tuple[dict[TableName, TableSchema], SlotState]:
+        """Check readiness, make the publication and the slot; the captured tables' schemas
+        and the slot."""
         slot, publication = self.settings.names()
         tables = catalog.match_tables(self.config.tables)
         catalog.check_ready(sorted({schema for schema, _ in tables}))
         ensure_publication(catalog.session, publication, tables, self.config.user)
-        ensure_slot(catalog.session, slot, catalog.database)
+        state = ensure_slot(catalog.session, slot, catalog.database)
         keys = self.config.row_keys
-        return {(s, t): catalog.load_schema(s, t, keys.get(f"{s}.{t}", ())) for s, t in tables}
+        schemas = {(s, t): catalog.load_schema(s, t, keys.get(f"{s}.{t}", ())) for s, t in tables}
+        return schemas, state
 
     def startup_offset(self, startup: str) -> LsnOffset:
         slot = self.settings.names()[0]
         with self.catalog() as catalog:
-            self._prepare_server(catalog)
-            state = ensure_slot(catalog.session, slot, catalog.database)
+            state = self._prepare_server(catalog)[1]
             confirmed = state.confirmed_flush_lsn or 0
             if startup == "earliest":
                 return LsnOffset(confirmed)
@@ -97,26 +103,60 @@ class PostgresSource(Source):
         change_filter: ChangeFilter | None = None,
         typed: bool = False,
     ) -> PgLogReader:
-        if change_filter is not None:
-            _no_snapshot()
-        if not isinstance(start, LsnOffset):
-            raise TypeError(f"{start!r} is not a PostgreSQL LSN offset")
         slot, publication = self.settings.names()
         with self.catalog() as catalog:
-            schemas = self._prepare_server(catalog)
+            schemas, state = self._prepare_server(catalog)
+        confirmed = state.confirmed_flush_lsn or 0
+        if confirmed > LsnOffset.of(start).lsn:
+            raise LogPositionGone(
+                f"replication slot {slot} on {self.config.host}:{self.config.port} holds the WAL "
+                f"from {format_lsn(confirmed)} only, past {start}, where this pipeline goes on "
+                "(the slot was made anew, or another client consumed it: pipelines must not "
+                "share a slot, see source.slot), so the changes in between cannot be read; "
+                "start with a new checkpoint and startup: initial.",
+                slot=slot,
+            )
         return PgLogReader(
-            self.config, start, store, schemas, slot=slot, publication=publication,
-            item_rows=item_rows, typed=typed,
+            self.config, LsnOffset.of(start), store, schemas, slot=slot, publication=publication,
+            item_rows=item_rows, typed=typed, change_filter=change_filter,
         )  # fmt: skip
+
+    def pin_snapshot(self) -> ExportedSnapshot:
+        """The pipeline's slot and publication first (the slot then holds the log from the
+        pin's point on), then a temporary slot's exported snapshot."""
+        with self.catalog() as catalog:
+            self._prepare_server(catalog)
+        return ExportedSnapshot(self.config, self.settings.names()[0])
+
+    def pin_snapshot_for_readers(self, readers: int) -> SnapshotPin:
+        """An exported snapshot held by a process of its own (:mod:`.chunks.holder`); no
+        pipeline slot is made: a batch read does not follow the log."""
+        return hold_for_readers(self.config, self.settings.names()[0], readers)
+
+    def release_pin(self, pin: SnapshotPin, reader: int) -> None:
+        with self.catalog() as catalog:
+            release(catalog.session, pin, reader)
+
+    def release_log(self) -> None:
+        """Drop the pipeline's slot once its last reader has let go of it (within 30 s)."""
+        slot = self.settings.names()[0]
+        deadline = time.monotonic() + 30
+        with self.catalog() as catalog:
+            while True:
+                state = slot_state(catalog.session, slot)
+                if state is None or not state.active or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            drop_slot(catalog.session, slot)
 
     def back_fill(
         self, db: str, table: str, low: Offset, high: Offset, worker: int
     ) -> list[Change]:
-        _no_snapshot()
+        raise SourceError(
+            f"a chunk of {db}.{table} was read between the watermarks {low} and {high}, but "
+            "PostgreSQL chunks are read in a pinned snapshot and the log between watermarks "
+            "cannot be read back from the slot."
+        )
 
-    def chunks(self) -> PostgresChunks:
-        return PostgresChunks(self.config)
-
-
-def _no_snapshot() -> NoReturn:
-    raise ConfigError(_NO_SNAPSHOT, key="source.startup")
+    def chunks(self, pin: SnapshotPin | None = None) -> PostgresChunks:
+        return PostgresChunks(self.config, pin)

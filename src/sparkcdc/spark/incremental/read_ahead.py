@@ -122,6 +122,7 @@ class ChunkReads:
         window's time lasts (one round at least) or until stopped."""
         run = self.run_state
         dialect = self.dialect_of()
+        opened: list[SnapshotDialect] = [dialect]
         try:
             if not _visible(dialect, self.begin):
                 return Reads([], run.splitter, False, visible=False)
@@ -132,17 +133,35 @@ class ChunkReads:
             )
             chunks: list[pa.Table] = []
             started = time.monotonic()
+            own = self._own_dialect(opened)
             with ThreadPoolExecutor(self.parallel) as pool:
                 while True:
                     splits = splitter.take(self.parallel)
-                    chunks.extend(pool.map(lambda s: self._chunk(dialect, keys, s), splits))
+                    chunks.extend(pool.map(lambda s: self._chunk(own(), keys, s), splits))
                     if splitter.done or self._stop.is_set():
                         break
                     if time.monotonic() - started >= self.seconds:
                         break
             return Reads(chunks, splitter.state, splitter.done)
         finally:
-            dialect.close()
+            for each in opened:
+                each.close()
+
+    def _own_dialect(self, opened: list[SnapshotDialect]) -> Callable[[], SnapshotDialect]:
+        """The reading thread's own dialect (a connection is not shared between threads),
+        opened on its first chunk and kept in ``opened`` to be closed."""
+        local = threading.local()
+        lock = threading.Lock()
+
+        def own() -> SnapshotDialect:
+            found: SnapshotDialect | None = getattr(local, "dialect", None)
+            if found is None:
+                found = local.dialect = self.dialect_of()
+                with lock:
+                    opened.append(found)
+            return found
+
+        return own
 
     def _chunk(self, dialect: SnapshotDialect, keys: list[KeyColumn], split: Split) -> pa.Table:
         run = self.run_state

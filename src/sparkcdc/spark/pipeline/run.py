@@ -115,7 +115,10 @@ def _stream(
     try:
         query = _query(spark, config, own, sink, available_now, snapshot_first).start()
         log.info("stream query started in %.1fs", time.monotonic() - started)
-        return _watch(query, sink, status_path, progress, stop)
+        batches = _watch(query, sink, status_path, progress, stop)
+        if config.source.startup == "snapshot" and not stop.requested:
+            open_source(config.source).release_log()  # the copy is whole: no log to keep
+        return batches
     finally:
         if warming is not None:
             warming.join(timeout=60)  # before the session stops under it

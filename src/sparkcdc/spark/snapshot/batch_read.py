@@ -1,10 +1,12 @@
 """``spark.read.format("mysql-cdc").option("table", "db.t")``: one consistent, lock-free,
 parallel snapshot of a table as a typed DataFrame, for every source type.
 
-The driver takes the log position ``at`` first, then cuts the table into chunks
-(:class:`ChunkSplitter`) and deals them into ``parallelism`` tasks. Each task reads its chunks
-without locks and rewinds each with the log from ``at`` to the chunk's high watermark
-(:func:`scan_split_at`), so every row is as it was at ``at``: the DataFrame is the table at one
+The driver takes the log position ``at`` first (where the source pins a snapshot for readers,
+PostgreSQL's exported snapshot held by a process of its own, the pin's point), then cuts the
+table into chunks (:class:`ChunkSplitter`) and deals them into ``parallelism`` tasks. Each task
+reads its chunks without locks and rewinds each with the log from ``at`` to the chunk's high
+watermark (:func:`scan_split_at`; read in the pin, a chunk has nothing to rewind), so every row
+is as it was at ``at``: the DataFrame is the table at one
 point of its log, while writers go on. Rows reach Spark as Arrow record batches of the table's
 columns (Spark types as in :mod:`sparkcdc.core.schema`), read typed from the database (no row
 images).
@@ -21,7 +23,8 @@ from sparkcdc.core.chunk import KeyColumn, Split
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.scan import scan_split_at
 from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
-from sparkcdc.spark.snapshot.planner import ARROW_BATCH_ROWS, load_table, open_dialect, table_meta
+from sparkcdc.sources.port import SnapshotPin
+from sparkcdc.spark.snapshot.planner import ARROW_BATCH_ROWS, load_table, table_meta
 from sparkcdc.spark.stream.options import SourceOptions
 
 __all__ = ["SnapshotBatchReader", "table_schema"]
@@ -36,9 +39,11 @@ def table_schema(options: SourceOptions) -> TableSchema:
 class SnapshotTask(InputPartition):
     """The splits one task reads (as worker ``index``), rewound to the offset ``at``."""
 
-    def __init__(self, index: int, splits: list[dict], meta: dict, at: dict):
+    def __init__(
+        self, index: int, splits: list[dict], meta: dict, at: dict, pin: SnapshotPin | None
+    ):
         super().__init__(index)
-        self.splits, self.meta, self.at = splits, meta, at
+        self.splits, self.meta, self.at, self.pin = splits, meta, at, pin
 
 
 class SnapshotBatchReader(DataSourceReader):
@@ -52,7 +57,8 @@ class SnapshotBatchReader(DataSourceReader):
         snap = o.source.snapshot
         assert o.table is not None
         settings = SplitterSettings.of(snap)
-        with open_dialect(o) as dialect:
+        source = o.open_source()
+        with source.chunks() as dialect:
             at = dialect.low_watermark()
             meta = table_meta(o, dialect, o.table)
             keys = [KeyColumn.from_json(k) for k in meta["keys"]]
@@ -63,7 +69,10 @@ class SnapshotBatchReader(DataSourceReader):
         groups: list[list[dict]] = [[] for _ in range(min(snap.parallelism, len(splits)))]
         for i, split in enumerate(splits):
             groups[i % len(groups)].append(split.to_json())
-        return [SnapshotTask(i, g, meta, at.to_json()) for i, g in enumerate(groups)]
+        pin = source.pin_snapshot_for_readers(len(groups)) if groups else None
+        if pin is not None:
+            at = pin.point
+        return [SnapshotTask(i, g, meta, at.to_json(), pin) for i, g in enumerate(groups)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, SnapshotTask)
@@ -72,7 +81,7 @@ class SnapshotBatchReader(DataSourceReader):
         keys = [KeyColumn.from_json(k) for k in partition.meta["keys"]]
         at = self.options.offset(partition.at)
         worker = partition.value
-        with source.chunks() as dialect:
+        with source.chunks(partition.pin) as dialect:
             for raw in partition.splits:
                 result = scan_split_at(
                     Split.from_json(raw),
@@ -84,3 +93,5 @@ class SnapshotBatchReader(DataSourceReader):
                     typed=True,
                 )
                 yield from result.rows.drop_columns(["key"]).to_batches(ARROW_BATCH_ROWS)
+        if partition.pin is not None:
+            source.release_pin(partition.pin, worker)

@@ -63,6 +63,10 @@ class SnapshotPhase:
             self.planner.release(end)
         self._planned(end)
 
+    def close(self) -> None:
+        """The stream stops: let the planner's pinned view go."""
+        self.planner.close()
+
     def target(self, begin: Offset, target: Offset | None) -> Offset | None:
         """Where available-now (or ``startup: snapshot``) ends once the log flows: no earlier
         than the largest high watermark, where every table's copy is exact at once."""

@@ -20,6 +20,10 @@ start in the snapshot phase::
   task also writes the chunk's Delta data files there (:mod:`sparkcdc.sinks.delta.chunk_files`), in
   a thread of its own while it reads the next run of splits, so the sink commits what the tasks
   encoded.
+- Where the source pins a view of the database (:meth:`~sparkcdc.sources.port.Source.pin_snapshot`:
+  PostgreSQL's exported snapshot), the driver holds one pin from the first split task it plans
+  until the phase ends, and every task reads in it, so no chunk has a window to correct; a
+  restarted driver pins anew, and the splits read then carry the new pin's point.
 - When no split is left, the hand-off is written from the finished splits' high watermarks and
   the next offset is an ordinary log offset: the smallest high watermark. The log reader from
   there applies :class:`~sparkcdc.snapshot.handoff.HandoffFilter` until the largest.
@@ -41,6 +45,7 @@ from sparkcdc.snapshot.dialect import SnapshotDialect
 from sparkcdc.snapshot.handoff import Handoff, TableHandoff
 from sparkcdc.snapshot.split_store import SplitStore
 from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
+from sparkcdc.sources.port import PinHolder, SnapshotPin
 from sparkcdc.spark.stream.options import SourceOptions
 
 log = logging.getLogger("sparkcdc.snapshot")
@@ -70,12 +75,14 @@ class SplitTask(InputPartition):
         meta: dict[str, Any],
         worker: int,
         head: bytes = b"",
+        pin: SnapshotPin | None = None,
     ):
         super().__init__(group)
         self.splits = splits
         self.meta = meta
         self.worker = worker
         self.head = head
+        self.pin = pin
 
     def __repr__(self) -> str:
         return f"SplitTask({len(self.splits)} splits, worker {self.worker})"
@@ -118,6 +125,8 @@ class SnapshotPlanner:
         snap = options.source.snapshot
         self.settings = SplitterSettings.of(snap)
         self.store = SplitStore(self.root, options.kind.offsets)
+        self._holder: PinHolder | None = None
+        self._pinned = False  # asked the source for a pin
 
     @property
     def root(self) -> str:
@@ -202,6 +211,7 @@ class SnapshotPlanner:
                 list(metas[0].get("row_key", [])),
             )
         handoff.save(self.handoff_path)
+        self.close()
         lowest = handoff.lowest
         if lowest is None:
             with open_dialect(self.options) as dialect:
@@ -216,7 +226,22 @@ class SnapshotPlanner:
 
     def partitions(self, end: dict[str, Any]) -> list[SplitTask]:
         st = end["snapshot"]
-        return [SplitTask(i, group, st["meta"], i) for i, group in enumerate(st["groups"])]
+        pin = self.pin()
+        return [SplitTask(i, group, st["meta"], i, pin=pin) for i, group in enumerate(st["groups"])]
+
+    def pin(self) -> SnapshotPin | None:
+        """The view every split task reads in, pinned on first use (None: the source has none,
+        its chunks are read between watermarks)."""
+        if not self._pinned:
+            self._pinned = True
+            self._holder = self.options.open_source().pin_snapshot()
+        return None if self._holder is None else self._holder.pin
+
+    def close(self) -> None:
+        """Let the pinned view go (the phase ended, or the stream stops)."""
+        holder, self._holder, self._pinned = self._holder, None, False
+        if holder is not None:
+            holder.close()
 
     def release(self, end: dict[str, Any]) -> list[dict[str, Any]]:
         """The batch ending at ``end`` was committed: drop its rows, return its splits' metas."""

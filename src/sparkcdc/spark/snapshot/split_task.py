@@ -117,7 +117,7 @@ class _Reader:
         if not missing:
             return {}
         if self.dialect is None:
-            self.dialect = self.source.chunks()
+            self.dialect = self.source.chunks(self.task.pin)
         whole = self.typed and len(missing) == len(run) and joinable(run, schema, keys)
         read: list[SplitResult] = []
         for group in [run] if whole else [[split] for split in missing]:

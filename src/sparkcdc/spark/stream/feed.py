@@ -74,12 +74,17 @@ class LogFeed:
         records that carry no captured change: a binlog's checkpoint events, DDL of tables not
         captured, the header events of a new file), so besides "the reader passed the end" a
         reader that delivered everything it read and has not moved for IDLE_SECONDS counts as
-        having reached it too.
+        having reached it too. Either way the reader must have connected once: connecting is
+        when it tells the source what Spark committed (a PostgreSQL slot's confirmed position
+        moves to the run's start), which a run ending before would leave to the next one.
         """
         assert self.queue is not None and self.store is not None and self.reader is not None
+        stats = self.reader.stats()
+        if not stats.connected and not self.store.closed:
+            return False
         if start >= target:
             return True
-        position = self.reader.stats().position or start
+        position = stats.position or start
         drained = self.queue.idle and self.store.pending_items == 0 and start >= position
         if not drained:
             self._settled_since = None

@@ -230,6 +230,8 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def stop(self) -> None:
         self._feed.stop()
+        if self._snapshot is not None:
+            self._snapshot.close()
         if self._incremental is not None:
             self._incremental.close()
         if self._status is not None:

@@ -36,7 +36,13 @@ from sparkcdc.core.event import (
     envelope_schema,
     spark_ddl,
 )
-from sparkcdc.core.images import TypedImages, fill_untyped, images_of, struct_maker
+from sparkcdc.core.images import (
+    UNCHANGED_PREFIX,
+    TypedImages,
+    fill_untyped,
+    images_of,
+    struct_maker,
+)
 from sparkcdc.core.schema import TableSchema
 
 IMAGES = ("before", "after")
@@ -128,6 +134,13 @@ class TableStream:
         """The JSON images of ``rows``' changes, parsed with the stream's columns (one naming
         another column is an error); other events (notices, schema changes) have none."""
         changes = pc.is_in(rows.column("op"), value_set=CHANGE_OPS)
+        if pc.any(pc.starts_with(rows.column("after"), UNCHANGED_PREFIX)).as_py():
+            raise SourceError(
+                f"an update of {self.name} left a TOASTed value out of the log, and a typed "
+                "stream of one table has no replica to fill it from; set ALTER TABLE … "
+                "REPLICA IDENTITY FULL on the table, or write the changes with the Delta sink.",
+                table=self.name,
+            )
         before, after = (
             cast_struct(decode_images(pc.if_else(changes, rows.column(side), None),
                                       self.schema, strict=True), self.fields)

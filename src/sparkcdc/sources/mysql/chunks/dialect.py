@@ -40,6 +40,7 @@ from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.chunk import KeyColumn, KeyValue
 from sparkcdc.core.errors import SourceError
 from sparkcdc.core.schema import Column, TableSchema
+from sparkcdc.snapshot.dialect import locate_in_batches
 from sparkcdc.sources.mysql.chunks import sql as q
 from sparkcdc.sources.mysql.chunks.keys import chunk_key_columns
 from sparkcdc.sources.mysql.chunks.typed import dated, integer_key, typed_table, year_zero
@@ -48,7 +49,6 @@ from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
 from sparkcdc.sources.mysql.server.tls import connectorx_params
 
 CHUNK_SCHEMA = pa.schema([("key", pa.string()), ("after", pa.string())])
-LOCATE_BATCH = 500  # values (and bounds) per locate query
 EXACT_COUNT_LIMIT = 10_000_000  # tables estimated larger than this are not counted exactly
 _SETTINGS = "time_zone='+00:00', sql_mode=''"
 
@@ -263,14 +263,9 @@ class MySQLChunks:
         bounds: Sequence[KeyValue],
     ) -> list[int]:
         """Cross joins of value and bound literals, LOCATE_BATCH of each per query."""
-        counts = [0] * len(values)
-        for v0 in range(0, len(values), LOCATE_BATCH):
-            batch = values[v0 : v0 + LOCATE_BATCH]
-            for b0 in range(0, len(bounds), LOCATE_BATCH):
-                sql = q.locate_query(keys, batch, bounds[b0 : b0 + LOCATE_BATCH])
-                for i, n in self._rows(sql):
-                    counts[v0 + int(i)] += int(n)
-        return counts
+        return locate_in_batches(
+            values, bounds, lambda vs, bs: self._rows(q.locate_query(keys, vs, bs))
+        )
 
     def watermark(self) -> BinlogOffset:
         """The catalog's current binlog offset (``SHOW MASTER STATUS`` and the GTID position)."""

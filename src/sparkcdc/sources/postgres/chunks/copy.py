@@ -31,12 +31,18 @@ BLOCK_BYTES = 4 << 20  # CSV blocks parsed in parallel
 _BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT"
 
 
+def reader_name(snapshot: str | None) -> str:
+    """The ``application_name`` of a session reading in ``snapshot``: the snapshot's holder
+    tells from it whether readers still use the snapshot (:mod:`.holder`)."""
+    return "sparkcdc" if snapshot is None else f"sparkcdc reads {snapshot}"
+
+
 class ChunkSession(Session):
     """A :class:`Session` whose statements run in ``snapshot`` when one is given, and which
     reads query results as CSV (:meth:`copy`)."""
 
     def __init__(self, source: SourceConfig, database: str, snapshot: str | None = None) -> None:
-        super().__init__(source, database)
+        super().__init__(source, database, reader_name(snapshot))
         self.snapshot = snapshot
 
     def rows(self, sql: str, args: tuple[object, ...] | None = None) -> list[Row]:

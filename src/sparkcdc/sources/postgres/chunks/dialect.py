@@ -13,8 +13,9 @@ the log reader's row images; a typed read converts each column with the log read
 conversion (:mod:`.typed`). The small queries (key bounds, counts) go through the same one
 connection, which also gives the watermarks (:mod:`.visibility` for the low one).
 
-With ``snapshot`` (a snapshot exported by a replication slot's creation) every read sees the
-database as of that snapshot; without, each statement sees the latest committed data.
+With a ``pin`` (a snapshot exported by a replication slot's creation, :mod:`.export`) every
+read sees the database as of that snapshot, and both watermarks are the slot's consistent point:
+the chunks need no window; without, each statement sees the latest committed data.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from sparkcdc.core.chunk import KeyColumn, KeyValue
 from sparkcdc.core.errors import ConfigError, SourceError
 from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.snapshot.correct import CHUNK_SCHEMA
+from sparkcdc.snapshot.dialect import locate_in_batches
+from sparkcdc.sources.port import SnapshotPin
 from sparkcdc.sources.postgres.chunks import sql as q
 from sparkcdc.sources.postgres.chunks.copy import ChunkSession, text_columns
 from sparkcdc.sources.postgres.chunks.images import array_text, fragments, object_text
@@ -39,7 +42,6 @@ from sparkcdc.sources.postgres.offset import LsnOffset
 from sparkcdc.sources.postgres.settings import PostgresSettings
 from sparkcdc.sources.postgres.wire.lsn import parse_lsn
 
-LOCATE_BATCH = 500  # values (and bounds) per locate query
 EXACT_COUNT_LIMIT = 1_000_000  # tables estimated at fewer rows (or never analysed) are counted
 _ESTIMATE_SQL = (
     "SELECT c.reltuples, c.relpages, pg_relation_size(c.oid) / current_setting('block_size')::int"
@@ -51,12 +53,14 @@ _INSERT_SQL = "SELECT pg_current_wal_insert_lsn()::text"
 
 class PostgresChunks:
     """:class:`sparkcdc.snapshot.dialect.SnapshotDialect` for PostgreSQL (a context manager):
-    one connection to ``source``'s database, reading in the exported ``snapshot`` if given.
-    Tables are named by schema (``db``) and table."""
+    one connection to ``source``'s database, reading in the exported snapshot of ``pin`` if
+    given. Tables are named by schema (``db``) and table."""
 
-    def __init__(self, source: SourceConfig, snapshot: str | None = None) -> None:
+    def __init__(self, source: SourceConfig, pin: SnapshotPin | None = None) -> None:
         self.source = source
-        self.session = ChunkSession(source, PostgresSettings.of(source).database, snapshot)
+        database = PostgresSettings.of(source).database
+        self.session = ChunkSession(source, database, None if pin is None else pin.token)
+        self.pinned_at = None if pin is None else LsnOffset.of(pin.point)
         self._tables: dict[tuple[str, str], list[TableColumn]] = {}
 
     # -- plumbing --------------------------------------------------------------------------
@@ -217,23 +221,22 @@ class PostgresChunks:
         bounds: Sequence[KeyValue],
     ) -> list[int]:
         """Cross joins of value and bound literals, LOCATE_BATCH of each per query."""
-        counts = [0] * len(values)
-        for v0 in range(0, len(values), LOCATE_BATCH):
-            batch = values[v0 : v0 + LOCATE_BATCH]
-            for b0 in range(0, len(bounds), LOCATE_BATCH):
-                sql = q.locate_query(keys, batch, bounds[b0 : b0 + LOCATE_BATCH])
-                for i, n in self.session.query(sql):
-                    counts[v0 + int(i)] += int(n)
-        return counts
+        return locate_in_batches(
+            values, bounds, lambda vs, bs: self.session.query(q.locate_query(keys, vs, bs))
+        )
 
     def watermark(self) -> LsnOffset:
         """``pg_current_wal_insert_lsn()``: past the commit record of every transaction
-        committed so far."""
+        committed so far (the pinned point, with a pin)."""
+        if self.pinned_at is not None:
+            return self.pinned_at
         return LsnOffset(parse_lsn(str(self.session.query(_INSERT_SQL)[0][0])))
 
     def low_watermark(self) -> LsnOffset:
         """The insert position, once every transaction committed before it is visible
-        (:func:`.visibility.visible_lsn`)."""
+        (:func:`.visibility.visible_lsn`; the pinned point, with a pin)."""
+        if self.pinned_at is not None:
+            return self.pinned_at
         return LsnOffset(visible_lsn(self.session))
 
     # -- lifecycle -------------------------------------------------------------------------

@@ -59,9 +59,11 @@ class Session:
     """One autocommit client connection (also a context manager); :meth:`query` turns refusals
     into sparkcdc errors and reopens a lost connection once."""
 
-    def __init__(self, source: SourceConfig, database: str) -> None:
+    def __init__(
+        self, source: SourceConfig, database: str, application_name: str = "sparkcdc"
+    ) -> None:
         self.host, self.port, self.user = source.host, int(source.port), source.user
-        self.database = database
+        self.database, self.application_name = database, application_name
         self._source = source
         self._conn = self._open()
         self.server_version: int = int(self._conn.server_version)  # 150004 for 15.4
@@ -80,7 +82,7 @@ class Session:
                 user=source.user,
                 password=source.password,
                 dbname=self.database,
-                application_name="sparkcdc",
+                application_name=self.application_name,
                 client_encoding="UTF8",
                 connect_timeout=max(1, math.ceil(source.connect_timeout)),
                 options=" ".join(f"-c {k}={v}" for k, v in SESSION_OPTIONS.items()),
@@ -128,6 +130,13 @@ class Session:
             "cause it names and try again.",
             **fields,
         )
+
+    def notifications(self) -> list[str]:
+        """The payloads of the notifications received since the last call (after LISTEN)."""
+        self._conn.poll()
+        found = [str(n.payload) for n in self._conn.notifies]
+        self._conn.notifies.clear()
+        return found
 
     def ident(self, name: str) -> str:
         """``name`` as SQL writes it: bare if PostgreSQL would keep it as it is, else quoted."""

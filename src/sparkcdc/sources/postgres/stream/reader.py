@@ -1,23 +1,25 @@
 """The PostgreSQL log reader: a logical replication stream with pgoutput into the event store.
 
-One replication connection streams the slot from the start LSN (pgoutput protocol version 1:
-each transaction whole, after its commit, in commit order). Begin opens a transaction in the
-:class:`~sparkcdc.store.cutter.TransactionCutter` at the boundary before it; consecutive row
-messages of one table and kind are kept as texts (:class:`~.rows.TextRows`) and handed over as
-one log record, whose position is the transaction's commit LSN and the index of its first change
-in the transaction; Commit ends the transaction at its end LSN, the next boundary. Relation
-messages keep the captured tables' schemas (:mod:`.tables`), TRUNCATE empties a replica.
+One replication connection streams the slot from the start LSN (pgoutput: each transaction
+after its commit, in commit order; on PostgreSQL 14+ a large one streamed while it runs and held
+until its commit, :mod:`.streamed`). Begin opens a transaction in the
+:class:`~sparkcdc.store.cutter.TransactionCutter` at its commit record's start (its offset,
+:mod:`~sparkcdc.sources.postgres.offset`); consecutive row messages of one table and kind are
+kept as texts (:class:`~.rows.TextRows`, :mod:`.row_texts`) and handed over as one log record,
+whose position is the transaction's commit LSN and the index of its first change in the
+transaction; Commit ends the transaction at its end LSN, the next boundary. Relation messages
+keep the captured tables' schemas (:mod:`.tables`), TRUNCATE empties a replica.
 
 The slot is acknowledged only through :meth:`PgLogReader.ack`, which the stream reader calls
 after the Spark batch holding an offset committed; a new connection starts reporting that
 acknowledged position, never the one it resumes from. While nothing captured is in flight, the
 server's position from its keepalives becomes a progress marker, so an idle captured table lets
-the server recycle its WAL once that marker's batch commits.
+the server recycle its WAL once that marker's batch commits (and :mod:`.heartbeat` gives a
+database where nothing is written WAL to follow).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -30,13 +32,15 @@ from sparkcdc.core.offset import Offset, position_text
 from sparkcdc.core.offset_events import own_values, schema_batch
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sources.log_thread import LogThread, Stopped
-from sparkcdc.sources.port import TableName
+from sparkcdc.sources.port import ChangeFilter, TableName
 from sparkcdc.sources.postgres.offset import LsnOffset
 from sparkcdc.sources.postgres.pgoutput import messages as pm
 from sparkcdc.sources.postgres.pgoutput.types import type_message_resolver
-from sparkcdc.sources.postgres.pgoutput.values import json_value
 from sparkcdc.sources.postgres.settings import PostgresSettings
-from sparkcdc.sources.postgres.stream.rows import TextRow, TextRows
+from sparkcdc.sources.postgres.stream.heartbeat import WalHeartbeat
+from sparkcdc.sources.postgres.stream.row_texts import json_changes, key_text, row_texts, stretches
+from sparkcdc.sources.postgres.stream.rows import TextRows
+from sparkcdc.sources.postgres.stream.streamed import CONTROL, StreamedTransactions
 from sparkcdc.sources.postgres.stream.tables import Captured, CapturedTables, schema_row
 from sparkcdc.sources.postgres.wire.connection import PgConnection
 from sparkcdc.sources.postgres.wire.lsn import format_lsn
@@ -48,11 +52,8 @@ from sparkcdc.store.ring import EventStore
 log = logging.getLogger("sparkcdc.reader")
 
 STREAM_SETTINGS = {"IntervalStyle": "iso_8601", "bytea_output": "hex"}  # pgoutput's text forms
+STREAMING_VERSION = 140000  # pgoutput streams transactions in progress (protocol version 2)
 _OPS = {pm.Insert: "c", pm.Update: "u", pm.Delete: "d"}
-
-
-def _json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 class PgLogReader(LogThread):
@@ -70,6 +71,7 @@ class PgLogReader(LogThread):
         publication: str,
         item_rows: int = 2048,
         typed: bool = False,
+        change_filter: ChangeFilter | None = None,
         heartbeat: float = 1.0,
         status_interval: float = 10.0,
         reconnect_timeout: float = 300.0,
@@ -81,6 +83,7 @@ class PgLogReader(LogThread):
         )  # fmt: skip
         self.source, self.start_offset, self.schemas = source, start, schemas
         self.slot, self.publication, self.typed = slot, publication, typed
+        self.change_filter = change_filter  # the snapshot's hand-off, until its end
         self.heartbeat, self.status_interval = heartbeat, status_interval
         self.json_table = source.signal_table  # its rows are read as JSON (signals)
         database = PostgresSettings.of(source).database
@@ -96,6 +99,10 @@ class PgLogReader(LogThread):
         self._run_table: Captured | None = None
         self._run_first = self._index = 0
         self._prefix, self._xid, self._commit_lsn = "", 0, 0
+        self._txn_at = start  # the offset of the open transaction's changes
+        settings = PostgresSettings.of(source)
+        self._beats = WalHeartbeat(source, settings.database, settings.heartbeat_interval)
+        self._streamed = StreamedTransactions()
 
     # ------------------------------------------------------------------ the port
     def passed(self, offset: Offset) -> bool:
@@ -133,6 +140,12 @@ class PgLogReader(LogThread):
         if conn is not None:
             conn.close()
 
+    def _finish(self) -> None:
+        super()._finish()
+        self._close_filter()
+        self._beats.close()
+        self._streamed.close()
+
     def _data_waiting(self) -> bool:
         return False
 
@@ -145,6 +158,8 @@ class PgLogReader(LogThread):
             settings=STREAM_SETTINGS,
         )  # fmt: skip
         options = {"proto_version": "1", "publication_names": publication_names(self.publication)}
+        if self._conn.server_version_num >= STREAMING_VERSION:  # large transactions as they run
+            options |= {"proto_version": "2", "streaming": "on"}
         stream = start_logical(
             self._conn, self.slot, resume.lsn, options, status_interval=self.status_interval,
             confirmed=self._acked,
@@ -153,6 +168,7 @@ class PgLogReader(LogThread):
         stream.send_status(force=True)  # the acknowledged position, at once
         self._resume, self._boundary = (resume if resume.skip else None), resume.lsn
         self.cutter.reset()
+        self._streamed.reset()
         self._connected = True
         log.info("connected to %s, streaming slot %s from %s", self.where, self.slot, resume)
         decoder = pm.Decoder()
@@ -164,8 +180,13 @@ class PgLogReader(LogThread):
                     self._quiet(stream)
                     continue
                 self._events += len(items)
+                streamed = self._streamed
                 for item in items:
-                    self._message(decoder(item[XLOG_HEADER:], xlog_start(item)))
+                    payload = item[XLOG_HEADER:]
+                    if streamed.block is not None and payload[0] not in CONTROL:
+                        streamed.add(payload)  # held until the transaction commits
+                        continue
+                    self._message(decoder(payload, xlog_start(item)))
         except Stopped:
             self._goodbye(stream)
             raise
@@ -199,6 +220,7 @@ class PgLogReader(LogThread):
         if self._pending_marker is not None and not self.cutter.open:
             self._put(LogItem(after=self._pending_marker))  # other tables' transactions
         self._follow_wal()
+        self._beats.beat()
 
     def _follow_wal(self) -> None:
         """When nothing is open or pending, the server's position from its keepalives is a
@@ -227,10 +249,18 @@ class PgLogReader(LogThread):
             self._truncate(message)
         elif isinstance(message, pm.Type):
             self._types[message.oid] = message
+        elif isinstance(message, pm.StreamStart):
+            self._streamed.start(message.xid)
+        elif isinstance(message, pm.StreamStop):
+            self._streamed.stop()
+        elif isinstance(message, pm.StreamCommit):
+            self._stream_commit(message)
+        elif isinstance(message, pm.StreamAbort):
+            self._streamed.abort(message.xid, message.subxid)
         elif not isinstance(message, (pm.Origin, pm.LogicalMessage)):
             raise SourceError(
                 f"the replication stream of slot {self.slot} sent {type(message).__name__} "
-                f"after {format_lsn(self._boundary)}, which protocol version 1 never sends; the "
+                f"after {format_lsn(self._boundary)}, which this reader does not expect; the "
                 "stream stops rather than guess."
             )
 
@@ -241,7 +271,18 @@ class PgLogReader(LogThread):
         self._xid, self._commit_lsn, self._index = message.xid, message.final_lsn, 0
         self._prefix = position_text(message.final_lsn >> 32, message.final_lsn & 0xFFFFFFFF)
         self._last_ts_ms = message.commit_time // 1000
-        self.cutter.begin(LsnOffset(self._boundary), str(message.xid), self._last_ts_ms, skip)
+        # the transaction's changes lie at its commit record's start: every transaction
+        # before it is delivered, and a stream started there sends it first
+        self._txn_at = at = LsnOffset(max(self._boundary, message.final_lsn))
+        self.cutter.begin(at, str(message.xid), self._last_ts_ms, skip)
+
+    def _stream_commit(self, message: pm.StreamCommit) -> None:
+        """A streamed transaction committed: its messages, as one transaction at its commit."""
+        xid, lsn, when = message.xid, message.commit_lsn, message.commit_time
+        self._begin(pm.Begin(lsn, when, xid))
+        for payload in self._streamed.commit(xid):
+            self._message(pm.decode(payload, lsn=lsn))
+        self._commit(pm.Commit(message.flags, lsn, message.end_lsn, when))
 
     def _commit(self, message: pm.Commit) -> None:
         self._flush_run()
@@ -280,36 +321,19 @@ class PgLogReader(LogThread):
             self._flush_run()
             self._run_rows, self._run_table = TextRows(op, found.schema.columns), found
             self._run_first = self._index
-        before, after = self._images(message, found)
+        before, after = row_texts(message, found)
         image = after if after is not None else before
         assert image is not None
-        key = _key(image, found)
+        key = key_text(image, found)
         self._run_rows.add(key, before, after)
         self._index += 1
         if len(self._run_rows) >= self.cutter.item_rows:
             self._flush_run()
 
-    def _images(
-        self, message: pm.Insert | pm.Update | pm.Delete, found: Captured
-    ) -> tuple[TextRow | None, TextRow | None]:
-        """The before and after rows of texts; a TOASTed value the change left alone comes
-        from the old row, and stops the stream where the log does not hold it."""
-        old = None if isinstance(message, pm.Insert) else message.old
-        new = None if isinstance(message, pm.Delete) else message.new
-        before = None if old is None else [_text(v, found, i, self) for i, v in enumerate(old)]
-        if new is None:
-            return before, None
-        whole_old = isinstance(message, pm.Update) and message.old_kind == "O"
-        after: TextRow = []
-        for i, value in enumerate(new):
-            if value is pm.UNCHANGED and whole_old:
-                assert old is not None
-                value = old[i]  # REPLICA IDENTITY FULL: the old row holds it
-            after.append(_text(value, found, i, self))
-        return before, after
-
     def _flush_run(self) -> None:
-        """Hand the run of row messages collected to the cutter as one log record."""
+        """Hand the run of row messages collected to the cutter as one log record; with typed
+        images, a stretch of changes holding values the log left out (:class:`~.rows.MarkedRow`)
+        goes as a record of JSON images of its own, in order, and the rest stays typed."""
         rows, found = self._run_rows, self._run_table
         if rows is None or found is None or not len(rows):
             return
@@ -317,55 +341,35 @@ class PgLogReader(LogThread):
         schema = found.schema
         position = f"{self._prefix}:{self._run_first:010d}"
         own = (self._commit_lsn, self._xid)
-        if self.typed and schema.name != self.json_table:
-            self.cutter.add(schema.db, schema.table, found.schema_id, position, own, rows, schema)
+        change_filter = self._handoff()
+        if self.typed and change_filter is None and schema.name != self.json_table:
+            for lo, hi, marked in stretches(len(rows), rows.marked()):
+                part = rows if hi - lo == len(rows) else rows.part(lo, hi)
+                at = f"{self._prefix}:{self._run_first + lo:010d}"
+                args = (schema.db, schema.table, found.schema_id, at, own)
+                if marked:
+                    self.cutter.add(*args, json_changes(part, schema))
+                else:
+                    self.cutter.add(*args, part, schema)
             return
-        changes = [
-            (rows.op, key, _image(b, schema), _image(a, schema))
-            for key, b, a in zip(rows.keys, rows.befores, rows.afters, strict=True)
-        ]
+        changes = json_changes(rows, schema)
+        if change_filter is not None:
+            changes = change_filter(schema.db, schema.table, self._txn_at, changes)
+            if not changes:
+                return
         self.cutter.add(schema.db, schema.table, found.schema_id, position, own, changes)
 
-
-def _text(value: pm.TupleValue, found: Captured, i: int, reader: PgLogReader) -> bytes | None:
-    if value is None or isinstance(value, bytes):
-        return value
-    column = found.schema.columns[i].name
-    if value is pm.UNCHANGED:
-        raise SourceError(
-            f"an update of {found.schema.name} after {format_lsn(reader._boundary)} left the "
-            f"TOASTed value of column {column} out of the log; run ALTER TABLE "
-            f"{found.schema.name} REPLICA IDENTITY FULL so that PostgreSQL logs it."
-        )
-    raise SourceError(
-        f"pgoutput sent column {column} of {found.schema.name} in binary, which sparkcdc never "
-        "asks for; the stream stops rather than guess."
-    )
-
-
-def _key(row: TextRow, found: Captured) -> str:
-    """The JSON array of the row's key values (integers: their text as it came)."""
-    if found.integer_key:
-        texts = [row[i] for i in found.key_index]
-        if None not in texts:
-            return "[" + b",".join(texts).decode() + "]"  # type: ignore[arg-type]
-    columns = found.schema.columns
-    return _json(
-        [
-            json_value(None if row[i] is None else row[i].decode(), columns[i].data_type,  # type: ignore[union-attr]
-                       columns[i].logical)
-            for i in found.key_index
-        ]
-    )  # fmt: skip
-
-
-def _image(row: TextRow | None, schema: TableSchema) -> str | None:
-    """A row of texts as its JSON row image (:mod:`sparkcdc.core.types`)."""
-    if row is None:
+    def _handoff(self) -> ChangeFilter | None:
+        """The snapshot's hand-off filter while the open transaction lies before its end."""
+        found = self.change_filter
+        if found is not None and found.until is not None and self._txn_at < found.until:
+            return found
+        if found is not None:
+            self._close_filter()
         return None
-    return _json(
-        {
-            c.name: json_value(None if v is None else v.decode(), c.data_type, c.logical)
-            for c, v in zip(schema.columns, row, strict=True)
-        }
-    )
+
+    def _close_filter(self) -> None:
+        close = getattr(self.change_filter, "close", None)
+        self.change_filter = None
+        if close is not None:
+            close()  # the hand-off filter's connection, if it opened one

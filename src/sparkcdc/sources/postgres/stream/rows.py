@@ -4,6 +4,12 @@ pgoutput sends each value as text; :class:`TextRows` keeps a run of one table's 
 kind as their texts (one list per row, None for NULL) and turns each column into Arrow at once
 when the item is built (:func:`~sparkcdc.sources.postgres.pgoutput.values.to_arrow`), so no
 Python object is made per value beyond the text pgoutput's decoding made.
+
+An update may leave a TOASTed value out of the log (pgoutput's 'u'). Its after row is then a
+:class:`MarkedRow` naming those columns; the reader sends such a change with a JSON after image
+listing them under :data:`UNCHANGED_KEY` instead of their values, and the Delta sink fills them
+from the key's change before in its micro-batch or from the replica
+(:mod:`sparkcdc.sinks.delta.unchanged`).
 """
 
 from __future__ import annotations
@@ -16,6 +22,17 @@ from sparkcdc.core.schema import Column
 from sparkcdc.sources.postgres.pgoutput.values import to_arrow
 
 TextRow = list[bytes | None]
+
+
+class MarkedRow(list[bytes | None]):
+    """An after row whose columns ``unchanged`` (indices) hold TOASTed values the change left
+    out of the log: their texts here are None, which is no value; the row never goes typed."""
+
+    __slots__ = ("unchanged",)
+
+    def __init__(self, texts: TextRow, unchanged: tuple[int, ...]) -> None:
+        super().__init__(texts)
+        self.unchanged = unchanged
 
 
 class TextRows(ColumnarRows):
@@ -44,6 +61,10 @@ class TextRows(ColumnarRows):
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    def marked(self) -> list[int]:
+        """The changes whose after row is a :class:`MarkedRow`."""
+        return [i for i, row in enumerate(self.afters) if type(row) is MarkedRow]
 
     def part(self, lo: int, hi: int) -> TextRows:
         return TextRows(
