@@ -54,7 +54,7 @@ def test_a_missing_signal_table_is_named_with_its_ddl(
 ) -> None:
     name = f"{db}.signals"
     done = cli("signal", "pause-snapshot", "--config", str(pipeline_file(tmp_path, mariadb, name)))
-    assert done.returncode == 2 and done.stdout == ""
+    assert done.returncode == 78 and done.stdout == ""  # source.signal_table names no table
     assert done.stderr.startswith(f"sparkcdc: The signal table {name} does not exist on ")
     assert signal_table_ddl(name) in done.stderr and done.stderr.count("\n") == 1
 

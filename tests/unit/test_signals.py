@@ -300,26 +300,29 @@ def test_cli_file_channel_writes_a_parseable_file(tmp_path: Path) -> None:
     assert [s.type for s in read_file_signals(folder)] == ["execute-snapshot", "log"]
 
 
+USAGE, CONFIG = 64, 78  # a wrong command line; a wrong setting of the pipeline file
+
+
 @pytest.mark.parametrize(
-    ("args", "extra", "says"),
+    ("args", "extra", "says", "code"),
     [
-        (["execute-snapshot"], "", "execute-snapshot needs the tables"),
-        (["pause-snapshot", "--where", "x = 1"], "", "--where goes with execute-snapshot only"),
-        (["stop-snapshot", "--message", "m"], "", "--message goes with log only"),
-        (["log"], "", "log needs the text"),
-        (["snapshot-now"], "", "'snapshot-now' is not a signal"),
-        (["execute-snapshot", "--tables", "orders"], "", "'orders' is not a db.table"),
-        (["pause-snapshot", "--channel", "kafka"], "", "'kafka' is not a signal channel"),
-        (["pause-snapshot", "--channel", "table"], "", "needs source.signal_table"),
-        (["pause-snapshot"], ", signal_table: shop", "source.signal_table: 'shop' is not"),
+        (["execute-snapshot"], "", "execute-snapshot needs the tables", USAGE),
+        (["pause-snapshot", "--where", "x = 1"], "", "--where goes with execute-snapshot", USAGE),
+        (["stop-snapshot", "--message", "m"], "", "--message goes with log only", USAGE),
+        (["log"], "", "log needs the text", USAGE),
+        (["snapshot-now"], "", "'snapshot-now' is not a signal", USAGE),
+        (["execute-snapshot", "--tables", "orders"], "", "'orders' is not a db.table", USAGE),
+        (["pause-snapshot", "--channel", "kafka"], "", "'kafka' is not a signal channel", USAGE),
+        (["pause-snapshot", "--channel", "table"], "", "needs source.signal_table", CONFIG),
+        (["pause-snapshot"], ", signal_table: shop", "source.signal_table: 'shop' is not", CONFIG),
     ],
 )
 def test_cli_refuses_bad_combinations(
-    tmp_path: Path, args: list[str], extra: str, says: str
+    tmp_path: Path, args: list[str], extra: str, says: str, code: int
 ) -> None:
     cfg = pipeline_file(tmp_path, extra)
     done = cli("signal", *args, "--config", str(cfg))
-    assert done.returncode == 2 and done.stdout == ""
+    assert done.returncode == code and done.stdout == ""
     assert done.stderr.startswith("sparkcdc: ") and says in done.stderr, done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     one_sentence(done.stderr.strip())

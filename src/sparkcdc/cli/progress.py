@@ -13,6 +13,7 @@ While an incremental snapshot runs (or waits), one line for it::
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from typing import Any, TextIO
@@ -80,11 +81,14 @@ def describe_incremental(figures: dict[str, Any] | None) -> list[str]:
 
 class ProgressPrinter:
     """Callable for :func:`~sparkcdc.spark.pipeline.run.run_pipeline`: redraws one line on a
-    TTY, else logs every ``every`` s."""
+    TTY, else writes its lines every ``every`` s (to ``log`` when given: ``--log-format json``)."""
 
-    def __init__(self, out: TextIO | None = None, every: float = 10.0) -> None:
+    def __init__(
+        self, out: TextIO | None = None, every: float = 10.0, log: logging.Logger | None = None
+    ) -> None:
         self.out = out or sys.stderr
-        self.tty = self.out.isatty()
+        self.log = log
+        self.tty = log is None and self.out.isatty()
         self.every = every
         self._last_line = float("-inf")  # the first call logs, however young the clock
         self._width = 0
@@ -109,6 +113,11 @@ class ProgressPrinter:
             if finished and self._bars_final:
                 bars = []  # the finished bars were logged once (a terminal keeps them shown)
             self._bars_final = self._bars_final or finished
+            if self.log is not None:
+                for line in bars:
+                    self.log.info(line)
+                self.log.info(text, extra={"position": p.position})
+                return
             stamp = time.strftime("%H:%M:%S ")
             self.out.write("".join(f"{stamp}{line}\n" for line in [*bars, text]))
             self.out.flush()

@@ -25,6 +25,7 @@ import yaml
 from sparkcdc.config.model import (
     DEFAULT_TYPE,
     Config,
+    MetricsConfig,
     PipelineConfig,
     SinkConfig,
     SnapshotConfig,
@@ -79,8 +80,9 @@ SNAPSHOT_KEYS = (
 )
 DISTRIBUTION_KEYS = ("lower", "upper")
 SINK_KEYS = ("type", "path")
-PIPELINE_KEYS = ("checkpoint", "trigger", "store", "spark")
+PIPELINE_KEYS = ("checkpoint", "trigger", "store", "spark", "metrics")
 STORE_KEYS = ("max_bytes", "max_items", "batch_mode", "item_rows")
+METRICS_KEYS = ("port", "host")
 SPARK_KEYS = ("master", "conf")
 
 __all__ = ["STARTUP_FORMS", "load_config", "load_config_text"]
@@ -302,8 +304,25 @@ def _pipeline(s: dict[str, Any], base: Path) -> PipelineConfig:
         checkpoint=_get(s, "checkpoint", p, _path(base), _REQUIRED),
         trigger_seconds=_get(s, "trigger", p, as_duration, 1.0),
         store=store,
+        metrics=_metrics(_section(s.get("metrics"), f"{p}.metrics", METRICS_KEYS)),
         spark_master=_get(sp, "master", f"{p}.spark", as_text, "local[*]"),
         spark_conf={
             str(k): as_text("" if v is None else v, f"{p}.spark.conf.{k}") for k, v in conf.items()
         },
     )
+
+
+def _metrics(s: dict[str, Any]) -> MetricsConfig:
+    p = "pipeline.metrics"
+    defaults = MetricsConfig()
+    return MetricsConfig(
+        port=_get(s, "port", p, ranged(0, 65535), defaults.port),
+        host=_get(s, "host", p, _host, defaults.host),
+    )
+
+
+def _host(value: Any, key: str) -> str:
+    text = as_text(value, key).strip()
+    if not text or any(c.isspace() for c in text):
+        fail(key, f"{text!r} is not a host name or address; use e.g. 127.0.0.1 or 0.0.0.0")
+    return text

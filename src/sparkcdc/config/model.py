@@ -185,12 +185,25 @@ class StoreConfig:
 
 
 @dataclass(frozen=True)
+class MetricsConfig:
+    """Where ``sparkcdc run`` serves Prometheus metrics (``GET /metrics``); port 0: nowhere."""
+
+    port: int = 0
+    host: str = "127.0.0.1"
+
+    @property
+    def enabled(self) -> bool:
+        return self.port != 0
+
+
+@dataclass(frozen=True)
 class PipelineConfig:
     checkpoint: str
     trigger_seconds: float = 1.0
     store: StoreConfig = field(default_factory=StoreConfig)
     spark_master: str = "local[*]"
     spark_conf: dict[str, str] = field(default_factory=dict)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
 
 
 @dataclass(frozen=True)

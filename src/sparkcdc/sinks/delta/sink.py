@@ -56,7 +56,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
@@ -65,7 +65,7 @@ import pyarrow.compute as pc
 
 from sparkcdc.core.chunk import refuse_array_key
 from sparkcdc.core.errors import ConfigError, SinkError
-from sparkcdc.core.event import OP_CREATE, OP_NOTICE, OP_SCHEMA
+from sparkcdc.core.event import OP_CREATE, OP_NOTICE, OP_READ, OP_SCHEMA
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks.delta import chunk_files, chunk_rows, commits, notifications, unchanged
@@ -98,6 +98,7 @@ class BatchReport:
     skipped: list[str]  # tables whose commits this batch had already made (a replay)
     last_event_ts_ms: int | None
     notifications: int = 0  # op 'n' rows: kept and logged, not changes
+    ops: dict[tuple[str, str], int] = field(default_factory=dict)  # (table, op) -> changes
 
 
 class DeltaSink:
@@ -114,6 +115,10 @@ class DeltaSink:
         self.batches = 0
         self.changes = 0
         self.last_event_ts_ms: int | None = None
+        # change-log rows per (table, op), replaced (never changed in place) after each batch,
+        # so another thread may read it at any moment
+        self.events: dict[tuple[str, str], int] = {}
+        self.last_commit_s: float | None = None  # wall time the last batch was written
         self.last_report: BatchReport | None = None
         self.error: BaseException | None = None
         self._appends = chunk_rows.AppendBook(self.path)
@@ -156,7 +161,7 @@ class DeltaSink:
         changes = pc.invert(pc.is_in(envelope.column("op"), kept)) if envelope.num_rows else None
         tables: list[str] = []
         skipped: list[str] = []
-        count = 0
+        written: dict[tuple[str, str], int] = {}
         last_ts: int | None = None
         self._marked = False
         if changes is not None and pc.any(changes).as_py():
@@ -170,11 +175,11 @@ class DeltaSink:
                 if chunk:
                     self._touch_mark()
                 db, table = name.split("\x00", 1)
-                wrote, n = self._table_changes(
+                wrote, counts = self._table_changes(
                     (db, table), part, batch_id, resets.get((db, table)), chunk
                 )
                 (tables if wrote else skipped).append(f"{db}.{table}")
-                count += n
+                written.update({(f"{db}.{table}", op): n for op, n in counts.items()})
             ts = pc.max(rows.column("source").combine_chunks().field("ts_ms")).as_py()
             last_ts = None if ts is None else int(ts)
         for name in resets:
@@ -182,7 +187,8 @@ class DeltaSink:
                 self._reset_only(name, batch_id)
         self._touch_mark()
         noticed = notifications.record(self.path, envelope, self.app_id, batch_id)
-        report = BatchReport(batch_id, count, tables, skipped, last_ts, noticed)
+        count = sum(written.values())
+        report = BatchReport(batch_id, count, tables, skipped, last_ts, noticed, written)
         took = f"read {read_s:.2f}s, " if read_s is not None else ""
         self._account(report, f" ({took}written in {time.perf_counter() - started:.2f}s)")
         return report
@@ -194,6 +200,11 @@ class DeltaSink:
             self.mark.touch()
 
     def _account(self, report: BatchReport, timing: str) -> None:
+        events = dict(self.events)
+        for key, n in report.ops.items():
+            events[key] = events.get(key, 0) + n
+        self.events = events
+        self.last_commit_s = time.time()
         self.batches += 1
         self.changes += report.changes
         if report.last_event_ts_ms is not None:
@@ -211,6 +222,7 @@ class DeltaSink:
                 done,
                 extra,
                 timing,
+                extra={"batch": report.batch_id, "table": ", ".join(report.tables) or None},
             )
 
     # -------------------------------------------------------------- changes
@@ -221,9 +233,9 @@ class DeltaSink:
         batch_id: int,
         reset_at: int | None,
         incremental_only: bool,
-    ) -> tuple[bool, int]:
+    ) -> tuple[bool, dict[str, int]]:
         """Write one table's changes (``incremental_only``: nothing but chunks of an incremental
-        snapshot); (whether anything was written, how many changes)."""
+        snapshot); (whether anything was written, how many changes of each op)."""
         latest = self.lake.schema(name, rows.column("schema_id")[-1].as_py())
         _check_key(latest)
         columns = self.lake.columns(name, latest)
@@ -233,7 +245,8 @@ class DeltaSink:
         elif self._appends.may_append(*name, self.app_id, self.lake.replica(name)):
             refs = chunk_rows.chunk_refs(rows)
             if chunk_files.adoptable(refs, columns):  # the tasks wrote the data files
-                return self._adopt(name, refs, batch_id), sum(int(r["rows"]) for r in refs)
+                read = sum(int(r["rows"]) for r in refs)
+                return self._adopt(name, refs, batch_id), {OP_READ: read}
         left = unchanged.marked(rows)  # values an update left out of the log (TOAST)
         rows, before, after = self._typed(name, rows, columns, batch_id)
         label = f"{name[0]}.{name[1]}"
@@ -257,7 +270,7 @@ class DeltaSink:
                 wrote = chunk_rows.append_chunks(
                     log_path, changelog, replica_path, after, self.app_id, batch_id
                 )
-                return wrote, rows.num_rows
+                return wrote, _op_counts(rows)
             merged = partial(latest_changes, rows, before, _whole(after), columns, latest.key,
                              reset_at)  # fmt: skip
             wrote = self._log_and_merge(name, changelog, merged, latest.key, batch_id, reset_at)
@@ -265,7 +278,7 @@ class DeltaSink:
             raise SinkError(
                 f"writing batch {batch_id} of {label} to Delta failed: {exc}", table=label
             ) from exc
-        return wrote, rows.num_rows
+        return wrote, _op_counts(rows)
 
     def _typed(
         self, name: TableName, rows: pa.Table, columns: list[pa.Field], batch_id: int
@@ -348,6 +361,12 @@ def _check_key(schema: TableSchema) -> None:
                 refuse_array_key(column.name, column.logical, schema.name)
             except ConfigError as exc:
                 raise SinkError(str(exc), table=schema.name) from exc
+
+
+def _op_counts(rows: pa.Table) -> dict[str, int]:
+    """How many of ``rows`` (changes, chunks already turned into their ``r`` rows) each op has."""
+    counts = pc.value_counts(rows.column("op")).to_pylist() if rows.num_rows else []
+    return {str(c["values"]): int(c["counts"]) for c in counts}
 
 
 def _inserts_only(rows: pa.Table) -> bool:

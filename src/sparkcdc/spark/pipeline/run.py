@@ -9,9 +9,13 @@
 3. ``readStream.format("<type>-cdc")`` → ``writeStream.foreachBatch(DeltaSink)`` with Spark's
    checkpoint in ``<checkpoint>/spark`` and the source's own files (schema history, status) in
    ``<checkpoint>/sparkcdc``;
-4. run until SIGTERM/SIGINT (the micro-batch in flight finishes and commits, then the query
+4. with ``pipeline.metrics.port`` set, serve Prometheus metrics from the start to the end
+   (:mod:`.metrics`, :mod:`.metrics_server`);
+5. run until SIGTERM/SIGINT (the micro-batch in flight finishes and commits, then the query
    stops) or, with ``available_now``, until everything up to the log end seen at start is
    written (``trigger(availableNow=True)``).
+
+All of it holds the checkpoint's run lock (:mod:`.run_lock`): one run per checkpoint at a time.
 
 Errors of the log reader (in the source process) and of the sink come back as the
 :class:`~sparkcdc.core.errors.SparkCDCError` they started as, with their sentence.
@@ -40,7 +44,10 @@ from sparkcdc.spark.pipeline.checkpoint import (
     pipeline_id,
     snapshot_ahead,
 )
+from sparkcdc.spark.pipeline.metrics import PipelineMetrics
+from sparkcdc.spark.pipeline.metrics_server import serve_metrics
 from sparkcdc.spark.pipeline.progress import Meter, ProgressCallback
+from sparkcdc.spark.pipeline.run_lock import hold_run_lock
 from sparkcdc.spark.pipeline.session import SPARK_LOG_LEVEL, spark_log_level, start_session
 from sparkcdc.spark.runtime.worker_warmup import warm_in_background, warm_workers
 from sparkcdc.spark.stream.options import source_options
@@ -66,26 +73,43 @@ def run_pipeline(
 ) -> int:
     """Run the pipeline (module docstring); returns the number of micro-batches written.
 
-    SIGTERM/SIGINT are taken over first: a stop asked for while Spark is still starting ends the
-    run as soon as the session is up, before any batch, instead of killing it half-way."""
+    The checkpoint's run lock is held from the start to the end (:mod:`.run_lock`): a second run
+    on the same checkpoint stops at once. SIGTERM/SIGINT are taken over first: a stop asked for
+    while Spark is still starting ends the run as soon as the session is up, before any batch,
+    instead of killing it half-way."""
     level = spark_log_level()  # a wrong value is named before anything runs
+    checkpoint = Path(config.pipeline.checkpoint)
+    with hold_run_lock(checkpoint / "sparkcdc"):
+        return _run_locked(config, checkpoint, level, available_now, progress)
+
+
+def _run_locked(
+    config: Config,
+    checkpoint: Path,
+    level: str | None,
+    available_now: bool,
+    progress: ProgressCallback | None,
+) -> int:
+    """:func:`run_pipeline` once the run lock is held."""
     stop = _StopRequest()
+    metrics = PipelineMetrics()
+    server = None
     try:
+        server = serve_metrics(config.pipeline.metrics, metrics.page)  # a port in use fails here
         schemas = check_source(config, startup=not has_checkpoint(config))
         log.info("capturing %d tables: %s", len(schemas), ", ".join(t.name for t in schemas))
-        checkpoint = Path(config.pipeline.checkpoint)
-        own = checkpoint / "sparkcdc"
-        own.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
-        spark = start_session(config, own, level)
+        spark = start_session(config, checkpoint / "sparkcdc", level)
         log.info("Spark session started in %.1fs", time.monotonic() - started)
         try:
             if stop.requested:
                 return 0
-            return _stream(spark, config, checkpoint, available_now, progress, stop)
+            return _stream(spark, config, checkpoint, available_now, progress, stop, metrics)
         finally:
             spark.stop()
     finally:
+        if server is not None:
+            server.stop()
         stop.restore()
 
 
@@ -96,9 +120,10 @@ def _stream(
     available_now: bool,
     progress: ProgressCallback | None,
     stop: _StopRequest,
+    metrics: PipelineMetrics,
 ) -> int:
     """Start the query (Python workers warmed up meanwhile, or before it for a snapshot) and
-    watch it; the batches written."""
+    watch it, its figures shown to ``metrics``; the batches written."""
     own = checkpoint / "sparkcdc"
     status_path = own / STATUS_FILE
     status_path.unlink(missing_ok=True)  # a previous run's error must not be reported again
@@ -108,6 +133,7 @@ def _stream(
         app_id=lambda: pipeline_id(spark_checkpoint),
         mark=BatchMark(own / "batch.mark"),
     )
+    metrics.watch(sink, status_path)
     started = time.monotonic()
     clear_torn_first_offset(spark_checkpoint)
     snapshot_first = config.source.takes_snapshot and snapshot_ahead(spark_checkpoint)

@@ -33,6 +33,7 @@ class SnapshotPhase:
         self.options = options
         self.planner = SnapshotPlanner(options)
         self.progress: dict[str, dict[str, Any]] = {}
+        self.running = True  # until the planner hands the stream over to the log
         self._released: set[int] = set()
         self._metas: dict[str, dict[int, dict[str, Any]]] = {}  # table -> index -> meta
         self._figures: dict[str, dict[str, Any]] = {}
@@ -44,7 +45,8 @@ class SnapshotPhase:
         """Spark committed the batch ending at ``start``; the offset of the next one."""
         self.committed(start)
         planned = self.planner.next(start)
-        if is_snapshot(planned):
+        self.running = is_snapshot(planned)
+        if self.running:
             self._planned(planned)
         return planned
 

@@ -173,6 +173,7 @@ class SnapshotPlanner:
                         "evenly by key arithmetic"
                         if splitter.state["mode"] == "even"
                         else "by key queries",
+                        extra={"table": name},
                     )
                 splits += splitter.take(want - len(splits))
                 state = None if splitter.done else splitter.state

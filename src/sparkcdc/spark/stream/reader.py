@@ -27,9 +27,6 @@ reopened log. Offsets are the source's :meth:`~sparkcdc.core.offset.Offset.to_js
 from __future__ import annotations
 
 import itertools
-import logging
-import os
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -45,6 +42,7 @@ from pyspark.sql.streaming.datasource import (
 
 from sparkcdc.core.errors import SourceError
 from sparkcdc.core.images import TypedImages
+from sparkcdc.core.logs import setup_child_logging
 from sparkcdc.core.offset import Offset
 from sparkcdc.sources.port import ChangeFilter, Source
 from sparkcdc.sources.readiness import captured_tables
@@ -71,6 +69,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: Offset | None = None
         self._status_position: str | None = None
         self._status_moved = 0.0
+        self._rows_seen: tuple[int, int | None] = (0, None)  # rows read, when they last grew
         self._inflight: dict[Offset, tuple[int, int | None]] = {}
         self._committed: Offset | None = None
         self._committed_ts: int | None = None
@@ -273,6 +272,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         }
         if self._snapshot is not None and self._snapshot.progress:
             out["snapshot"] = self._snapshot.figures()
+            out["snapshot_running"] = self._snapshot.running
         if self._incremental is not None:
             figures = self._incremental.figures()
             if figures is not None:
@@ -282,7 +282,8 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             stats = reader.stats()
             out["position"] = None if stats.position is None else str(stats.position)
             out.update(events=stats.events, rows=stats.rows, connected=stats.connected,
-                       last_event_ts_ms=stats.last_event_ts_ms)  # fmt: skip
+                       last_event_ts_ms=stats.last_event_ts_ms, reconnects=stats.reconnects,
+                       last_row_read_ms=self._rows_moved(stats.rows))  # fmt: skip
             if reader.error is not None:
                 out["error"] = {"type": type(reader.error).__name__, "message": str(reader.error)}
         if store is not None:
@@ -295,6 +296,15 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         out["store_peak_bytes"] = self._store_peak
         return out
 
+    def _rows_moved(self, rows: int) -> int | None:
+        """When (wall time, ms) the reader's count of row changes was last seen growing; None
+        before it read any. A reader reopened at a replay counts from 0 again."""
+        seen, at = self._rows_seen
+        if rows > seen:
+            at = int(time.time() * 1000)
+        self._rows_seen = (rows, at)
+        return at
+
     def _reader_idle(self, position: str | None) -> bool:
         """Whether the reader's position stood still for IDLE_SECONDS (it is at the log end)."""
         now = time.monotonic()
@@ -306,13 +316,5 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 def _source_logging() -> None:
     """Spark runs the stream reader in a Python worker process of its own, where nothing set up
     logging: what the log reader and the snapshot planner say goes to that process's stderr
-    (which ``sparkcdc run`` shows) at the level the command line asked for, once."""
-    level = os.environ.get("SPARKCDC_LOG_LEVEL")
-    root = logging.getLogger("sparkcdc")
-    if not level or root.handlers:
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
-    root.addHandler(handler)
-    root.setLevel(level)
-    root.propagate = False
+    (which ``sparkcdc run`` shows) at the level and in the format the command line asked for."""
+    setup_child_logging()

@@ -7,7 +7,10 @@ rename), so the CLI can show lag and throughput without talking to Spark. Fields
 =====================  =================================================================
 position               the log reader's position (the source's offset, as text)
 events, rows           log records read, captured row changes decoded
+connected              whether the log reader holds its replication connection now
+reconnects             how often the log reader connected again after a broken connection
 last_event_ts_ms       commit time of the newest change the reader decoded
+last_row_read_ms       when the reader's count of row changes last grew (noticed once a second)
 committed_offset       the end offset of the last micro-batch Spark committed
 committed_ts_ms        commit time (at the source) of the newest change Spark committed
 committed_rows         captured row changes Spark committed since the process started
@@ -16,6 +19,11 @@ store_pending_bytes    bytes put into the store and not yet handed to Spark
 store_used_bytes       bytes held by the store (not yet acked)
 store_peak_bytes       the largest ``store_used_bytes`` seen
 peak_rss_bytes         the source process's peak resident memory
+snapshot               per table of the initial snapshot: ``splits_done``, ``splits_total``
+                       (chunks), ``rows``, ``rows_per_s``, ``eta_s``, ``done``
+snapshot_running       whether the stream's offsets are still in the snapshot phase
+incremental            the incremental snapshot running or waiting: ``table``, ``rows``,
+                       ``estimate``, ``queued``, ``paused``
 error                  ``{"type", "message"}`` of the error that stopped the log reader
 updated_ms             when this file was written
 =====================  =================================================================

@@ -163,12 +163,14 @@ class LogReader(LogThread, BinlogDispatch):
         self._connected = True
         where = f"{self.source.host}:{self.source.port}"
         gtid = f" (gtid {resume.gtid})" if resume.gtid else ""
+        position = {"position": str(resume)}
         if resume.skip:
             log.info(
                 "connected to %s, resuming the transaction at %s:%s%s after its first %d changes",
-                where, resume.file, resume.pos, gtid, resume.skip,
+                where, resume.file, resume.pos, gtid, resume.skip, extra=position,
             )  # fmt: skip
         else:
             log.info(
-                "connected to %s, streaming from %s:%s%s", where, resume.file, resume.pos, gtid
-            )
+                "connected to %s, streaming from %s:%s%s", where, resume.file, resume.pos, gtid,
+                extra=position,
+            )  # fmt: skip

@@ -170,7 +170,10 @@ class PgLogReader(LogThread):
         self.cutter.reset()
         self._streamed.reset()
         self._connected = True
-        log.info("connected to %s, streaming slot %s from %s", self.where, self.slot, resume)
+        log.info(
+            "connected to %s, streaming slot %s from %s", self.where, self.slot, resume,
+            extra={"position": str(resume)},
+        )  # fmt: skip
         decoder = pm.Decoder()
         try:
             for items in stream.batches(wait=self.heartbeat, idle=self._idle):

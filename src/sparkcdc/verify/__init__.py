@@ -1,0 +1,1 @@
+"""``sparkcdc verify``: the replica compared with the source, chunk by chunk."""

@@ -1,0 +1,100 @@
+"""The command line's exit statuses: which error ends in which status, and the real command
+line in a subprocess for each kind (usage, configuration, success, ``--version``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sparkcdc.cli.main import (
+    EXIT_CONFIG,
+    EXIT_DIFFERENT,
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_USAGE,
+    exit_code,
+    package_version,
+)
+from sparkcdc.core import errors
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sparkcdc.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def pipeline_file(tmp_path: Path, extra_pipeline: str = "") -> Path:
+    cfg = tmp_path / "pipeline.yaml"
+    cfg.write_text(
+        "source: {type: mysql, host: 127.0.0.1, user: cdc, tables: ['shop\\\\..*']}\n"
+        f"sink: {{type: delta, path: {tmp_path / 'lake'}}}\n"
+        f"pipeline: {{checkpoint: {tmp_path / 'cp'}{extra_pipeline}}}\n"
+    )
+    return cfg
+
+
+def test_the_statuses_are_the_documented_numbers() -> None:
+    assert (EXIT_OK, EXIT_DIFFERENT, EXIT_ERROR, EXIT_USAGE, EXIT_CONFIG) == (0, 1, 2, 64, 78)
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (
+            errors.ConfigError("pipeline.trigger: 'x' is not a duration.", key="pipeline.trigger"),
+            78,
+        ),
+        (errors.ConfigError("Cannot read the pipeline file p.yaml.", key=""), 78),
+        (errors.ConfigError("--where is empty.", key="--where"), 64),
+        (errors.ConfigError("'x' is not a signal.", key="action"), 64),
+        (errors.ConnectionFailed("cannot connect to 127.0.0.1:1."), 2),
+        (errors.LogPositionGone("mysql-bin.000001 was purged."), 2),
+        (errors.SinkError("writing batch 3 failed."), 2),
+        (errors.SparkCDCError("the stream stopped."), 2),
+    ],
+)
+def test_each_error_has_its_status(error: errors.SparkCDCError, code: int) -> None:
+    assert exit_code(error) == code
+
+
+def test_a_wrong_command_line_exits_64(tmp_path: Path) -> None:
+    for args in (["bogus"], ["run"], ["run", "p.yaml", "--no-such-option"], []):
+        done = cli(*args)
+        assert done.returncode == EXIT_USAGE, (args, done.stderr)
+        assert "usage: sparkcdc" in done.stderr and done.stdout == ""
+    done = cli("--log-format", "xml", "status", str(pipeline_file(tmp_path)))
+    assert done.returncode == EXIT_USAGE and "invalid choice: 'xml'" in done.stderr
+
+
+def test_a_configuration_error_exits_78(tmp_path: Path) -> None:
+    done = cli("check", str(tmp_path / "missing.yaml"))
+    assert done.returncode == EXIT_CONFIG
+    assert done.stderr.startswith("sparkcdc: Cannot read the pipeline file")
+    bad = pipeline_file(tmp_path, ", trigger: soon")
+    done = cli("status", str(bad))
+    assert done.returncode == EXIT_CONFIG and "pipeline.trigger" in done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_status_of_a_pipeline_that_never_ran_exits_0(tmp_path: Path) -> None:
+    done = cli("status", str(pipeline_file(tmp_path)))
+    assert done.returncode == EXIT_OK, done.stderr
+    assert (
+        done.stdout
+        == f"The checkpoint {tmp_path / 'cp'} does not exist yet: the pipeline never ran.\n"
+    )
+    assert not (tmp_path / "cp").exists()  # status writes nothing
+
+
+def test_version() -> None:
+    done = cli("--version")
+    assert done.returncode == EXIT_OK
+    assert done.stdout == f"sparkcdc {package_version()}\n"
+    assert package_version().count(".") >= 1
