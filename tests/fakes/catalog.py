@@ -55,6 +55,9 @@ class FakeCatalog:
     def log_end(self) -> FakeOffset:
         return self.db.end()
 
+    def oldest_position(self) -> str:
+        return "0"
+
     def write_signal(self, table: str, signal_id: str, kind: str, data: str) -> None:
         db, _, name = table.partition(".")
         if self.db.schema(db, name) is None:

@@ -63,7 +63,9 @@ def test_a_log_reader_error_fails_the_run_with_its_sentence(tmp_path: Path) -> N
     seen: list[Progress] = []
     with pytest.raises(LogPositionGone) as caught:
         run_pipeline(config(tmp_path), progress=seen.append)
-    assert str(caught.value) == sentence
+    # a position gone also names the oldest the server holds and the ways out
+    assert str(caught.value).startswith(sentence.rstrip(".") + "; the oldest position")
+    assert "source.on_log_gone: resnapshot" in str(caught.value)
 
 
 def test_sigterm_lets_the_batch_in_flight_commit(tmp_path: Path) -> None:

@@ -505,3 +505,11 @@ def test_tls_takes_a_mode_or_a_mapping_of_mode_and_files(tmp_path: Path) -> None
     ]:
         with pytest.raises(ConfigError, match=says):
             load_config_text(with_source(extra), "/")
+
+
+def test_on_log_gone_is_fail_unless_resnapshot_is_asked_for() -> None:
+    assert load_config_text(BASE, "/b").source.on_log_gone == "fail"
+    text = BASE.replace("startup: earliest", "startup: earliest, on_log_gone: Resnapshot")
+    assert load_config_text(text, "/b").source.on_log_gone == "resnapshot"
+    err = error(BASE.replace("startup: earliest", "startup: earliest, on_log_gone: skip"))
+    assert err.fields["key"] == "source.on_log_gone" and "resnapshot" in str(err)

@@ -85,6 +85,7 @@ STREAMING: dict[str, Any] = {
     "rows": 90,
     "connected": True,
     "reconnects": 2,
+    "heartbeats": 7,
     "last_event_ts_ms": 1_700_000_090_000,
     "last_row_read_ms": 1_700_000_097_500,
     "caught_up": False,
@@ -122,6 +123,8 @@ def test_the_log_reader_store_and_position_from_the_status_file() -> None:
     assert one["sparkcdc_source_events_read_total"] == 120
     assert one["sparkcdc_source_rows_read_total"] == 90
     assert one["sparkcdc_source_reconnects_total"] == 2
+    assert one["sparkcdc_source_heartbeats_total"] == 7
+    assert found["sparkcdc_source_heartbeats_total"]["type"] == "counter"
     assert one["sparkcdc_source_seconds_since_last_event"] == 2.5
     assert one["sparkcdc_source_last_event_timestamp_seconds"] == 1_700_000_090
     assert one["sparkcdc_source_status_age_seconds"] == 1.0

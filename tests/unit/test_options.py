@@ -201,6 +201,12 @@ def test_round_trip_from_the_pipeline_file() -> None:
         ({"max_items": "0"}, "max_items", "out of range"),
         ({"item_rows": "none"}, "item_rows", "not a whole number"),
         ({"batch_mode": "fast"}, "batch_mode", "not one of MEMSIZE, ITEMSIZE"),
+        ({"heartbeat_interval": "often"}, "heartbeat_interval", "not a duration"),
+        (
+            {"heartbeat_action_query": "SELECT 1"},
+            "heartbeat_action_query",
+            "heartbeat_interval is off",
+        ),
     ],
 )
 def test_errors_name_the_option(options: dict[str, str], key: str, says: str) -> None:
@@ -229,3 +235,24 @@ def test_tls_options_round_trip(tmp_path: Path) -> None:
     assert parse().source.tls == TlsConfig()
     with pytest.raises(ConfigError, match="'tls'.*not a TLS mode"):
         parse(tls="maybe")
+
+
+def test_heartbeat_options_round_trip() -> None:
+    from sparkcdc.config.model import HeartbeatConfig
+
+    query = "INSERT INTO ops.beat (id, ts) VALUES (1, NOW()) ON DUPLICATE KEY UPDATE ts = NOW()"
+    cfg = load_config_text(
+        f"source: {{host: h, user: u, tables: [a\\.b], heartbeat: {{interval: 1500ms, "
+        f"action_query: '{query}'}}}}\nsink: {{path: /lake}}\npipeline: {{checkpoint: /cp}}\n",
+        "/",
+    )
+    opts = source_options(cfg.source, "/cp/h.jsonl", max_bytes=1, max_items=1,
+                          batch_mode="MEMSIZE", item_rows=1)  # fmt: skip
+    assert (opts["heartbeat_interval"], opts["heartbeat_action_query"]) == ("1.5", query)
+    assert SourceOptions.parse(opts).source.heartbeat == HeartbeatConfig(1.5, query)
+    assert SourceOptions.parse(opts).source == cfg.source
+    assert parse().source.heartbeat == HeartbeatConfig()
+    assert parse(heartbeat_interval="10s").source.heartbeat == HeartbeatConfig(10.0)
+    plain = source_options(parse().source, "/h", max_bytes=1, max_items=1,
+                           batch_mode="MEMSIZE", item_rows=1)  # fmt: skip
+    assert "heartbeat_interval" not in plain and "heartbeat_action_query" not in plain

@@ -24,7 +24,9 @@ import yaml
 
 from sparkcdc.config.model import (
     DEFAULT_TYPE,
+    LOG_GONE_ACTIONS,
     Config,
+    HeartbeatConfig,
     MetricsConfig,
     PipelineConfig,
     SinkConfig,
@@ -37,6 +39,7 @@ from sparkcdc.config.model import (
 from sparkcdc.config.values import (
     STARTUP_FORMS,
     as_duration,
+    as_heartbeat,
     as_key_columns,
     as_patterns,
     as_signal_table,
@@ -68,6 +71,8 @@ SOURCE_KEYS = (  # every source's; each type adds its own (SourceSettings.KEYS)
     "snapshot",
     "signal_table",
     "tls",
+    "on_log_gone",
+    "heartbeat",
 )
 SNAPSHOT_KEYS = (
     "chunk_size",
@@ -243,11 +248,24 @@ def _source(section: Any) -> SourceConfig:
         signal_table=_get(s, "signal_table", p, as_signal_table, None),
         settings=settings,
         tls=_get(s, "tls", p, as_tls, TlsConfig()),
+        heartbeat=_get(s, "heartbeat", p, as_heartbeat, HeartbeatConfig()),
+        on_log_gone=_get(s, "on_log_gone", p, _on_log_gone, "fail"),
     )
     # the signal rows reach the pipeline through the change stream: capture the table
     source = replace(source, tables=capturing_signal_table(source.tables, source.signal_table))
     settings.check(source, lambda name: f"{p}.{name}")
     return source
+
+
+def _on_log_gone(value: Any, key: str) -> str:
+    text = as_text(value, key).strip().lower()
+    if text not in LOG_GONE_ACTIONS:
+        raise ConfigError(
+            f"{key}: {value!r} is not one of {', '.join(LOG_GONE_ACTIONS)} (fail: stop with the "
+            "way out; resnapshot: read the tables again and stream on).",
+            key=key,
+        )
+    return text
 
 
 def _startup(settings: type[SourceSettings]) -> Callable[[Any, str], str]:

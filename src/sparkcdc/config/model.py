@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
 SNAPSHOT_STARTUPS = ("initial", "snapshot")
+LOG_GONE_ACTIONS = ("fail", "resnapshot")  # source.on_log_gone: what a purged log position does
 
 
 DEFAULT_TYPE = "mysql"
@@ -78,6 +79,24 @@ class TlsConfig:
         return self.mode in ("verify-ca", "verify-identity")
 
 
+@dataclass(frozen=True)
+class HeartbeatConfig:
+    """``source.heartbeat`` (Debezium's ``heartbeat.interval.ms`` and ``heartbeat.action.query``):
+    every ``interval`` seconds the log reader puts the position it reached as a progress marker,
+    so the committed offset moves while the captured tables are idle, and runs ``action_query``
+    on the source on a connection of its own; ``interval`` 0: off."""
+
+    interval: float = 0.0
+    action_query: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.interval > 0
+
+    def redacted(self) -> dict[str, Any]:
+        return {"interval": self.interval, "action_query": self.action_query}
+
+
 class SourceSettings:
     """The settings a source type adds to the common ones of :class:`SourceConfig` (MySQL: its
     replica server ids): read from the keys it adds to the ``source`` section and to the Spark
@@ -137,6 +156,8 @@ class SourceConfig:
     signal_table: str | None = None  # "db.table" the signals are inserted into (captured too)
     settings: SourceSettings = field(default_factory=SourceSettings)
     tls: TlsConfig = field(default_factory=TlsConfig)
+    heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
+    on_log_gone: str = "fail"  # or "resnapshot": see LOG_GONE_ACTIONS
 
     @property
     def takes_snapshot(self) -> bool:
@@ -162,6 +183,7 @@ class SourceConfig:
             "snapshot": self.snapshot.redacted(),
             "signal_table": self.signal_table,
             "tls": self.tls.mode,
+            "heartbeat": self.heartbeat.redacted(),
             **self.settings.redacted(),
         }
 

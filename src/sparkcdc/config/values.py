@@ -10,7 +10,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from sparkcdc.config.model import TLS_MODES, SnapshotConfig, SourceSettings, TlsConfig
+from sparkcdc.config.model import (
+    TLS_MODES,
+    HeartbeatConfig,
+    SnapshotConfig,
+    SourceSettings,
+    TlsConfig,
+)
 from sparkcdc.core.errors import ConfigError
 
 MAX_ROWS = 2**31 - 1
@@ -206,6 +212,32 @@ def as_window(value: Any, key: str) -> float:
     if seconds > 60:
         fail(key, f"{seconds:g}s is longer than 60s; use e.g. 300ms")
     return seconds
+
+
+def as_heartbeat(value: Any, key: str) -> HeartbeatConfig:
+    """``source.heartbeat``: a mapping of ``interval`` and ``action_query``, or an interval
+    alone (see :class:`~sparkcdc.config.model.HeartbeatConfig`)."""
+    fields = value if isinstance(value, dict) else {"interval": value}
+    unknown = sorted(set(fields) - {"interval", "action_query"})
+    if unknown:
+        fail(key, f"{unknown[0]!r} is not one of its keys; use interval and action_query")
+    interval, query = fields.get("interval"), fields.get("action_query")
+    return heartbeat_of(interval, query, f"{key}.interval", f"{key}.action_query")
+
+
+def heartbeat_of(interval: Any, query: Any, interval_key: str, query_key: str) -> HeartbeatConfig:
+    """The heartbeat of ``interval`` (a duration; None or 0: off) and ``query`` (None: no
+    action query), each named by its key in errors."""
+    seconds = 0.0 if interval is None else as_duration(interval, interval_key)
+    sql = None if query is None else as_text(query, query_key).strip()
+    if sql == "":
+        fail(query_key, "is empty; write the statement to run at each heartbeat or leave it out")
+    if sql is not None and not seconds:
+        fail(
+            query_key,
+            f"runs at each heartbeat, and {interval_key} is off; set it too, e.g. 10s",
+        )
+    return HeartbeatConfig(seconds, sql)
 
 
 def as_tls(value: Any, key: str) -> TlsConfig:

@@ -7,8 +7,11 @@ start, once), :meth:`LogThread._stream` (one connection from an offset, feeding 
 the thread). Committed transactions are coalesced in the cutter's pending item while more of the
 log is buffered (:meth:`LogThread._end_txn`, :meth:`LogThread._idle`); transactions without
 captured rows become progress markers, at most one per ``progress_interval`` or when the stream
-goes idle. A lost connection is retried with exponential backoff (0.5 s doubling to 30 s,
-giving up after ``reconnect_timeout``) from the ``after`` of the last item put.
+goes idle. With ``source.heartbeat`` (:mod:`sparkcdc.sources.heartbeat`) the thread beats once
+per interval while it waits for the log: the source's :meth:`LogThread._beat`, then the progress
+marker waiting; progress markers then go out at least once per interval. A lost connection is
+retried with exponential backoff (0.5 s doubling to 30 s, giving up after ``reconnect_timeout``)
+from the ``after`` of the last item put.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ import threading
 import time
 from abc import ABC, abstractmethod
 
+from sparkcdc.config.model import HeartbeatConfig
 from sparkcdc.core.errors import ConnectionFailed, SourceError, StoreClosed
 from sparkcdc.core.logitem import LogItem
 from sparkcdc.core.offset import Offset
+from sparkcdc.sources.heartbeat import Heartbeat
 from sparkcdc.sources.port import ReaderStats
 from sparkcdc.store.cutter import TransactionCutter
 from sparkcdc.store.ring import EventStore
@@ -50,10 +55,14 @@ class LogThread(ABC):
         *,
         reconnect_timeout: float = 300.0,
         progress_interval: float = 0.2,
+        heartbeat: HeartbeatConfig | None = None,
     ) -> None:
         self.where = where  # host:port, for messages
         self.store = store
         self.reconnect_timeout = reconnect_timeout
+        self.beats = Heartbeat(heartbeat or HeartbeatConfig())
+        if self.beats.enabled:
+            progress_interval = min(progress_interval, self.beats.interval)
         self.progress_interval = progress_interval
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -97,7 +106,7 @@ class LogThread(ABC):
     def stats(self) -> ReaderStats:
         return ReaderStats(
             self._events, self._rows, self._position, self._last_ts_ms, self._connected,
-            self._reconnects,
+            self._reconnects, self.beats.count,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ for the source
@@ -112,6 +121,10 @@ class LogThread(ABC):
     @abstractmethod
     def _interrupt(self) -> None:
         """Unblock the thread (close the connection under it)."""
+
+    @abstractmethod
+    def _beat(self) -> None:
+        """The source's part of a heartbeat (its action query, the position it reached)."""
 
     def _rewind(self, resume: Offset) -> None:
         """The stream is read again from ``resume`` after a lost connection."""
@@ -211,11 +224,21 @@ class LogThread(ABC):
 
     def _idle(self) -> None:
         """Nothing whole is buffered: put the pending item unless more data has arrived already
-        and it is young enough to wait for it."""
+        and it is young enough to wait for it; beat if a heartbeat is due."""
         cutter = self.cutter
-        if cutter.pending is None:
-            return
-        if time.monotonic() - cutter.pending_since >= COALESCE_SECONDS or not (
-            self._data_waiting()
+        if cutter.pending is not None and (
+            time.monotonic() - cutter.pending_since >= COALESCE_SECONDS or not self._data_waiting()
         ):
             cutter.flush()
+        self._heartbeat()
+
+    def _heartbeat(self) -> None:
+        """Once per heartbeat interval: the source's beat, then the progress marker waiting
+        (called while the thread waits for the log)."""
+        if not self.beats.due():
+            return
+        self._beat()
+        self.beats.beaten()
+        marker = self._pending_marker
+        if marker is not None and not self.cutter.open and self.cutter.pending is None:
+            self._put(LogItem(after=marker))

@@ -82,6 +82,10 @@ class Catalog(Protocol):
     def log_end(self) -> Offset:
         """The end of the log now: where the next transaction will be written."""
 
+    def oldest_position(self) -> str:
+        """The oldest place the server can still stream this pipeline's log from, as text for
+        a message (the first binlog file; a PostgreSQL slot's confirmed position)."""
+
     def write_signal(self, table: str, signal_id: str, kind: str, data: str) -> None:
         """Insert a signal row into the signal table ``a.b`` (ConfigError if it is missing,
         MissingPrivilege naming the GRANT if the user may not insert)."""
@@ -122,6 +126,7 @@ class ReaderStats:
     last_event_ts_ms: int | None
     connected: bool
     reconnects: int = 0
+    heartbeats: int = 0  # source.heartbeat's beats
 
 
 class LogReader(Protocol):

@@ -46,10 +46,10 @@ def open_table(path: str) -> DeltaTable | None:
 
 def arrow_fields(table: DeltaTable) -> list[pa.Field]:
     schema = pa.schema(table.schema().to_arrow())
-    return [_plain(f) for f in schema]
+    return [plain_field(f) for f in schema]
 
 
-def _plain(f: pa.Field) -> pa.Field:
+def plain_field(f: pa.Field) -> pa.Field:
     """delta-rs reports string/binary as their large/view forms and lists with ``element``
     items (or large/view lists); the sink writes the plain ones (``pa.list_``, nullable items)."""
     t = f.type
@@ -58,9 +58,9 @@ def _plain(f: pa.Field) -> pa.Field:
     elif pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
         t = pa.binary()
     elif pa.types.is_struct(t):
-        t = pa.struct([_plain(t.field(i)) for i in range(t.num_fields)])
+        t = pa.struct([plain_field(t.field(i)) for i in range(t.num_fields)])
     elif _is_list(t):
-        t = pa.list_(_plain(t.value_field).type)
+        t = pa.list_(plain_field(t.value_field).type)
     return pa.field(f.name, t, nullable=True)
 
 

@@ -1,5 +1,5 @@
 """The settings a PostgreSQL source adds to the common ones: the database, the replication slot
-and the publication, the heartbeat, and the startup form ``lsn:<X/Y>``.
+and the publication, and the startup form ``lsn:<X/Y>``.
 
 ``slot`` and ``publication`` default to ``sparkcdc_<name>``, the name taken from the pipeline's
 checkpoint folder (:func:`default_name`), so two pipelines on one server never share a slot.
@@ -16,7 +16,7 @@ from pathlib import PurePath
 from typing import Any
 
 from sparkcdc.config.model import SourceConfig, SourceSettings
-from sparkcdc.config.values import as_duration, as_text, fail
+from sparkcdc.config.values import as_text, fail
 from sparkcdc.sources.postgres.wire.lsn import format_lsn, parse_lsn
 
 MAX_NAME = 63  # NAMEDATALEN - 1: PostgreSQL's longest identifier
@@ -28,14 +28,12 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_$]{0,62}")
 class PostgresSettings(SourceSettings):
     """A PostgreSQL source's database, slot and publication (see the module docstring)."""
 
-    KEYS = ("database", "slot", "publication", "heartbeat_interval")
+    KEYS = ("database", "slot", "publication")
     STARTUP_FORMS = ("lsn:<X/Y>",)
 
     database: str = "postgres"
     slot: str | None = None
     publication: str | None = None
-    heartbeat_interval: float = 0.0
-    """Seconds of quiet after which the reader writes a heartbeat into the WAL (0: never)."""
 
     @classmethod
     def of(cls, source: SourceConfig) -> PostgresSettings:
@@ -49,17 +47,12 @@ class PostgresSettings(SourceSettings):
     ) -> PostgresSettings:
         database = given("database")
         slot, publication = given("slot"), given("publication")
-        beat = given("heartbeat_interval")
-        heartbeat = 0.0 if beat is None else as_duration(beat, key("heartbeat_interval"))
-        if heartbeat < 0:
-            fail(key("heartbeat_interval"), "a heartbeat interval is a duration from 0 (never)")
         return cls(
             database=as_text(database, key("database")) if database is not None else "postgres",
             slot=None if slot is None else slot_name(as_text(slot, key("slot")), key("slot")),
             publication=None
             if publication is None
             else identifier(as_text(publication, key("publication")), key("publication")),
-            heartbeat_interval=heartbeat,
         )
 
     @classmethod
@@ -91,8 +84,6 @@ class PostgresSettings(SourceSettings):
             options["slot"] = self.slot
         if self.publication is not None:
             options["publication"] = self.publication
-        if self.heartbeat_interval:
-            options["heartbeat_interval"] = repr(self.heartbeat_interval)
         return options
 
 

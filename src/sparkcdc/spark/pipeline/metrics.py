@@ -101,6 +101,9 @@ def _source(st: Status, now: float) -> list[Family]:
         _one("sparkcdc_source_reconnects_total", "counter",
              "Times the log reader connected again after its connection broke.",
              _number(st, "reconnects")),
+        _one("sparkcdc_source_heartbeats_total", "counter",
+             "Beats of source.heartbeat: once per interval, the action query run and the "
+             "position reached handed to Spark.", _number(st, "heartbeats")),
         _one("sparkcdc_source_seconds_since_last_event", "gauge",
              "Seconds since the log reader last decoded a captured row change.",
              None if read_ms is None else max(0.0, now - read_ms / 1000)),

@@ -11,7 +11,9 @@
    ``<checkpoint>/sparkcdc``;
 4. with ``pipeline.metrics.port`` set, serve Prometheus metrics from the start to the end
    (:mod:`.metrics`, :mod:`.metrics_server`);
-5. run until SIGTERM/SIGINT (the micro-batch in flight finishes and commits, then the query
+5. a log position found gone stops the run with the way out, or (``source.on_log_gone:
+   resnapshot``) starts a re-snapshot and the stream again (:mod:`.resnapshot`);
+6. run until SIGTERM/SIGINT (the micro-batch in flight finishes and commits, then the query
    stops) or, with ``available_now``, until everything up to the log end seen at start is
    written (``trigger(availableNow=True)``).
 
@@ -27,6 +29,7 @@ import logging
 import re
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -34,11 +37,13 @@ from typing import Any
 from sparkcdc.config.model import Config
 from sparkcdc.core import errors
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.sinks.delta.lake import Lake
 from sparkcdc.sinks.delta.sink import DeltaSink
 from sparkcdc.snapshot.signals import signal_folder
 from sparkcdc.sources.readiness import check_source as check_source_of
 from sparkcdc.sources.registry import open_source, source_type
 from sparkcdc.spark.incremental.batch_mark import BatchMark
+from sparkcdc.spark.pipeline import resnapshot
 from sparkcdc.spark.pipeline.checkpoint import (
     clear_torn_first_offset,
     pipeline_id,
@@ -91,6 +96,8 @@ def _run_locked(
     progress: ProgressCallback | None,
 ) -> int:
     """:func:`run_pipeline` once the run lock is held."""
+    if resnapshot.pending(checkpoint) is not None:
+        config = resnapshot.as_initial(config)  # a re-snapshot begun before: go on with it
     stop = _StopRequest()
     metrics = PipelineMetrics()
     server = None
@@ -104,13 +111,33 @@ def _run_locked(
         try:
             if stop.requested:
                 return 0
-            return _stream(spark, config, checkpoint, available_now, progress, stop, metrics)
+            try:
+                return _stream(spark, config, checkpoint, available_now, progress, stop, metrics)
+            except errors.LogPositionGone as gone:
+                config = _after_log_gone(config, checkpoint, gone)
+                return _stream(spark, config, checkpoint, available_now, progress, stop, metrics)
         finally:
             spark.stop()
     finally:
         if server is not None:
             server.stop()
         stop.restore()
+
+
+def _after_log_gone(config: Config, checkpoint: Path, gone: errors.LogPositionGone) -> Config:
+    """The configuration to run again with after the log position was found gone
+    (``source.on_log_gone: resnapshot``: :mod:`.resnapshot`), else the sentence with the way
+    out."""
+    if config.source.on_log_gone != "resnapshot":
+        with open_source(config.source).catalog() as catalog:
+            oldest = catalog.oldest_position()
+        raise errors.LogPositionGone(
+            f"{str(gone).rstrip('.')}; the oldest position the server holds is {oldest}: set "
+            "source.on_log_gone: resnapshot to read the captured tables again and stream on, "
+            "or start the pipeline anew (a new checkpoint and sink path)."
+        ) from None
+    resnapshot.begin(config, checkpoint, gone)
+    return resnapshot.as_initial(config)
 
 
 def _stream(
@@ -134,12 +161,19 @@ def _stream(
         mark=BatchMark(own / "batch.mark"),
     )
     metrics.watch(sink, status_path)
+    writer: Callable[[Any, int], None] = sink
+    if resnapshot.pending(checkpoint) is not None:
+        source = open_source(config.source)
+        writer = resnapshot.ResnapshotSink(
+            sink, checkpoint, Lake(config.sink.path), source.offset,
+            lambda: pipeline_id(spark_checkpoint),
+        )  # fmt: skip
     started = time.monotonic()
     clear_torn_first_offset(spark_checkpoint)
     snapshot_first = config.source.takes_snapshot and snapshot_ahead(spark_checkpoint)
     warming = None if snapshot_first else warm_in_background(spark)
     try:
-        query = _query(spark, config, own, sink, available_now, snapshot_first).start()
+        query = _query(spark, config, own, writer, available_now, snapshot_first).start()
         log.info("stream query started in %.1fs", time.monotonic() - started)
         batches = _watch(query, sink, status_path, progress, stop)
         if config.source.startup == "snapshot" and not stop.requested:
@@ -182,7 +216,7 @@ def _query(
     spark: Any,
     config: Config,
     own: Path,
-    sink: DeltaSink,
+    sink: Callable[[Any, int], None],
     available_now: bool,
     snapshot_first: bool,
 ) -> Any:
@@ -269,9 +303,10 @@ def _as_sparkcdc_error(exc: Exception, sink: DeltaSink, status_path: Path) -> Ex
     found = status.get("error") or {}
     text = str(exc)
     if not found:
-        match = _PY_ERROR.search(text)
-        if match:
-            found = {"type": match.group(1), "message": match.group(2).strip()}
+        matches = _PY_ERROR.findall(text)  # the last: the one raised, not what it came from
+        if matches:
+            match = matches[-1]
+            found = {"type": match[0], "message": match[1].strip()}
     if found:
         cls = getattr(errors, str(found.get("type")), None)
         if not (isinstance(cls, type) and issubclass(cls, errors.SparkCDCError)):

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
-from sparkcdc.config.model import DEFAULT_TYPE, SourceConfig, TlsConfig
+from sparkcdc.config.model import DEFAULT_TYPE, HeartbeatConfig, SourceConfig, TlsConfig
 from sparkcdc.config.values import (
     as_duration,
     as_signal_table,
@@ -27,6 +27,7 @@ from sparkcdc.config.values import (
     as_table_name,
     as_tls,
     capturing_signal_table,
+    heartbeat_of,
     ranged,
 )
 from sparkcdc.core.errors import ConfigError
@@ -193,6 +194,7 @@ def _source_config(opts: _Options, table: str | None) -> SourceConfig:
         signal_table=signal_table,
         settings=settings,
         tls=_tls(opts),
+        heartbeat=_heartbeat(opts),
     )
     opts.checked(lambda: settings.check(source, _option_name))
     return source
@@ -210,6 +212,27 @@ def _tls(opts: _Options) -> TlsConfig:
     given = {field: opts.given(name) for name, field in TLS_OPTIONS.items()}
     values = {field: value for field, value in given.items() if value is not None}
     return opts.checked(lambda: as_tls(values, "tls")) if values else TlsConfig()
+
+
+HEARTBEAT_OPTIONS = ("heartbeat_interval", "heartbeat_action_query")
+
+
+def _heartbeat_options(heartbeat: HeartbeatConfig) -> dict[str, str]:
+    if not heartbeat.enabled:
+        return {}
+    interval, query = HEARTBEAT_OPTIONS
+    options = {interval: repr(heartbeat.interval)}
+    if heartbeat.action_query:
+        options[query] = heartbeat.action_query
+    return options
+
+
+def _heartbeat(opts: _Options) -> HeartbeatConfig:
+    """``source.heartbeat`` from the options ``heartbeat_interval`` and
+    ``heartbeat_action_query``."""
+    interval, query = HEARTBEAT_OPTIONS
+    given = opts.given(interval), opts.given(query)
+    return opts.checked(lambda: heartbeat_of(*given, interval, query))
 
 
 def _batch_mode(opts: _Options) -> str:
@@ -300,6 +323,7 @@ def source_options(
         **source.settings.to_options(),
         "connect_timeout": str(source.connect_timeout),
         **_tls_options(source.tls),
+        **_heartbeat_options(source.heartbeat),
         "chunk_size": str(snapshot.chunk_size),
         "parallelism": str(snapshot.parallelism),
         "distribution_factor_lower": repr(snapshot.distribution_factor_lower),

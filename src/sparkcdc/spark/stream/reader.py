@@ -40,7 +40,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from sparkcdc.core.errors import SourceError
+from sparkcdc.core.errors import SourceError, SparkCDCError
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.logs import setup_child_logging
 from sparkcdc.core.offset import Offset
@@ -152,7 +152,11 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 if self._status is not None:
                     self._status.flush()  # the final state: Spark may not call stop()
                 return start
-            end = queue.plan(begin, cap, wait=0.05 if self._target is None else 0.5)
+            try:
+                end = queue.plan(begin, cap, wait=0.05 if self._target is None else 0.5)
+            except SparkCDCError:  # the reader's error, from the store: into the status file
+                self._raise_reader_error()
+                raise
             self._raise_reader_error()
             planned = self.incremental.plan(start, begin, end, queue, self._feed.reader)
             if planned is not None:
@@ -283,6 +287,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             out["position"] = None if stats.position is None else str(stats.position)
             out.update(events=stats.events, rows=stats.rows, connected=stats.connected,
                        last_event_ts_ms=stats.last_event_ts_ms, reconnects=stats.reconnects,
+                       heartbeats=stats.heartbeats,
                        last_row_read_ms=self._rows_moved(stats.rows))  # fmt: skip
             if reader.error is not None:
                 out["error"] = {"type": type(reader.error).__name__, "message": str(reader.error)}

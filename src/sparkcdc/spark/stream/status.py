@@ -9,6 +9,7 @@ position               the log reader's position (the source's offset, as text)
 events, rows           log records read, captured row changes decoded
 connected              whether the log reader holds its replication connection now
 reconnects             how often the log reader connected again after a broken connection
+heartbeats             ``source.heartbeat``'s beats so far (progress markers, action queries)
 last_event_ts_ms       commit time of the newest change the reader decoded
 last_row_read_ms       when the reader's count of row changes last grew (noticed once a second)
 committed_offset       the end offset of the last micro-batch Spark committed

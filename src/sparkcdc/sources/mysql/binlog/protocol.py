@@ -292,9 +292,8 @@ class ReplicationConnection:
         if code in _LOG_GONE:
             return LogPositionGone(
                 f"the server cannot stream from {file or 'the requested GTID'}:{pos} "
-                f"({text}); the binlog was purged or never existed: start a new "
-                "checkpoint with startup: earliest and raise the server's binlog "
-                "retention (expire_logs_days / binlog_expire_logs_seconds)",
+                f"({text}): that binlog was purged or never existed (keep binlogs longer: "
+                "binlog_expire_logs_seconds)",
                 file=file,
                 pos=pos,
             )

@@ -16,6 +16,13 @@ would wait for the server. A transaction too big for the item's room is cut alon
 always goes out alone, and while an item is pending, transactions on other tables move its
 ``after`` instead of becoming progress markers.
 
+With ``source.heartbeat`` (not in a bounded read) the reader beats once per interval while it
+waits for the server (:mod:`sparkcdc.sources.heartbeat`): the action query
+(:mod:`~sparkcdc.sources.mysql.server.heartbeat`), then the end of the last event read as a
+progress marker when no transaction is open and it lies past the last boundary (a new binlog
+file's header events end no transaction), and the server's heartbeat period is at most the
+interval.
+
 Offsets put into the store are boundaries or (transaction start, skip). When the connection
 breaks the reader reconnects with exponential backoff (0.5 s doubling to 30 s, giving up after
 ``reconnect_timeout``) and resumes at the ``after`` of the last item put, re-reading a split
@@ -41,6 +48,7 @@ from sparkcdc.sources.mysql.binlog.dump import open_dump
 from sparkcdc.sources.mysql.offset import BinlogOffset, file_sequence
 from sparkcdc.sources.mysql.schema.history import SchemaHistory
 from sparkcdc.sources.mysql.schema.state import SchemaState
+from sparkcdc.sources.mysql.server.heartbeat import ActionQuery
 from sparkcdc.sources.mysql.server.startup import resolve_gtid
 from sparkcdc.sources.mysql.settings import MySQLSettings
 from sparkcdc.sources.port import ChangeFilter
@@ -75,13 +83,17 @@ class LogReader(LogThread, BinlogDispatch):
         LogThread.__init__(
             self, f"{source.host}:{source.port}", store, reconnect_timeout=reconnect_timeout,
             progress_interval=progress_interval,
+            heartbeat=source.heartbeat if stop_at is None else None,
         )  # fmt: skip
         BinlogDispatch.__init__(self)
         self.source = source
         self.start_offset = start
         self.history = history
         self.server_id = server_id or MySQLSettings.of(source).server_id
+        if self.beats.enabled:  # the server's heartbeats come at least once an interval
+            heartbeat = min(heartbeat, self.beats.interval)
         self.heartbeat = heartbeat
+        self._action = ActionQuery(source)
         self.stop_at = stop_at
         self.change_filter = change_filter
         self.typed = typed
@@ -122,6 +134,7 @@ class LogReader(LogThread, BinlogDispatch):
     def _finish(self) -> None:
         if self._conn is not None:
             self._conn.close()
+        self._action.close()
         close = getattr(self.change_filter, "close", None)
         if close is not None:
             close()  # the hand-off filter's catalog connection, if it opened one
@@ -137,6 +150,18 @@ class LogReader(LogThread, BinlogDispatch):
     def _data_waiting(self) -> bool:
         conn = self._conn
         return conn is not None and conn.data_waiting()
+
+    def _beat(self) -> None:
+        """The action query, then the end of the last event read as a progress marker, when no
+        transaction is open or pending and it lies past the last boundary."""
+        self._action.run()
+        cutter = self.cutter
+        if cutter.open or cutter.pending is not None or not self._file or self._fd is None:
+            return
+        here = self._boundary(self._read_pos)
+        if self._position is None or here > self._position:
+            self._position = here
+            self._put(LogItem(after=here))
 
     def _announce(self, start: BinlogOffset) -> None:
         """The first item: one ``op='s'`` row per captured table with its schema at start."""

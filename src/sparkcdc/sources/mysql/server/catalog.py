@@ -236,6 +236,10 @@ class MySQLCatalog(ServerConnection):
         """The end of the binary log now (:meth:`current_offset`)."""
         return self.current_offset()
 
+    def oldest_position(self) -> str:
+        files = self.binlog_files()
+        return f"{files[0][0]}:4" if files else "none (no binlog file on the server)"
+
     def current_offset(self) -> BinlogOffset:
         """The end of the binary log now: where the next transaction will be written."""
         rows = self.query(status_statement(self.version))

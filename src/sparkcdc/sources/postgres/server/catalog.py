@@ -35,9 +35,10 @@ from sparkcdc.sources.postgres.pgoutput.types import (
     column,
 )
 from sparkcdc.sources.postgres.server.connect import Session, connect
+from sparkcdc.sources.postgres.server.publication import slot_state
 from sparkcdc.sources.postgres.server.readiness import check_access, check_identity, check_server
 from sparkcdc.sources.postgres.settings import PostgresSettings
-from sparkcdc.sources.postgres.wire.lsn import parse_lsn
+from sparkcdc.sources.postgres.wire.lsn import format_lsn, parse_lsn
 
 log = logging.getLogger("sparkcdc.source")
 
@@ -237,6 +238,14 @@ class PostgresCatalog:
         position, this raises.)
         """
         return LsnOffset(parse_lsn(str(self.session.query(_LOG_END_SQL)[0][0])))
+
+    def oldest_position(self) -> str:
+        state = None if self.slot is None else slot_state(self.session, self.slot)
+        if state is None or state.confirmed_flush_lsn is None:
+            return f"none (the server has no replication slot {self.slot})"
+        return (
+            f"{format_lsn(state.confirmed_flush_lsn)} (the confirmed position of slot {self.slot})"
+        )
 
     # -- signals -----------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-"""``source.heartbeat_interval``: a heartbeat written into the captured database's WAL while
-nothing arrives on the stream (Debezium's ``heartbeat.interval.ms`` with its action query).
+"""PostgreSQL's part of a ``source.heartbeat`` beat: a logical message written into the captured
+database's WAL, then ``source.heartbeat.action_query`` if set, on a connection of its own.
 
 The slot follows the server's WAL on its own while idle (keepalive positions become progress
 markers the pipeline acknowledges), but only as far as the walsender has decoded WAL of this
@@ -12,9 +12,10 @@ holds: pgoutput sends nothing for it, the walsender passes it, and the slot foll
 from __future__ import annotations
 
 import logging
-import time
 
 from sparkcdc.config.model import SourceConfig
+from sparkcdc.core.errors import ConnectionFailed, SourceError
+from sparkcdc.sources.heartbeat import action_query_failed
 from sparkcdc.sources.postgres.server.connect import Session
 
 log = logging.getLogger("sparkcdc.source")
@@ -24,22 +25,36 @@ _EMIT_SQL = "SELECT pg_logical_emit_message(false, %s, '')::text"
 
 
 class WalHeartbeat:
-    """Writes a heartbeat on a connection of its own at most every ``every`` seconds while
-    :meth:`beat` is called (by the reader when the stream is quiet); ``every`` 0: never."""
+    """Writes a heartbeat into ``database``'s WAL at each :meth:`beat` (the log reader times
+    them), and runs the source's action query after it."""
 
-    def __init__(self, source: SourceConfig, database: str, every: float) -> None:
-        self.source, self.database, self.every = source, database, every
+    def __init__(self, source: SourceConfig, database: str) -> None:
+        self.source, self.database = source, database
+        self.action_query = source.heartbeat.action_query
         self._session: Session | None = None
-        self._last = time.monotonic()
 
     def beat(self) -> None:
-        if not self.every or time.monotonic() - self._last < self.every:
-            return
-        self._last = time.monotonic()
-        if self._session is None:
-            self._session = Session(self.source, self.database)
-        [(at,)] = self._session.query(_EMIT_SQL, (PREFIX,))
-        log.debug("heartbeat written at %s", at)
+        try:
+            if self._session is None:
+                self._session = Session(self.source, self.database)
+            [(at,)] = self._session.query(_EMIT_SQL, (PREFIX,))
+            log.debug("heartbeat written at %s", at)
+            if self.action_query:
+                self._act(self._session, self.action_query)
+        except ConnectionFailed:
+            self.close()  # opened again at the next beat
+            raise
+
+    def _act(self, session: Session, sql: str) -> None:
+        try:
+            session.query(sql)
+        except ConnectionFailed:
+            raise
+        except SourceError as exc:
+            diag = getattr(exc.__cause__, "diag", None)
+            words = getattr(diag, "message_primary", None) or str(exc)
+            # not chained: Spark's report of the stream's failure names the first error it shows
+            raise action_query_failed(session.address, words.rstrip(".")) from None
 
     def close(self) -> None:
         if self._session is not None:

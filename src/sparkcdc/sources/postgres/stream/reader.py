@@ -79,11 +79,13 @@ class PgLogReader(LogThread):
     ) -> None:
         super().__init__(
             f"{source.host}:{source.port}", store, reconnect_timeout=reconnect_timeout,
-            progress_interval=progress_interval,
+            progress_interval=progress_interval, heartbeat=source.heartbeat,
         )  # fmt: skip
         self.source, self.start_offset, self.schemas = source, start, schemas
         self.slot, self.publication, self.typed = slot, publication, typed
         self.change_filter = change_filter  # the snapshot's hand-off, until its end
+        if self.beats.enabled:  # wait on the stream no longer than a heartbeat's interval
+            heartbeat = min(heartbeat, self.beats.interval)
         self.heartbeat, self.status_interval = heartbeat, status_interval
         self.json_table = source.signal_table  # its rows are read as JSON (signals)
         database = PostgresSettings.of(source).database
@@ -100,8 +102,7 @@ class PgLogReader(LogThread):
         self._run_first = self._index = 0
         self._prefix, self._xid, self._commit_lsn = "", 0, 0
         self._txn_at = start  # the offset of the open transaction's changes
-        settings = PostgresSettings.of(source)
-        self._beats = WalHeartbeat(source, settings.database, settings.heartbeat_interval)
+        self._wal_beat = WalHeartbeat(source, database)
         self._streamed = StreamedTransactions()
 
     # ------------------------------------------------------------------ the port
@@ -143,7 +144,7 @@ class PgLogReader(LogThread):
     def _finish(self) -> None:
         super()._finish()
         self._close_filter()
-        self._beats.close()
+        self._wal_beat.close()
         self._streamed.close()
 
     def _data_waiting(self) -> bool:
@@ -223,7 +224,10 @@ class PgLogReader(LogThread):
         if self._pending_marker is not None and not self.cutter.open:
             self._put(LogItem(after=self._pending_marker))  # other tables' transactions
         self._follow_wal()
-        self._beats.beat()
+
+    def _beat(self) -> None:
+        """A logical message into the WAL, then the action query (:mod:`.heartbeat`)."""
+        self._wal_beat.beat()
 
     def _follow_wal(self) -> None:
         """When nothing is open or pending, the server's position from its keepalives is a
