@@ -132,3 +132,14 @@ def test_a_stopped_pipeline_shows_its_batches_and_the_source_figures(tmp_path: P
     assert planned.offset == {
         "snapshot": {"tables": ["shop.a", "shop.b"], "current": 1, "batch": 3}
     }
+
+
+def test_a_resnapshot_under_way_is_shown(tmp_path: Path) -> None:
+    own = tmp_path / "sparkcdc"
+    own.mkdir()
+    assert read_pipeline_state(tmp_path, BinlogOffset).resnapshot_since is None
+    (own / "resnapshot.json").write_text(json.dumps({"since": "0000000003:0000000004"}))
+    state = read_pipeline_state(tmp_path, BinlogOffset)
+    assert state.resnapshot_since == "0000000003:0000000004"
+    assert ("resnapshot", "the log position was gone: tables read again since "
+            "0000000003:0000000004") in describe_state(state)  # fmt: skip

@@ -74,6 +74,13 @@ def describe_state(state: PipelineState) -> list[tuple[str, str]]:
             )
         )
         lines.append(("", f"ends at {_position(state.planned)}"))
+    if state.resnapshot_since is not None:
+        lines.append(
+            (
+                "resnapshot",
+                f"the log position was gone: tables read again since {state.resnapshot_since}",
+            )
+        )
     if state.source is not None:
         lines += _describe_source(state.source)
     return lines

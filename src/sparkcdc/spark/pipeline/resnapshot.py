@@ -31,10 +31,10 @@ from sparkcdc.sinks.delta.gone_keys import delete_gone
 from sparkcdc.sinks.delta.lake import Lake
 from sparkcdc.sources.registry import open_source
 from sparkcdc.spark.pipeline.offset_log import read_offset_file
+from sparkcdc.spark.pipeline.state import RESNAPSHOT_MARKER as MARKER
 
 log = logging.getLogger("sparkcdc.pipeline")
 
-MARKER = "resnapshot.json"
 KEPT = {"run.lock", "log4j2.properties", "metrics.json", MARKER}  # the rest is the old log's
 
 

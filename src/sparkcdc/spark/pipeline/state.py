@@ -11,6 +11,7 @@ before it committed and the next run writes it again), and the source process's 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from sparkcdc.spark.pipeline.run_lock import running_holder
 from sparkcdc.spark.stream.status import STATUS_FILE, read_status
 
 RUNNING, STOPPED, NEVER_RUN = "running", "stopped", "never run"
+RESNAPSHOT_MARKER = "resnapshot.json"  # a re-snapshot under way (:mod:`.resnapshot`)
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class PipelineState:
     committed: BatchState | None
     planned: BatchState | None  # planned after the last commit, not committed (yet)
     source: SourceState | None
+    resnapshot_since: str | None = None  # a re-snapshot under way since this log position
 
 
 def read_pipeline_state(checkpoint: Path, offsets: type[Offset]) -> PipelineState:
@@ -83,7 +86,16 @@ def read_pipeline_state(checkpoint: Path, offsets: type[Offset]) -> PipelineStat
         committed=committed,
         planned=ahead,
         source=_source(own / STATUS_FILE),
+        resnapshot_since=_resnapshot_since(own / RESNAPSHOT_MARKER),
     )
+
+
+def _resnapshot_since(path: Path) -> str | None:
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return str(found.get("since")) if isinstance(found, dict) else None
 
 
 def _batch(spark: Path, batch: int, stamped: Path, offsets: type[Offset]) -> BatchState:
