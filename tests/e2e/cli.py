@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Protocol
 
@@ -52,6 +53,16 @@ def log_end(server: ThrowawayMariaDB) -> str:
     what the test writes afterwards, not the whole shared server's history."""
     file, pos = server.query("SHOW MASTER STATUS")[0][:2]
     return f"position:{file}:{pos}"
+
+
+def purge_binlogs_to(server: ThrowawayMariaDB, file: str, timeout: float = 30.0) -> None:
+    """``PURGE BINARY LOGS TO file``, asked again until the server has done it: it keeps a file
+    until its binlog checkpoint (the storage engine's flush) has passed it."""
+    deadline = time.monotonic() + timeout
+    while server.query("SHOW BINARY LOGS")[0][0] != file:
+        assert time.monotonic() < deadline, f"the server kept its binlogs before {file}"
+        server.execute(f"PURGE BINARY LOGS TO '{file}'")
+        time.sleep(0.2)
 
 
 def start(cfg: Path, *extra: str, command: str = "run") -> subprocess.Popen[bytes]:

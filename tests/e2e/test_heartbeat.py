@@ -20,7 +20,7 @@ from sparkcdc.sources.mysql.offset import file_sequence
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB, throwaway_mariadb
 from sparkcdc.spark.pipeline.offset_log import newest_batch, read_offset_file
 from sparkcdc.spark.stream.status import STATUS_FILE, read_status
-from tests.e2e.cli import available_now, log_end, run, start, write_config
+from tests.e2e.cli import available_now, log_end, purge_binlogs_to, run, start, write_config
 
 pytestmark = pytest.mark.mariadb
 
@@ -114,7 +114,8 @@ def test_the_committed_offset_follows_the_binlog_so_purging_strands_nothing(
     assert proc.returncode == 0, out.decode(errors="replace")
     at = committed(checkpoint)
     assert at is not None and file_sequence(at["file"]) == file_sequence(first_file) + 2
-    server.execute(*["FLUSH BINARY LOGS"] * 3, f"PURGE BINARY LOGS TO '{at['file']}'")
+    server.execute(*["FLUSH BINARY LOGS"] * 3)
+    purge_binlogs_to(server, at["file"])
     kept = [str(row[0]) for row in server.query("SHOW BINARY LOGS")]
     assert kept[0] == at["file"] and first_file not in kept
     server.execute("INSERT INTO quiet.idle VALUES (1, 'written after the purge')")

@@ -9,7 +9,6 @@ it too, and logged as ``d`` rows), and the stream goes on from there.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from deltalake import DeltaTable
 
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB, throwaway_mariadb
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
-from tests.e2e.cli import available_now, run, write_config
+from tests.e2e.cli import available_now, purge_binlogs_to, run, write_config
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.spark, pytest.mark.slow]
 
@@ -45,18 +44,6 @@ def replica_of(lake: Path) -> list[tuple[object, ...]]:
     return sorted((r["id"], r["version"], r["name"]) for r in table.to_pylist())
 
 
-def purge_all_but_the_newest(server: ThrowawayMariaDB) -> str:
-    """PURGE BINARY LOGS up to the newest file; the server keeps a file until its binlog
-    checkpoint (the storage engine's flush) has passed it, so it is asked again until it did."""
-    newest = str(server.query("SHOW BINARY LOGS")[-1][0])
-    deadline = time.monotonic() + 30
-    while server.query("SHOW BINARY LOGS")[0][0] != newest:
-        assert time.monotonic() < deadline, "the server kept its old binlogs"
-        server.execute(f"PURGE BINARY LOGS TO '{newest}'")
-        time.sleep(0.2)
-    return newest
-
-
 def test_a_purged_binlog_stops_with_the_way_out_or_is_read_again(
     own_server: ThrowawayMariaDB, tmp_path: Path
 ) -> None:
@@ -71,7 +58,8 @@ def test_a_purged_binlog_stops_with_the_way_out_or_is_read_again(
         "FLUSH BINARY LOGS",
         "FLUSH BINARY LOGS",
     )
-    newest = purge_all_but_the_newest(server)
+    newest = str(server.query("SHOW BINARY LOGS")[-1][0])
+    purge_binlogs_to(server, newest)
 
     code, out = run(cfg, "--available-now")
     assert code == 2, out

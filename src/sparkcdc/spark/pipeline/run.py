@@ -129,8 +129,11 @@ def _after_log_gone(config: Config, checkpoint: Path, gone: errors.LogPositionGo
     (``source.on_log_gone: resnapshot``: :mod:`.resnapshot`), else the sentence with the way
     out."""
     if config.source.on_log_gone != "resnapshot":
-        with open_source(config.source).catalog() as catalog:
-            oldest = catalog.oldest_position()
+        try:
+            with open_source(config.source).catalog() as catalog:
+                oldest = catalog.oldest_position()
+        except errors.SourceError as exc:  # the sentence stands without it
+            oldest = f"unknown (the server could not be asked: {exc})"
         raise errors.LogPositionGone(
             f"{str(gone).rstrip('.')}; the oldest position the server holds is {oldest}: set "
             "source.on_log_gone: resnapshot to read the captured tables again and stream on, "
