@@ -78,7 +78,10 @@ def test_verify_is_equal_after_a_snapshot_and_names_the_keys_edited_by_hand(
     code, out = run(cfg, "--tables", rf"{db}\.tags", command="verify")
     assert code == 1 and "items" not in out, out
     code, out = run(cfg, "--tables", "nothing\\.here", command="verify")
-    assert code not in (0, 1) and "--tables" in out, out
+    assert code == 64 and "--tables" in out, out
+    for bad in (["--chunk-size", "0"], ["--wait", "-1"]):
+        code, out = run(cfg, *bad, command="verify")
+        assert code == 64 and bad[0] in out, out
 
 
 def test_verify_on_a_running_pipeline_under_writes_gives_no_false_alarm(

@@ -99,6 +99,8 @@ def run_verify(config: Config, args: argparse.Namespace) -> bool:
 
     if args.chunk_size is not None and args.chunk_size < 1:
         raise ConfigError("--chunk-size is a number of rows from 1.", key="--chunk-size")
+    if args.wait < 0:
+        raise ConfigError("--wait is a number of seconds from 0.", key="--wait")
     reports = verify_pipeline(
         config, args.tables, args.chunk_size, ChunkProgress(sys.stderr), wait=args.wait,
     )  # fmt: skip
