@@ -7,9 +7,10 @@ file's FORMAT_DESCRIPTION (in-use flag cleared; log_pos and create time 0 when t
 past it), then the file's events from the position on, following ROTATEs into the next file;
 when nothing is skipped, as packets framed once per file (:mod:`tests.fakes.mysql_frames`). A
 GTID dump starts at the newest file whose PREVIOUS_GTIDS the replica has and skips each group
-from a GTID event in the replica's set, telling the position it skipped to with a HEARTBEAT. At
-the end of the last file: EOF for BINLOG_DUMP_NON_BLOCK (or server id 0), else a wait for new
-events with a HEARTBEAT (log_pos the end, the file name) each ``@source_heartbeat_period`` ns.
+from a GTID (or tagged GTID) event in the replica's set, telling the position it skipped to
+with a HEARTBEAT. At the end of the last file: EOF for BINLOG_DUMP_NON_BLOCK (or server id 0),
+else a wait for new events with a HEARTBEAT (log_pos the end, the file name) each
+``@source_heartbeat_period`` ns.
 Every packet carries one event after a 0x00 byte.
 """
 
@@ -23,13 +24,14 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from tests.cases.mysql8 import events as ev
-from tests.cases.mysql8.gtids import GtidSet
+from tests.cases.mysql8.gtids import GtidSet, unvarlen
 from tests.fakes.mysql_results import SqlError, eof_packet
 
 if TYPE_CHECKING:
     from tests.fakes.mysql_primary import MySQLPrimary
     from tests.fakes.mysql_wire import Link
 
+GTIDS = frozenset({ev.GTID, ev.GTID_TAGGED})
 NON_BLOCK = 0x01
 THROUGH_GTID = 0x04
 FATAL = 1236
@@ -82,7 +84,11 @@ class Dump:
         (pos,) = struct.unpack_from("<Q", payload, 11 + name_len)
         gtids = GtidSet()
         if flags & THROUGH_GTID:
-            gtids = GtidSet.decode(payload, 11 + name_len + 12)
+            at = 11 + name_len + 12
+            if payload[at + 7] and self.p.version_tuple < (8, 3):
+                raise _fatal("Malformed GTID_set encoding.")  # a format MySQL 8.0 never wrote
+            gtids = GtidSet.decode(payload, at)
+        self.p.gtid_dumps.append(gtids.text())
         self.run(name, pos, flags, server_id, gtids)
 
     def _start_file(self, name: str, gtids: GtidSet | None) -> str:
@@ -160,7 +166,7 @@ class Dump:
 
     def _first_gtid_in(self, items: list[bytes], gtids: GtidSet) -> bool:
         for _, data in self.p.events_from(items, 4):
-            if data[4] == ev.GTID:
+            if data[4] in GTIDS:
                 return gtid_of(data) in gtids
         return False
 
@@ -191,7 +197,7 @@ class Dump:
             for end, data in cursor:
                 kind = data[4]
                 if gtids is not None:
-                    if kind == ev.GTID:
+                    if kind in GTIDS:
                         skipping = gtid_of(data) in gtids
                     elif kind == ev.ROTATE:
                         skipping = False
@@ -241,8 +247,32 @@ class Dump:
 
 
 def gtid_of(data: bytes) -> tuple[str, int]:
-    """(sid, gno) of a GTID event."""
-    return str(uuid.UUID(bytes=bytes(data[20:36]))), int.from_bytes(data[36:44], "little")
+    """(source, gno) of a GTID event; a tagged one's source is ``uuid:tag`` (its message: format
+    version, size, last needed field, then fields 0 flags, 1 uuid, 2 gno, 3 tag by id)."""
+    if data[4] != ev.GTID_TAGGED:
+        return str(uuid.UUID(bytes=bytes(data[20:36]))), int.from_bytes(data[36:44], "little")
+    p = unvarlen(data, unvarlen(data, 20)[1])[1]
+    sid, gno, tag = b"", 0, ""
+    while True:
+        field, p = unvarlen(data, p)
+        if field == 0:
+            p = unvarlen(data, p)[1]
+        elif field == 1:
+            out = []
+            for _ in range(16):
+                byte, p = unvarlen(data, p)
+                out.append(byte)
+            sid = bytes(out)
+        elif field == 2:
+            gno, p = unvarlen(data, p)
+            gno >>= 1
+        elif field == 3:
+            n, p = unvarlen(data, p)
+            tag, p = bytes(data[p : p + n]).decode(), p + n
+        else:
+            break
+    text = str(uuid.UUID(bytes=sid))
+    return (f"{text}:{tag}" if tag else text), gno
 
 
 def ev_rotate_name(data: bytes, checksum: bool) -> str:

@@ -19,6 +19,7 @@ import contextlib
 import re
 import socket
 import ssl
+import struct
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -28,7 +29,7 @@ from tests.cases.mysql8 import events as ev
 from tests.cases.mysql8.binlog import BinlogWriter, Change, Gtid
 from tests.cases.mysql8.columns import Table
 from tests.cases.mysql8.gtids import GtidSet
-from tests.fakes.mysql_dump import FATAL, Dump, gtid_of
+from tests.fakes.mysql_dump import FATAL, GTIDS, Dump, gtid_of
 from tests.fakes.mysql_frames import FramedFile, split
 from tests.fakes.mysql_results import Answers, SqlError, err_packet
 from tests.fakes.mysql_wire import OK, SHA2, Link, login
@@ -41,7 +42,7 @@ class MySQLPrimary:
     password hash is in the server's cache (caching_sha2 fast path); ``accounts``: more users,
     ``{user: (password, plugin)}``; ``require_tls``: ``--require_secure_transport=ON``;
     ``variables`` override the global variables. ``logins`` records how each login went,
-    ``queries`` every statement received."""
+    ``queries`` every statement received, ``gtid_dumps`` the set of each GTID dump."""
 
     def __init__(
         self,
@@ -91,6 +92,7 @@ class MySQLPrimary:
         self.overrides = {k.lower(): v for k, v in (variables or {}).items()}
         self.logins: list[str] = []
         self.queries: list[str] = []
+        self.gtid_dumps: list[str] = []  # the GTID set of each COM_BINLOG_DUMP_GTID, as text
         self.changed = threading.Condition()
         self.closed = False
         self._answers = Answers(self)
@@ -256,7 +258,9 @@ class MySQLPrimary:
     def previous_gtids(self, name: str) -> GtidSet:
         for _, data in self.events_from(self.files[name], 4):
             if data[4] == ev.PREVIOUS_GTIDS:
-                return GtidSet.decode(data, 19)
+                with contextlib.suppress(ValueError, IndexError, struct.error):  # broken: none
+                    return GtidSet.decode(data, 19)
+                break
             if data[4] not in (ev.FORMAT_DESCRIPTION,):
                 break
         return GtidSet()
@@ -272,8 +276,9 @@ class MySQLPrimary:
             count, found = self._gtids.get(name, (0, GtidSet()))
             for item in items[count:]:
                 for data in split(item):
-                    if data[4] == ev.GTID:
-                        found.add(*gtid_of(data))
+                    if data[4] in GTIDS:
+                        with contextlib.suppress(ValueError, IndexError):  # a broken one: none
+                            found.add(*gtid_of(data))
             self._gtids[name] = (len(items), found)
             out.update(found)
         return out

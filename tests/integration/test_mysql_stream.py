@@ -8,22 +8,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import time
 from pathlib import Path
 from typing import Any
 
-from sparkcdc.config.model import SourceConfig
-from sparkcdc.core.logitem import LogItem
 from sparkcdc.core.schema import Column as SchemaColumn
-from sparkcdc.sources.mysql.binlog.reader import LogReader
 from sparkcdc.sources.mysql.offset import BinlogOffset
-from sparkcdc.sources.mysql.schema.history import SchemaHistory
 from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
 from sparkcdc.sources.mysql.server.startup import resolve_startup
-from sparkcdc.store.ring import EventStore
 from tests.cases import partial_json as pj
 from tests.cases.mysql8 import BinlogWriter, Column, Table
 from tests.cases.mysql8 import events as mev
+from tests.cases.mysql8.stream import change_rows, serve, source_of, stream
 from tests.cases.mysql8.workload import sample_row
 from tests.fakes.mysql_primary import MySQLPrimary
 from tests.integration.test_decoder import expected_json
@@ -47,46 +42,6 @@ DOCS = Table(
     "shop", "docs", [Column("id", "int"), Column("doc", "json"), Column("note", "varchar(20)")],
     ["id"], table_id=7,
 )  # fmt: skip
-
-
-def serve(made: list[MySQLPrimary], writer: BinlogWriter, *tables: Table) -> MySQLPrimary:
-    primary = MySQLPrimary("cdc", "cdc-pw", binlog=writer, tables=list(tables))
-    made.append(primary)
-    return primary
-
-
-def source_of(primary: MySQLPrimary) -> SourceConfig:
-    return SourceConfig("127.0.0.1", primary.port, "cdc", "cdc-pw", (r"shop\..*",))
-
-
-def stream(
-    primary: MySQLPrimary, start: BinlogOffset, tmp: Path, changes: int, settle: float = 0.0
-) -> list[LogItem]:
-    """Every item (one per transaction) the log reader puts from ``start`` until ``changes``
-    changes arrived, and ``settle`` seconds more."""
-    store = EventStore()
-    history = SchemaHistory(tmp / "history.jsonl")
-    reader = LogReader(source_of(primary), start, store, history, item_rows=1)
-    reader.start()
-    items: list[LogItem] = []
-    deadline, quiet = time.monotonic() + 30, 0.0
-    try:
-        while len(change_rows(items)) < changes or time.monotonic() < quiet:
-            assert time.monotonic() < deadline, f"timed out with {change_rows(items)}"
-            if not quiet and len(change_rows(items)) >= changes:
-                quiet = time.monotonic() + settle
-            assert reader.error is None, reader.error
-            batch = store.get(timeout=0.2)
-            if batch is not None:
-                items.extend(batch.items)
-                store.ack(batch)
-    finally:
-        reader.stop()
-    return items
-
-
-def change_rows(items: list[LogItem]) -> list[dict[str, Any]]:
-    return [r for i in items if i.batch is not None and not i.is_ddl for r in i.batch.to_pylist()]
 
 
 def expected(col: SchemaColumn, value: Any) -> Any:

@@ -2,8 +2,9 @@
 and checksums MySQL 8.0 writes.
 
 A file is the magic ``\\xfebin`` then FORMAT_DESCRIPTION (flagged in use while the file is the
-last one), PREVIOUS_GTIDS (the GTID set of all files before), transactions, and a ROTATE naming
-the next file when it is closed. A transaction is GTID (or ANONYMOUS_GTID), QUERY ``BEGIN``, per
+last one), PREVIOUS_GTIDS (the GTID set of all files before, in the tagged format once it holds a
+tag), transactions, and a ROTATE naming the next file when it is closed. A transaction is GTID
+(GTID_TAGGED for a ``uuid:tag`` source, MySQL 8.3+; ANONYMOUS_GTID without), QUERY ``BEGIN``, per
 statement a TABLE_MAP and its rows events, XID; a DDL is GTID and the QUERY (atomic DDL: no
 BEGIN/XID). Compressed (``binlog_transaction_compression=ON``), everything after the GTID event
 goes into one TRANSACTION_PAYLOAD as a zstd frame of the inner events, which MySQL writes with
@@ -25,7 +26,7 @@ from tests.cases.mysql8.gtids import GtidSet, normal, sid_bytes
 from tests.cases.mysql8.tablemap import TableLayout
 
 Change = tuple[str, Table, Any, Any]  # ("c"|"u"|"d", table, before row, after row)
-Gtid = tuple[str, int] | None  # (source uuid, gno); None: anonymous
+Gtid = tuple[str, int] | None  # (source: uuid or uuid:tag, gno); None: anonymous
 _ROWS = {"c": ev.WRITE_ROWS, "u": ev.UPDATE_ROWS, "d": ev.DELETE_ROWS}
 ANONYMOUS_SID = bytes(16)
 _BEGIN = ev.query_body("", "BEGIN")
@@ -187,18 +188,31 @@ class BinlogWriter:
             raw = b"".join(ev.event(k, body, ts, self.server_id, 0, 0, False) for k, body in inner)
             inner = [(ev.TRANSACTION_PAYLOAD, ev.payload_body(self._zstd.compress(raw), len(raw)))]
         rest = sum(19 + len(body) + crc for _, body in inner)
-        length = rest + ev.gtid_event_size(rest, self.checksum)
-        length = rest + ev.gtid_event_size(length, self.checksum)
         self.sequence += 1
         if gtid is None:
-            kind, sid, gno = ev.ANONYMOUS_GTID, ANONYMOUS_SID, 0
+            kind, sid, gno, tag = ev.ANONYMOUS_GTID, ANONYMOUS_SID, 0, ""
         else:
             text, sid = _sid(gtid[0])
-            kind, gno = ev.GTID, gtid[1]
+            kind, gno, tag = ev.GTID, gtid[1], text.partition(":")[2]
             self.gtid_executed.add(text, gno)
-        body = ev.gtid_body(sid, gno, self.sequence - 1, self.sequence, us, length,
-                            self.server_version, gtid_flags)  # fmt: skip
-        out = [self.write(kind, body, ts)]
+        if tag:
+            if self.server_version < 80300:
+                raise ValueError(f"MySQL {self.version} writes no tagged GTID ({text}:{gno})")
+            kind = ev.GTID_TAGGED
+
+            def body_of(length: int) -> bytes:
+                return ev.gtid_tagged_body(sid, tag, gno, self.sequence - 1, self.sequence, us,
+                                           length, self.server_version, gtid_flags)  # fmt: skip
+        else:
+
+            def body_of(length: int) -> bytes:
+                return ev.gtid_body(sid, gno, self.sequence - 1, self.sequence, us, length,
+                                    self.server_version, gtid_flags)  # fmt: skip
+
+        length = rest  # the transaction's length counts its GTID event: until it stays put
+        while length != rest + 19 + len(body_of(length)) + crc:
+            length = rest + 19 + len(body_of(length)) + crc
+        out = [self.write(kind, body_of(length), ts)]
         out += [self.write(k, b, ts) for k, b in inner]
         return out
 

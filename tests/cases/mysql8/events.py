@@ -12,12 +12,12 @@ from __future__ import annotations
 import struct
 import zlib
 
-from tests.cases.mysql8.gtids import GtidSet
+from tests.cases.mysql8.gtids import GtidSet, varlen
 
 QUERY, ROTATE, FORMAT_DESCRIPTION, XID, TABLE_MAP, HEARTBEAT = 2, 4, 15, 16, 19, 27
 WRITE_ROWS, UPDATE_ROWS, DELETE_ROWS = 30, 31, 32
 GTID, ANONYMOUS_GTID, PREVIOUS_GTIDS = 33, 34, 35
-TRANSACTION_PAYLOAD, HEARTBEAT_V2 = 40, 41
+TRANSACTION_PAYLOAD, HEARTBEAT_V2, GTID_TAGGED = 40, 41, 42
 
 BINLOG_IN_USE = 0x1  # LOG_EVENT_BINLOG_IN_USE_F: the file is open (FORMAT_DESCRIPTION)
 ARTIFICIAL = 0x20  # LOG_EVENT_ARTIFICIAL_F: made up by the dump thread
@@ -98,6 +98,35 @@ def gtid_body(
 
 def gtid_event_size(length: int, checksum: bool = True) -> int:
     return 19 + 42 + 7 + len(packed(length)) + 4 + (4 if checksum else 0)
+
+
+def zigzag(n: int) -> bytes:
+    """A signed mysql::serialization integer: ``n << 1``, or ``(-(n + 1) << 1) | 1`` below 0."""
+    return varlen(n << 1 if n >= 0 else (-(n + 1) << 1) | 1)
+
+
+def gtid_tagged_body(
+    sid: bytes, tag: str, gno: int, last_committed: int, sequence: int, commit_us: int,
+    length: int, server_version: int, flags: int = 0,
+) -> bytes:  # fmt: skip
+    """GTID_TAGGED_LOG_EVENT body (MySQL 8.3+, a mysql::serialization message): format version
+    2, the message's size from that byte on, the last field a reader must know (0), then by field
+    id: 0 flags, 1 the uuid (16 integers), 2 gno (signed), 3 the tag (length, characters),
+    4 last_committed and 5 sequence_number (signed), 6 the immediate commit timestamp, 8 the
+    transaction length, 9 the immediate server version (7 and 10, the original ones, left out
+    when equal to the immediate ones)."""
+    fields = (
+        varlen(0) + varlen(flags) + varlen(1) + b"".join(varlen(b) for b in sid)
+        + varlen(2) + zigzag(gno) + varlen(3) + varlen(len(tag)) + tag.encode()
+        + varlen(4) + zigzag(last_committed) + varlen(5) + zigzag(sequence)
+        + varlen(6) + varlen(commit_us) + varlen(8) + varlen(length)
+        + varlen(9) + varlen(server_version)
+    )  # fmt: skip
+    rest = varlen(0) + fields
+    size = 1 + 1 + len(rest)
+    while size != 1 + len(varlen(size)) + len(rest):
+        size = 1 + len(varlen(size)) + len(rest)
+    return b"\x02" + varlen(size) + rest
 
 
 # QUERY status variables (statement_events.h), always written in increasing code order

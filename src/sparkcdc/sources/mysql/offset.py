@@ -4,7 +4,9 @@
 
     file, pos   the binlog file and the byte position where the next transaction starts (the
                 GTID event that opens it); for a split transaction, where it started
-    gtid        the GTID position (MariaDB ``domain-server-seq[,...]``) of everything before
+    gtid        the GTID position of everything before, as the server prints it: MariaDB's
+                ``domain-server-seq[,...]``, MySQL's GTID set ``uuid:1-9[:tag:1-3][,...]`` (tags:
+                MySQL 8.3+; a set without them reads as it always did)
     skip        row events of the transaction at (file, pos) already delivered; 0 at a boundary
 
 Ordering rule: by binlog file sequence number, then ``pos``, then ``skip``; ``gtid`` is derived

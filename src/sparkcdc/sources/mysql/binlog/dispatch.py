@@ -3,9 +3,11 @@
 Per event of the binlog dump::
 
     ROTATE / FORMAT_DESCRIPTION    current file, checksum and post-header sizes
-    GTID (MariaDB), GTID or        a transaction opens at (file, pos of this event); its
-    ANONYMOUS_GTID (MySQL)         timestamp is the transaction's commit time (MariaDB)
-    PREVIOUS_GTIDS (MySQL)         the GTID set before the file, joined to the position
+    GTID (MariaDB), GTID, tagged   a transaction opens at (file, pos of this event); its
+    GTID or ANONYMOUS_GTID         timestamp is the transaction's commit time (MariaDB)
+    (MySQL)
+    PREVIOUS_GTIDS (MySQL)         the GTID set before the file (tagged sources too), joined
+                                   to the position
     TABLE_MAP                      remembered per table id; decoders cached per (id, schema_id)
     WRITE/UPDATE/DELETE_ROWS       captured tables only -> envelope rows, cut into items of
                                    <= item_rows rows (:mod:`sparkcdc.store.cutter`)
@@ -30,6 +32,7 @@ thread, the reconnects and the store.
 from __future__ import annotations
 
 import logging
+import struct
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -197,11 +200,26 @@ class BinlogDispatch(TransactionEvents):
         elif etype == ev.PARTIAL_UPDATE_ROWS:
             self._rows_event(etype, data, pos)
         elif etype == ev.MYSQL_PREVIOUS_GTIDS:
-            assert self._fd is not None
-            self._gtid_set.update(GtidSet.decode(data, self._fd.header_len))
-            self._gtid_text = None
+            self._previous_gtids(data, pos)
         elif etype not in SKIPPED:
             raise unknown_event_error(etype, self._file, pos)
+
+    def _previous_gtids(self, data: bytes, pos: int) -> None:
+        """MySQL's PREVIOUS_GTIDS at ``pos``: the GTID set before the file (tagged or not)."""
+        assert self._fd is not None
+        try:
+            found = GtidSet.decode(data, self._fd.header_len, len(data) - self._trailer)
+        except (ValueError, struct.error) as exc:
+            raise SourceError(
+                f"the PREVIOUS_GTIDS event (type {ev.MYSQL_PREVIOUS_GTIDS}) at {self._file}:{pos} "
+                f"cannot be read ({exc}); the stream stops here rather than guess the GTID set "
+                "its offsets carry.",
+                event_type=ev.MYSQL_PREVIOUS_GTIDS,
+                file=self._file,
+                pos=pos,
+            ) from None
+        self._gtid_set.update(found)
+        self._gtid_text = None
 
     def _set_file(self, file: str) -> None:
         self._file = file

@@ -65,7 +65,8 @@ def open_dump(
 
 
 def _flavoured_gtid(gtid: str, mariadb: bool, version: str) -> str:
-    """``gtid`` checked, and written the way the server's flavour writes GTID positions."""
+    """``gtid`` checked, and written the way the server's flavour writes GTID positions (a
+    tagged MySQL GTID set only to MySQL 8.3+, the first to know tags)."""
     text = check_gtid(gtid)
     if text and is_mysql_gtid(text) == mariadb:
         server, form = (
@@ -78,7 +79,21 @@ def _flavoured_gtid(gtid: str, mariadb: bool, version: str) -> str:
             f"{server} {version}; write {form}.",
             key="source.startup",
         )
+    if text and not mariadb and GtidSet.parse(text).tagged and _release(version) < (8, 3):
+        raise ConfigError(
+            f"source.startup gtid:{gtid} holds tagged GTIDs (uuid:tag:n), which MySQL "
+            f"{version} does not know (tags came with MySQL 8.3); write the set the server's "
+            "@@gtid_executed shows.",
+            key="source.startup",
+        )
     return text
+
+
+def _release(version: str) -> tuple[int, int]:
+    """(major, minor) of a server version text (``8.4.3-log`` -> (8, 4))."""
+    parts = [int("".join(c for c in x if c.isdigit()) or 0) for x in version.split(".")[:2]]
+    major, minor = (*parts, 0, 0)[:2]
+    return major, minor
 
 
 def _with_read_timeout(

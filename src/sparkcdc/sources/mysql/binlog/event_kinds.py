@@ -2,9 +2,10 @@
 the stream at any other type it does not decode.
 
 The dispatch (:mod:`.dispatch`) decodes what a row-based change stream is made of: ROTATE,
-FORMAT_DESCRIPTION, heartbeats, both flavours' GTID events, MySQL's PREVIOUS_GTIDS, TABLE_MAP,
-rows events (MySQL's partial JSON updates too), XID, QUERY (transaction boundaries and DDL),
-MariaDB's compressed query and rows events and MySQL's compressed transactions. Everything
+FORMAT_DESCRIPTION, heartbeats, both flavours' GTID events (MySQL's tagged ones too),
+MySQL's PREVIOUS_GTIDS, TABLE_MAP, rows events (MySQL's partial JSON updates too), XID, QUERY
+(transaction boundaries and DDL), MariaDB's compressed query and rows events and MySQL's
+compressed transactions. Everything
 else is either in :data:`SKIPPED`, because it carries no row change in a ROW-format binlog, or
 stops the stream: an event nobody listed may carry changes, and skipping it would lose them
 without a word.
@@ -42,7 +43,6 @@ _ADVICE = {
     26: "the server recorded an incident (changes may be missing from its binlog); check it, "
     "then take a new snapshot (startup: initial)",
     38: "an XA PREPARE, whose changes sparkcdc does not deliver",
-    42: "a tagged GTID (MySQL 8.3+), which sparkcdc does not read; use untagged GTIDs",
 }
 
 

@@ -61,8 +61,9 @@ MYSQL_PREVIOUS_GTIDS = 35  # PREVIOUS_GTIDS_LOG_EVENT, at the start of every MyS
 PARTIAL_UPDATE_ROWS = 39  # MySQL 8: an update with JSON diffs (binlog_row_value_options)
 TRANSACTION_PAYLOAD = 40  # MySQL 8: a compressed transaction (binlog_transaction_compression)
 HEARTBEAT_V2 = 41  # MySQL 8.0.26+: a heartbeat whose position may pass 4 GiB
-MYSQL_GTID_EVENTS = frozenset({MYSQL_GTID, MYSQL_ANONYMOUS_GTID})
-TRANSACTION_STARTS = frozenset({GTID, MYSQL_GTID, MYSQL_ANONYMOUS_GTID})
+MYSQL_GTID_TAGGED = 42  # MySQL 8.3+: GTID_TAGGED_LOG_EVENT (a tagged GTID, :mod:`.serialized`)
+MYSQL_GTID_EVENTS = frozenset({MYSQL_GTID, MYSQL_ANONYMOUS_GTID, MYSQL_GTID_TAGGED})
+TRANSACTION_STARTS = frozenset({GTID, *MYSQL_GTID_EVENTS})
 """The events that open a transaction, in either flavour."""
 HEARTBEATS = frozenset({HEARTBEAT, HEARTBEAT_V2})
 

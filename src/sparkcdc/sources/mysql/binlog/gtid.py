@@ -1,19 +1,25 @@
 """GTID positions of both binlog flavours, as text and as the dump commands want them.
 
-=========  ====================================  =============================================
-flavour    text                                  meaning
-=========  ====================================  =============================================
-MariaDB    ``domain-server-seq[,…]``             the last transaction of each replication
-                                                 domain (``@@gtid_binlog_pos``)
-MySQL      ``uuid:1-100:105-107[,uuid2:1-7]``    every transaction executed, as intervals of
-                                                 sequence numbers per source uuid
-                                                 (``@@gtid_executed``, a GTID set)
-=========  ====================================  =============================================
+=========  ======================================  ===========================================
+flavour    text                                    meaning
+=========  ======================================  ===========================================
+MariaDB    ``domain-server-seq[,…]``               the last transaction of each replication
+                                                   domain (``@@gtid_binlog_pos``)
+MySQL      ``uuid:1-100:105[:tag:1-7][,uuid2:…]``  every transaction executed, as intervals of
+                                                   sequence numbers per source uuid and, MySQL
+                                                   8.3+, per tag of that source (a tag names
+                                                   the intervals after it; ``@@gtid_executed``)
+=========  ======================================  ===========================================
 
-:class:`GtidSet` is MySQL's set: :meth:`~GtidSet.add` extends the last interval in the common
-case (transactions of one server arrive in order), and :meth:`~GtidSet.encoded` is the form
-``COM_BINLOG_DUMP_GTID`` sends (libbinlogevents' ``Gtid_set::encode``: sid count u64; per sid its
-16 bytes, interval count u64, then start and exclusive end i64 per interval).
+:class:`GtidSet` is MySQL's set, keyed by *source*: ``uuid`` for untagged transactions, ``uuid:tag``
+for tagged ones (tags are lower case, a letter or ``_`` then up to 31 letters, digits or ``_``).
+:meth:`~GtidSet.add` extends the last interval in the common case (transactions of one server
+arrive in order). :meth:`~GtidSet.encoded` is the form ``COM_BINLOG_DUMP_GTID`` sends and a
+PREVIOUS_GTIDS event holds (``Gtid_set::encode``): the count of sources as u64, then per source
+its 16 uuid bytes, its interval count u64, then start and exclusive end i64 per interval. With a
+tag in the set (MySQL 8.3+) the count's first and last bytes are the format, 1 (the count in the
+6 bytes between), and each uuid is followed by its tag: length (a variable-length integer,
+:mod:`.serialized`), then the characters (length 0: untagged).
 """
 
 from __future__ import annotations
@@ -23,8 +29,12 @@ import struct
 import uuid as uuidlib
 
 from sparkcdc.core.errors import ConfigError
+from sparkcdc.sources.mysql.binlog.serialized import read_varlen, varlen
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}(-?[0-9a-fA-F]{4}){3}-?[0-9a-fA-F]{12}$")
+_TAG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")
+_SPAN = re.compile(r"^(\d+)(?:-(\d+))?$")
+_TAGGED = 1  # the format byte of an encoded set with tags
 
 
 def parse_mariadb_gtid(text: str) -> dict[int, tuple[int, int]]:
@@ -46,7 +56,8 @@ def format_mariadb_gtid(state: dict[int, tuple[int, int]]) -> str:
 
 
 class GtidSet:
-    """A MySQL GTID set: per source uuid, sorted disjoint intervals ``[first, last]``."""
+    """A MySQL GTID set: per source (``uuid`` or ``uuid:tag``), sorted disjoint intervals
+    ``[first, last]``."""
 
     __slots__ = ("intervals", "_text", "_only")
 
@@ -60,20 +71,34 @@ class GtidSet:
         """The set ``text`` names (ValueError if it is not a GTID set)."""
         gset = cls()
         for part in filter(None, re.sub(r"\s", "", text).split(",")):
-            sid, *ranges = part.split(":")
-            if not _UUID.match(sid) or not ranges:
+            sid, *items = part.split(":")
+            if not _UUID.match(sid) or not items:
                 raise ValueError(part)
-            sid = str(uuidlib.UUID(sid))
-            for span in ranges:
-                first, _, last = span.partition("-")
-                lo, hi = int(first), int(last or first)
+            source = sid = str(uuidlib.UUID(sid))
+            spans = 0  # intervals after the last tag (a tag must be followed by one)
+            for item in items:
+                span = _SPAN.match(item)
+                if span is None:
+                    if not _TAG.match(item) or (source != sid and not spans):
+                        raise ValueError(item)
+                    source, spans = f"{sid}:{item.lower()}", 0
+                    continue
+                lo, hi = int(span.group(1)), int(span.group(2) or span.group(1))
                 if not 0 < lo <= hi:
-                    raise ValueError(span)
-                gset._add_interval(sid, lo, hi)
+                    raise ValueError(item)
+                gset._add_interval(source, lo, hi)
+                spans += 1
+            if not spans:
+                raise ValueError(part)
         return gset
 
+    @property
+    def tagged(self) -> bool:
+        """Whether a tagged GTID (MySQL 8.3+) is in the set."""
+        return any(":" in source for source in self.intervals)
+
     def add(self, sid: str, gno: int) -> None:
-        """Add transaction ``sid:gno``."""
+        """Add transaction ``sid:gno`` (``sid``: a source, ``uuid`` or ``uuid:tag``)."""
         spans = self.intervals.get(sid)
         if spans is None:
             self.intervals[sid] = [[gno, gno]]
@@ -121,7 +146,8 @@ class GtidSet:
         return any(lo <= gno <= hi for lo, hi in spans)
 
     def text(self) -> str:
-        """``uuid:1-5:7,…`` with uuids sorted, as MySQL prints ``@@gtid_executed``."""
+        """``uuid:1-5:7:tag:1-3,…`` as MySQL prints ``@@gtid_executed``: uuids sorted, each with
+        its untagged intervals, then its tags in order, each with its intervals."""
         if self._text is None and len(self.intervals) == 1:
             ((sid, spans),) = self.intervals.items()
             if len(spans) == 1:  # one server, no gap
@@ -129,10 +155,12 @@ class GtidSet:
                 lo, hi = spans[0]
                 self._text = f"{sid}:{lo}" if lo == hi else f"{sid}:{lo}-{hi}"
         if self._text is None:
-            self._text = ",".join(
-                sid + "".join(f":{lo}" if lo == hi else f":{lo}-{hi}" for lo, hi in spans)
-                for sid, spans in sorted(self.intervals.items())
-            )
+            groups: dict[str, list[str]] = {}
+            for source, spans in sorted(self.intervals.items()):  # "uuid" before "uuid:tag"
+                sid, _, tag = source.partition(":")
+                texts = "".join(f":{lo}" if lo == hi else f":{lo}-{hi}" for lo, hi in spans)
+                groups.setdefault(sid, [sid]).append(f":{tag}{texts}" if tag else texts)
+            self._text = ",".join("".join(parts) for parts in groups.values())
         return self._text
 
     def copy(self) -> GtidSet:
@@ -142,19 +170,42 @@ class GtidSet:
         return other
 
     @classmethod
-    def decode(cls, data: bytes, p: int) -> GtidSet:
-        """The set encoded at ``data[p:]`` (a PREVIOUS_GTIDS event's body, or the form
-        :meth:`encoded` writes)."""
-        gset = cls()
-        (count,) = struct.unpack_from("<Q", data, p)
-        p += 8
+    def decode(cls, data: bytes, p: int, end: int | None = None) -> GtidSet:
+        """The set encoded at ``data[p:end]`` (a PREVIOUS_GTIDS event's body, or the form
+        :meth:`encoded` writes, either format); ValueError if it is not one."""
+        end = len(data) if end is None else end
+        if p + 8 > end:
+            raise ValueError("fewer than 8 bytes, where the count of sources is")
+        tagged = data[p + 7]
+        if tagged == _TAGGED and data[p] == _TAGGED:
+            count = int.from_bytes(data[p + 1 : p + 7], "little")
+        elif tagged == 0:
+            count = int.from_bytes(data[p : p + 8], "little")
+        else:
+            raise ValueError(f"the format byte is {tagged}; 0 (untagged) and 1 (tagged) are known")
+        gset, p = cls(), p + 8
         for _ in range(count):
-            sid = str(uuidlib.UUID(bytes=bytes(data[p : p + 16])))
-            (spans,) = struct.unpack_from("<Q", data, p + 16)
-            p += 24
+            if p + 16 > end:
+                raise ValueError(f"the set ends within its sources ({count} announced)")
+            source = str(uuidlib.UUID(bytes=bytes(data[p : p + 16])))
+            p += 16
+            if tagged:
+                length, p = read_varlen(data, p, end)
+                tag = bytes(data[p : p + length]).decode("ascii", "replace").lower()
+                if length and not _TAG.match(tag):
+                    raise ValueError(f"{tag!r} is not a GTID tag")
+                source, p = (f"{source}:{tag}" if tag else source), p + length
+            if p + 8 > end:
+                raise ValueError("the set ends where an interval count is")
+            (spans,) = struct.unpack_from("<Q", data, p)
+            p += 8
+            if p + 16 * spans > end:
+                raise ValueError(f"the set ends within the {spans} intervals of {source}")
             for _ in range(spans):
-                lo, end = struct.unpack_from("<qq", data, p)
-                gset._add_interval(sid, lo, end - 1)
+                lo, stop = struct.unpack_from("<qq", data, p)
+                if not 0 < lo < stop:
+                    raise ValueError(f"[{lo}, {stop}) is not an interval of transactions")
+                gset._add_interval(source, lo, stop - 1)
                 p += 16
         return gset
 
@@ -165,10 +216,19 @@ class GtidSet:
                 self._add_interval(sid, lo, hi)
 
     def encoded(self) -> bytes:
-        """The set as ``COM_BINLOG_DUMP_GTID`` carries it (module docstring)."""
-        out = [struct.pack("<Q", len(self.intervals))]
-        for sid, spans in sorted(self.intervals.items()):
-            out.append(uuidlib.UUID(sid).bytes + struct.pack("<Q", len(spans)))
+        """The set as ``COM_BINLOG_DUMP_GTID`` carries it (module docstring): the untagged format
+        unless a tag is in the set, which only MySQL 8.3+ reads."""
+        count, items, tagged = len(self.intervals), sorted(self.intervals.items()), self.tagged
+        if tagged:
+            out = [bytes([_TAGGED]) + count.to_bytes(6, "little") + bytes([_TAGGED])]
+        else:
+            out = [struct.pack("<Q", count)]
+        for source, spans in items:
+            sid, _, tag = source.partition(":")
+            out.append(uuidlib.UUID(sid).bytes)
+            if tagged:
+                out.append(varlen(len(tag)) + tag.encode())
+            out.append(struct.pack("<Q", len(spans)))
             out.extend(struct.pack("<qq", lo, hi + 1) for lo, hi in spans)
         return b"".join(out)
 
@@ -188,8 +248,9 @@ def check_gtid(gtid: str) -> str:
     except ValueError:
         raise ConfigError(
             f"{gtid!r} is neither a MariaDB GTID position (domain-server-sequence numbers "
-            "joined by commas, e.g. gtid:0-1-42) nor a MySQL GTID set (uuid:first-last "
-            "joined by commas, e.g. gtid:3e11fa47-71ca-11e1-9e33-c80aa9429562:1-77).",
+            "joined by commas, e.g. gtid:0-1-42) nor a MySQL GTID set (uuid:first-last, "
+            "tagged intervals after their tag, sources joined by commas, e.g. "
+            "gtid:3e11fa47-71ca-11e1-9e33-c80aa9429562:1-77:mytag:1-5).",
             key="source.startup",
         ) from None
     return text

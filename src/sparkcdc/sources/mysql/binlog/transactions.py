@@ -2,10 +2,11 @@
 transaction half of the log reader's event loop (:mod:`.dispatch` routes the events here).
 
 A GTID event opens a transaction at its own position, the last boundary before it: MariaDB's
-(162), whose flags say whether BEGIN/COMMIT follow, or MySQL's (33, or 34 without GTIDs), where
-a QUERY ``BEGIN`` follows unless the transaction is one DDL statement. XID, or a COMMIT/ROLLBACK
-query, ends it at the next event's position (a boundary, with the GTID position after it); so
-does a DDL statement that has no BEGIN before it. A MySQL transaction already in the GTID set
+(162), whose flags say whether BEGIN/COMMIT follow, or MySQL's (33, 42 for a tagged GTID
+``uuid:tag:n``, or 34 without GTIDs), where a QUERY ``BEGIN`` follows unless the transaction is
+one DDL statement. XID, or a COMMIT/ROLLBACK query, ends it at the next event's position (a
+boundary, with the GTID position after it); so does a DDL statement that has no BEGIN before
+it. A MySQL transaction already in the GTID set
 (a stream opened by GTID set, then resumed by position) is read but not delivered again.
 
 A transaction's rows go to the cutter (:mod:`sparkcdc.store.cutter`), which puts them when they
@@ -24,6 +25,7 @@ from sparkcdc.core.logitem import LogItem
 from sparkcdc.core.offset import Offset
 from sparkcdc.sources.mysql.binlog import events as ev
 from sparkcdc.sources.mysql.binlog.gtid import GtidSet, format_mariadb_gtid
+from sparkcdc.sources.mysql.binlog.serialized import parse_tagged_gtid
 from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.schema.state import SchemaState
 from sparkcdc.store.cutter import TransactionCutter
@@ -31,7 +33,8 @@ from sparkcdc.store.cutter import TransactionCutter
 log = logging.getLogger("sparkcdc.reader")
 
 _IGNORED_QUERIES = ("BEGIN", "XA ", "SAVEPOINT", "ROLLBACK TO", "RELEASE SAVEPOINT")
-_ANONYMOUS, _unpack_gtid = ev.MYSQL_ANONYMOUS_GTID, ev.unpack_mysql_gtid
+_ANONYMOUS, _TAGGED = ev.MYSQL_ANONYMOUS_GTID, ev.MYSQL_GTID_TAGGED
+_unpack_gtid = ev.unpack_mysql_gtid
 _DELIVERED = 1 << 62  # skip every row: the transaction is in the GTID set already
 
 
@@ -48,6 +51,7 @@ class TransactionEvents:
     _gtid_text: str | None
     _mysql: bool
     _sids: dict[bytes, str]
+    _trailer: int
     _resume: BinlogOffset | None
     _position: Offset | None
     _server_id: int
@@ -84,7 +88,8 @@ class TransactionEvents:
     def _begin_mysql(
         self, data: bytes, start: int, etype: int, server_id: int, pos: int, ts: int
     ) -> None:
-        """A MySQL GTID or anonymous GTID event: standalone until its QUERY ``BEGIN``."""
+        """A MySQL GTID, tagged GTID or anonymous GTID event: standalone until its QUERY
+        ``BEGIN``."""
         if not self._mysql:
             self._mysql, self._gtid_text = True, None
         before = self._gtid_text
@@ -94,10 +99,16 @@ class TransactionEvents:
         if etype == _ANONYMOUS:
             transaction = ""  # gtid_mode OFF: the transaction has no id
         else:
-            _, sid_bytes, gno = _unpack_gtid(data, start)
+            tag = ""
+            if etype == _TAGGED:
+                sid_bytes, gno, tag = self._tagged(data, start, pos)
+            else:
+                _, sid_bytes, gno = _unpack_gtid(data, start)
             sid = self._sids.get(sid_bytes)
             if sid is None:
                 sid = self._sids[sid_bytes] = str(uuidlib.UUID(bytes=bytes(sid_bytes)))
+            if tag:
+                sid = f"{sid}:{tag}"
             transaction = f"{sid}:{gno}"
             added = self._gtid_set.add_new(sid, gno)
             if added is None:
@@ -106,6 +117,20 @@ class TransactionEvents:
                 self._gtid_text = added
         self._open(transaction, before, server_id, pos, ts, delivered)
         self._standalone = True
+
+    def _tagged(self, data: bytes, start: int, pos: int) -> tuple[bytes, int, str]:
+        """(source uuid bytes, transaction number, tag) of a GTID_TAGGED_LOG_EVENT at ``pos``."""
+        try:
+            found = parse_tagged_gtid(data, start, len(data) - self._trailer)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise SourceError(
+                f"the tagged GTID event (type {_TAGGED}) at {self._file}:{pos} cannot be read "
+                f"({exc}); the stream stops here rather than misplace the transaction it opens.",
+                event_type=_TAGGED,
+                file=self._file,
+                pos=pos,
+            ) from None
+        return found.sid, found.gno, found.tag
 
     def _open(
         self, transaction: str, before: str, server_id: int, pos: int, ts: int,

@@ -5,7 +5,8 @@
 ``latest``                  the end of the log now (``SHOW MASTER STATUS``; MySQL 8.2+:
                             ``SHOW BINARY LOG STATUS``)
 ``gtid:<d-s-n[,...]>``      right after that MariaDB GTID position, or MySQL GTID set
-``gtid:<uuid:1-n[,...]>``   (``uuid:first-last``), resolved to file/pos: a GTID dump opens
+``gtid:<uuid:1-n[,...]>``   (``uuid:first-last``, MySQL 8.3+ also ``uuid:tag:first-last``, as
+                            ``@@gtid_executed`` prints it), resolved to file/pos: a GTID dump opens
                             with a fake ROTATE (the file), and once the server has skipped
                             what the position covers the next transaction's GTID event (or
                             MariaDB's artificial GTID_LIST, whose ``next_pos`` is where the
@@ -65,7 +66,8 @@ def resolve_startup(catalog: MySQLCatalog, source: SourceConfig, startup: str) -
         return resolve_timestamp(catalog, source, int(arg))
     raise ConfigError(
         f"source.startup {startup!r} is not a start mode; use earliest, latest, "
-        "gtid:<domain-server-seq,...> (MySQL: gtid:<uuid:first-last,...>), "
+        "gtid:<domain-server-seq,...> (MySQL: gtid:<uuid:first-last,...>, tagged: "
+        "gtid:<uuid:tag:first-last,...>), "
         "position:<file>:<pos> or timestamp:<epoch-ms>.",
         key="source.startup",
     )
