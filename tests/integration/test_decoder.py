@@ -417,6 +417,28 @@ def test_the_table_maps_names_and_signedness_cross_check_the_schema(
         RowsDecoder(tmap, signed)
 
 
+def test_a_year_column_has_its_own_signedness_bit(mariadb: ThrowawayMariaDB, db: str) -> None:
+    """MariaDB, like MySQL, gives YEAR a SIGNEDNESS bit (1 here); the column after it is read
+    with its own bit, not YEAR's."""
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, y YEAR, s INT, u INT UNSIGNED)",
+                    database=db)  # fmt: skip
+    schema = load_schema(mariadb, db, "t")
+    start = master_status(mariadb)
+    with full_row_metadata(mariadb):
+        mariadb.execute("INSERT INTO t VALUES (1, 2024, -2, 3)", database=db)
+    stop = master_status(mariadb)
+    ((tmap, raw),) = [
+        (ev.parse_table_map(data, fd), data)
+        for h, fd, data in iter_events(
+            mariadb.host, mariadb.port, mariadb.user, "", *start, next(_server_ids), stop
+        )
+        if h.type == ev.TABLE_MAP and fd is not None
+    ]
+    assert b"\x01\x01\x50" in raw  # SIGNEDNESS, 1 byte: id y s u = 0 1 0 1
+    assert tmap.unsigned == ((0, False), (2, False), (3, True))
+    RowsDecoder(tmap, schema)  # no false "schema is out of date"
+
+
 def test_long_char_wide_enum_and_set(mariadb: ThrowawayMariaDB, db: str) -> None:
     members = [f"m{i}" for i in range(300)]
     flags = [f"f{i}" for i in range(20)]

@@ -134,6 +134,20 @@ def test_the_project_reads_table_maps_with_full_metadata() -> None:
     assert body.rfind(bytes([COLUMN_VISIBILITY])) > 0
 
 
+def test_year_takes_a_signedness_bit_as_mysql_8_writes_it() -> None:
+    """MySQL's table-map writer gives a SIGNEDNESS bit to every has_signedess_information_type
+    column, YEAR's 0 included; a column after a YEAR reads its own bit."""
+    table = Table("shop", "years", [Column("id", "int"), Column("y", "year"),
+                                    Column("u", "int unsigned"), Column("s", "smallint")],
+                  ["id"], table_id=9)  # fmt: skip
+    w = BinlogWriter(row_metadata="MINIMAL")
+    body = w.layout(table).table_map_body
+    assert body.endswith(bytes([1, 1, 0b0010_0000]))  # SIGNEDNESS, 1 byte: id y u s = 0 0 1 0
+    fd = pev.parse_format_description(w.events[0])
+    tm = pev.parse_table_map(ev.event(ev.TABLE_MAP, body, 0, 1, 500), fd)
+    assert tm.unsigned == ((0, False), (2, True), (3, False))
+
+
 def test_charsets_are_logged_the_smaller_way() -> None:
     default = charset_field([255, 255, 8], 2, 3)
     assert default == bytes([2, 5, 0xFC, 255, 0, 2, 8])  # default 255, then column 2: latin1

@@ -38,7 +38,9 @@ _INTS = {  # name: (type code, bytes, I_S precision signed, unsigned)
 }
 _SIZES = {"tiny": (1, 255), "": (2, 65535), "medium": (3, 16777215), "long": (4, 4294967295)}
 _TEMPORAL = {"time": T_TIME2, "datetime": T_DATETIME2, "timestamp": T_TIMESTAMP2}
-NUMERIC = frozenset({T_TINY, T_SHORT, T_INT24, T_LONG, T_LONGLONG, T_NEWDECIMAL, T_FLOAT, T_DOUBLE})
+# the types with a SIGNEDNESS bit (has_signedess_information_type): YEAR too, its bit 0
+NUMERIC = frozenset({T_TINY, T_SHORT, T_INT24, T_LONG, T_LONGLONG, T_NEWDECIMAL, T_FLOAT, T_DOUBLE,
+                     T_YEAR})  # fmt: skip
 _TYPE = re.compile(r"^\s*([a-z]+)\s*(?:\((.*)\))?\s*(.*)$", re.I | re.S)
 
 

@@ -72,7 +72,10 @@ class TableMap:
 
 
 INTEGERS = (T_TINY, T_SHORT, T_INT24, T_LONG, T_LONGLONG)
-_NUMERIC = (*INTEGERS, T_DECIMAL, T_NEWDECIMAL, T_FLOAT, T_DOUBLE)
+SIGNED_TYPES = frozenset({*INTEGERS, T_YEAR, T_DECIMAL, T_NEWDECIMAL, T_FLOAT, T_DOUBLE})
+"""The types with a bit in SIGNEDNESS: MySQL's ``has_signedess_information_type``
+(``field_common_properties.h``), which the table map's writer asks; YEAR is among them, its bit
+0 in MySQL, 1 in MariaDB."""
 _SIGNEDNESS, _COLUMN_NAME = 1, 4
 
 
@@ -81,7 +84,8 @@ def optional_metadata(
 ) -> tuple[tuple[str, ...], tuple[tuple[int, bool], ...]]:
     """The column names and the integer columns' signedness from a table map's optional
     metadata at ``data[p:end]``: fields of a type byte, a length-encoded length and the
-    value. SIGNEDNESS holds a bit per numeric column (in column order, high bit first);
+    value. SIGNEDNESS holds a bit per column of :data:`SIGNED_TYPES` (in column order, high bit
+    first);
     COLUMN_NAME a length-prefixed name per column. Other fields are skipped."""
     names: tuple[str, ...] = ()
     unsigned: tuple[tuple[int, bool], ...] = ()
@@ -91,7 +95,7 @@ def optional_metadata(
         value = data[p : p + length]
         p += length
         if kind == _SIGNEDNESS:
-            numeric = [i for i, t in enumerate(types) if t in _NUMERIC]
+            numeric = [i for i, t in enumerate(types) if t in SIGNED_TYPES]
             bits = [bool(value[k // 8] >> (7 - k % 8) & 1) for k in range(len(numeric))]
             unsigned = tuple(
                 (i, b) for i, b in zip(numeric, bits, strict=True) if types[i] in INTEGERS
