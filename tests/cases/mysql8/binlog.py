@@ -209,9 +209,13 @@ class BinlogWriter:
                 return ev.gtid_body(sid, gno, self.sequence - 1, self.sequence, us, length,
                                     self.server_version, gtid_flags)  # fmt: skip
 
-        length = rest  # the transaction's length counts its GTID event: until it stays put
-        while length != rest + 19 + len(body_of(length)) + crc:
-            length = rest + 19 + len(body_of(length)) + crc
+        if tag:  # the transaction's length counts its GTID event: until it stays put
+            length = rest
+            while length != rest + 19 + len(body_of(length)) + crc:
+                length = rest + 19 + len(body_of(length)) + crc
+        else:
+            length = rest + ev.gtid_event_size(rest, self.checksum)
+            length = rest + ev.gtid_event_size(length, self.checksum)
         out = [self.write(kind, body_of(length), ts)]
         out += [self.write(k, b, ts) for k, b in inner]
         return out
