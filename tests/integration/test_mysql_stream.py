@@ -1,8 +1,8 @@
 """The log reader on MySQL 8's binary log, served by the protocol-level test primary
 (``tests/fakes/mysql_primary.py``) from binlogs written byte by byte from MySQL's formats
 (``tests/cases/mysql8``): GTID and anonymous-GTID transactions of inserts, updates and deletes
-of every column type, a compressed transaction, a DDL, partial JSON updates, and a start by GTID
-set that skips what the set holds."""
+of every column type, a compressed transaction, a DDL, partial JSON updates, a start by GTID
+set that skips what the set holds, and a change written as a statement."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from sparkcdc.core.errors import SourceError
 from sparkcdc.core.schema import Column as SchemaColumn
 from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
@@ -18,7 +21,7 @@ from sparkcdc.sources.mysql.server.startup import resolve_startup
 from tests.cases import partial_json as pj
 from tests.cases.mysql8 import BinlogWriter, Column, Table
 from tests.cases.mysql8 import events as mev
-from tests.cases.mysql8.stream import change_rows, serve, source_of, stream
+from tests.cases.mysql8.stream import change_rows, read_until, serve, source_of, stream
 from tests.cases.mysql8.workload import sample_row
 from tests.fakes.mysql_primary import MySQLPrimary
 from tests.integration.test_decoder import expected_json
@@ -176,3 +179,28 @@ def test_a_start_by_gtid_set_skips_what_it_holds_then_resumes_by_position(
     stale = BinlogOffset("binlog.000002", start.pos, f"{U}:1-3:5")
     again = stream(primary, stale, tmp_path / "c", 1, settle=1.0)
     assert [json.loads(r["after"])["id"] for r in change_rows(again)] == [4]
+
+
+def test_a_change_written_as_a_statement_stops_the_stream_unless_another_table_has_it(
+    tmp_path: Path, primaries: list[MySQLPrimary]
+) -> None:
+    """A session with binlog_format=STATEMENT writes its changes as QUERY events: one of a
+    table outside the capture passes, one of a captured table stops the stream there (treated
+    as DDL it would be passed over without a word)."""
+    writer = BinlogWriter()
+    writer.transaction([("c", DOCS, None, (1, {"n": 1}, "a"))], gtid=(U, 1))
+    writer.ddl((U, 2), "other", "INSERT INTO other.audit VALUES (1)")
+    writer.transaction([("c", DOCS, None, (2, {"n": 2}, "b"))], gtid=(U, 3))
+    _, query = writer.ddl((U, 4), "shop", "UPDATE docs SET note = 'x' WHERE id = 1")
+    pos = writer.pos - len(query)
+    writer.transaction([("c", DOCS, None, (3, {"n": 3}, "c"))], gtid=(U, 5))
+    primary = serve(primaries, writer, DOCS)
+    items: list[Any] = []
+    stop = BinlogOffset("binlog.000001", writer.pos)
+    with pytest.raises(
+        SourceError,
+        match=rf"a change of shop.docs written as a statement at "
+        rf"binlog.000001:{pos} \(`UPDATE docs SET note = 'x' WHERE id = 1`\)",
+    ):
+        read_until(source_of(primary), BinlogOffset("binlog.000001", 4), stop, tmp_path, items)
+    assert [json.loads(r["after"])["id"] for r in change_rows(items)] == [1, 2]

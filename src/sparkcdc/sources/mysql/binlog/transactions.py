@@ -11,8 +11,9 @@ it. A MySQL transaction already in the GTID set
 
 A transaction's rows go to the cutter (:mod:`sparkcdc.store.cutter`), which puts them when they
 fill an item or the stream pauses; a transaction without captured rows becomes a progress
-marker. Other statements but BEGIN, XA and savepoints are DDL for the schema tracker;
-those of captured tables become a DDL item.
+marker. A row change written as a statement (INSERT, UPDATE … in a QUERY event) of a captured
+table stops the stream (:mod:`.statement_changes`). Other statements but BEGIN, XA and
+savepoints are DDL for the schema tracker; those of captured tables become a DDL item.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from sparkcdc.core.offset import Offset
 from sparkcdc.sources.mysql.binlog import events as ev
 from sparkcdc.sources.mysql.binlog.gtid import GtidSet, format_mariadb_gtid
 from sparkcdc.sources.mysql.binlog.serialized import parse_tagged_gtid
+from sparkcdc.sources.mysql.binlog.statement_changes import UNKNOWN, changed_table, changes_rows
 from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.schema.state import SchemaState
 from sparkcdc.store.cutter import TransactionCutter
@@ -173,11 +175,32 @@ class TransactionEvents:
             self._standalone = False
         elif head.startswith(("COMMIT", "ROLLBACK")) and not head.startswith("ROLLBACK TO"):
             self._end_txn(boundary)
+        elif changes_rows(sql):
+            self._statement_change(query.db, sql, pos)
         elif not head.startswith(_IGNORED_QUERIES):
             in_group = self.cutter.open and not self._standalone
             self._ddl(query.db, sql, pos, None if in_group else boundary)
             if self.cutter.open and self._standalone:
                 self._end_txn(boundary)
+
+    def _statement_change(self, db: str, sql: str, pos: int) -> None:
+        """A row change written as a statement (:mod:`.statement_changes`) at ``pos``: it stops
+        the stream unless it changes a table outside the capture."""
+        name = changed_table(sql, db)
+        if name != UNKNOWN and not self.schemas.captured(*name):
+            return
+        what = f"a change of {name[0]}.{name[1]}" if name != UNKNOWN else "a change"
+        text = " ".join(sql.split())
+        raise SourceError(
+            f"the binlog holds {what} written as a statement at {self._file}:{pos} "
+            f"(`{text[:80]}{'…' if len(text) > 80 else ''}`), whose rows it does not carry: "
+            "that session ran with binlog_format STATEMENT or MIXED. The stream stops here rather "
+            "than lose them; set binlog_format=ROW on the server and for every session, then "
+            "take a new snapshot (startup: initial).",
+            event_type=ev.QUERY,
+            file=self._file,
+            pos=pos,
+        )
 
     def _end_txn(self, boundary: BinlogOffset) -> None:
         raise NotImplementedError  # LogThread's
