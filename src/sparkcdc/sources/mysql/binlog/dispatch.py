@@ -85,6 +85,7 @@ class BinlogDispatch(TransactionEvents):
         self._file_prefix = ""  # the file's part of an event position
         self._fd: ev.FormatDescription | None = None
         self._standalone = False
+        self._bare_begin = False  # a BEGIN came while no GTID event had opened a transaction
         self._mysql = False  # the format description names a MySQL server
         self._gtids: dict[int, tuple[int, int]] = {}  # MariaDB's GTID position
         self._gtid_set = GtidSet()  # MySQL's
@@ -174,6 +175,7 @@ class BinlogDispatch(TransactionEvents):
                 assert fd is not None
                 if data.endswith(b"\0BEGIN", 0, len(data) - self._trailer):
                     self._standalone = False  # MySQL's, after its GTID event
+                    self._bare_begin = not self.cutter.open  # no GTID event opened one
                 else:
                     self._query(ev.parse_query(data, fd), next_pos - size, next_pos)
             else:
@@ -269,11 +271,7 @@ class BinlogDispatch(TransactionEvents):
             assert found is not None
             tm, decoder, sid = found
         if not self.cutter.open:
-            raise SourceError(
-                f"the binlog holds changes of {tm.db}.{tm.table} at {self._file}:{pos} outside "
-                "any transaction, which sparkcdc cannot place; start from a transaction "
-                "boundary (startup: latest, or a GTID position)."
-            )
+            raise self._outside_transaction(f"{tm.db}.{tm.table}", pos)
         end = len(data) - self._trailer
         if etype == ev.PARTIAL_UPDATE_ROWS:
             names = [c.name for c in decoder.schema.columns]
@@ -292,6 +290,27 @@ class BinlogDispatch(TransactionEvents):
         images = decoder.schema if decoder.typed else None
         position = f"{self._file_prefix}{pos:010d}{inner}"
         cutter.add(tm.db, tm.table, sid, position, own, changes, images)
+
+    def _outside_transaction(self, table: str, pos: int) -> SourceError:
+        """The sentence for rows of ``table`` at ``pos`` while no transaction is open: the
+        stream started inside one, or the server opens transactions with a bare BEGIN."""
+        if self._bare_begin:
+            version = self._fd.server_version if self._fd is not None else "unknown"
+            return SourceError(
+                f"the binlog holds changes of {table} at {self._file}:{pos} in a transaction "
+                f"that no GTID event opens, which sparkcdc cannot place: the server ({version}) "
+                "writes none, as MySQL before 5.7.6 does with gtid_mode OFF and MariaDB before "
+                "10.0 always; upgrade the server, or set gtid_mode=ON on MySQL 5.6.",
+                file=self._file,
+                pos=pos,
+            )
+        return SourceError(
+            f"the binlog holds changes of {table} at {self._file}:{pos} outside any "
+            "transaction, which sparkcdc cannot place; start from a transaction boundary "
+            "(startup: latest, or a GTID position).",
+            file=self._file,
+            pos=pos,
+        )
 
     def _check_mapped(self, table_id: int, pos: int) -> None:
         """A rows event of ``table_id`` at ``pos`` came after that table id's TABLE_MAP."""

@@ -173,9 +173,15 @@ class _Layout:
         self.table_map = table_map
         self.ncols = len(table_map.column_types)
         if self.ncols != len(schema.columns):
+            hidden = (
+                ", or the server logs columns the table does not show (a functional index's "
+                "hidden column, which early MySQL 8.0 releases logged)"
+                if self.ncols > len(schema.columns)
+                else ""
+            )
             raise SourceError(
                 f"the binlog has {self.ncols} columns for {self.where} but the tracked schema "
-                f"has {len(schema.columns)}; the schema is out of date (a DDL was missed)",
+                f"has {len(schema.columns)}; the schema is out of date (a DDL was missed){hidden}",
                 table=self.where,
             )
         self._ns = Namespace()

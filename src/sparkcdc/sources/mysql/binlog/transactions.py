@@ -58,6 +58,7 @@ class TransactionEvents:
     _position: Offset | None
     _server_id: int
     _standalone: bool
+    _bare_begin: bool
     _last_ts_ms: int
 
     def _put(self, item: LogItem) -> None:
@@ -165,6 +166,7 @@ class TransactionEvents:
             here = BinlogOffset(self._file, pos, before)
         cutter.begin(here, transaction, ts * 1000, skip)
         self._server_id = server_id
+        self._bare_begin = False
 
     def _query(self, query: ev.Query, pos: int, next_pos: int) -> None:
         """COMMIT/ROLLBACK end a transaction; other statements but BEGIN/XA/SAVEPOINT are DDL."""
@@ -173,6 +175,7 @@ class TransactionEvents:
         boundary = self._boundary(next_pos)
         if head.startswith("BEGIN"):
             self._standalone = False
+            self._bare_begin = not self.cutter.open
         elif head.startswith(("COMMIT", "ROLLBACK")) and not head.startswith("ROLLBACK TO"):
             self._end_txn(boundary)
         elif changes_rows(sql):
