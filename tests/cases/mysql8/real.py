@@ -110,3 +110,17 @@ def served_events(name: str, relay_log: bool = False) -> list[bytes]:
 def end_of(events: list[bytes]) -> int:
     """The position after the last event (its next position)."""
     return int.from_bytes(events[-1][13:17], "little")
+
+
+# demo.movies of mysql-bin.compressed and osheroff_payload.body: its columns (INT id and year,
+# VARCHARs of utf8mb4: 256 characters but actors' 1024 and director's 512) and the row their
+# transaction updates (genre "Western" to "Western|Action"), as the originating test prints it
+MOVIE_COLUMNS = ("id", "title", "year", "country", "genre", "actors", "director", "composer",
+                 "screenwriter", "cinematographer", "production_company")  # fmt: skip
+MOVIE_LENGTHS = {"actors": 1024, "director": 512}
+ONCE_UPON_A_TIME = dict(zip(MOVIE_COLUMNS, [
+    1, "Once Upon a Time in the West", 1968, "Italy", "Western",
+    "Claudia Cardinale|Charles Bronson|Henry Fonda|Gabriele Ferzetti|Frank Wolff|Al Mulock|"
+    "Jason Robards|Woody Strode|Jack Elam|Lionel Stander|Paolo Stoppa|Keenan Wynn|Aldo Sambrell",
+    "Sergio Leone", "Ennio Morricone", "Sergio Leone|Sergio Donati|Dario Argento|Bernardo "
+    "Bertolucci", "Tonino Delli Colli", "Paramount Pictures"], strict=True))  # fmt: skip
