@@ -182,7 +182,9 @@ def _check(config: Config, quiet: bool) -> None:
     from sparkcdc.sources.readiness import check_source
     from sparkcdc.sources.registry import open_source
     from sparkcdc.spark.pipeline.checkpoint import resumes
+    from sparkcdc.spark.pipeline.session import spark_log_level
 
+    spark_log_level()  # a wrong SPARKCDC_SPARK_LOG_LEVEL, refused as run refuses it
     schemas = check_source(open_source(config.source), not resumes(config.pipeline.checkpoint))
     if not quiet:
         tables = f"{len(schemas)} table{'' if len(schemas) == 1 else 's'}"
