@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -82,6 +83,37 @@ def test_a_filter_matching_nothing_is_one_sentence(harness: Harness) -> None:
     source = harness.source("nothing.here")
     with source.catalog() as catalog, pytest.raises(NoTablesMatched):
         catalog.match_tables(["nothing\\.here"])
+
+
+def test_each_pattern_must_match_when_asked(harness: Harness) -> None:
+    table = harness.create("t")
+    db, _, _ = table.partition(".")
+    patterns = [re.escape(table), re.escape(f"{db}.tt")]
+    with harness.source(table).catalog() as catalog:
+        assert catalog.match_tables(patterns) == [(db, "t")]  # a running pipeline asks so
+        with pytest.raises(NoTablesMatched) as caught:
+            catalog.match_tables(patterns, each=True)  # check and a start ask so
+    assert caught.value.fields == {"key": "source.tables", "patterns": patterns[1:]}
+    assert repr(patterns[1]) in str(caught.value) and isinstance(caught.value, ConfigError)
+
+
+def test_the_signal_table_is_checked(harness: Harness) -> None:
+    table = harness.create("t")
+    db, _, _ = table.partition(".")
+    with harness.source(table).catalog() as catalog:
+        catalog.check_signal_table(table)
+        with pytest.raises(ConfigError) as caught:
+            catalog.check_signal_table(f"{db}.no_signals")
+    assert caught.value.fields["key"] == "source.signal_table"
+    assert f"{db}.no_signals" in str(caught.value)
+
+
+def test_a_startup_is_checked_as_it_resolves(harness: Harness) -> None:
+    source = harness.source(harness.create("t"))
+    source.check_startup("latest")
+    source.check_startup("earliest")
+    with pytest.raises(ConfigError):
+        source.check_startup("yesterday")
 
 
 def test_a_table_without_a_key_needs_key_columns(harness: Harness) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import signal
@@ -24,7 +26,7 @@ class Server(Protocol):
 def write_config(
     tmp: Path,
     server: Server,
-    tables: str,
+    tables: str | list[str],
     *,
     startup: str = "earliest",
     trigger: str = "500ms",
@@ -34,12 +36,13 @@ def write_config(
     extra_source: str = "",
     kind: str = "mysql",
 ) -> Path:
-    """A pipeline file for ``tables`` (one regex over ``db.table``) of a ``kind`` source with
-    its lake and checkpoint under ``tmp``."""
+    """A pipeline file for ``tables`` (regular expressions over ``db.table``, or one) of a
+    ``kind`` source with its lake and checkpoint under ``tmp``."""
+    patterns = ", ".join(json.dumps(t) for t in ([tables] if isinstance(tables, str) else tables))
     cfg = tmp / "pipeline.yaml"
     cfg.write_text(
         f"source: {{type: {kind}, host: 127.0.0.1, port: {server.port}, user: {user}, "
-        f"password: '{password}', tables: [{json.dumps(tables)}], "
+        f"password: '{password}', tables: [{patterns}], "
         f"startup: '{startup}'{extra_source}}}\n"
         f"sink: {{type: delta, path: {tmp / 'lake'}}}\n"
         f"pipeline: {{checkpoint: {tmp / 'checkpoint'}, trigger: {trigger}, "
@@ -63,6 +66,22 @@ def purge_binlogs_to(server: ThrowawayMariaDB, file: str, timeout: float = 30.0)
         assert time.monotonic() < deadline, f"the server kept its binlogs before {file}"
         server.execute(f"PURGE BINARY LOGS TO '{file}'")
         time.sleep(0.2)
+
+
+def in_process(*argv: str) -> tuple[int, str, str]:
+    """The command line ``sparkcdc *argv`` run in this process (its entry point without an
+    interpreter's start-up, for refusals that come before Spark starts); the exit status,
+    stdout and stderr. The environment it sets for processes it would start is put back."""
+    from sparkcdc.cli.main import run as command
+
+    out, err, kept = io.StringIO(), io.StringIO(), dict(os.environ)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = command(list(argv))
+    finally:
+        os.environ.clear()
+        os.environ.update(kept)
+    return code, out.getvalue(), err.getvalue()
 
 
 def start(cfg: Path, *extra: str, command: str = "run") -> subprocess.Popen[bytes]:

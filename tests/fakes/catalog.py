@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import bisect
 import json
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Self
@@ -19,6 +18,7 @@ from sparkcdc.core import errors
 from sparkcdc.core.chunk import KeyColumn, KeyValue
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.correct import CHUNK_SCHEMA, key_text, typed_rows
+from sparkcdc.sources.table_filter import compile_patterns, no_table_matches, unmatched_patterns
 from tests.fakes.database import FakeDatabase
 from tests.fakes.offset import FakeOffset
 
@@ -33,12 +33,13 @@ class FakeCatalog:
         if reason:
             raise errors.LogNotReady(reason)
 
-    def match_tables(self, patterns: Sequence[str]) -> list[tuple[str, str]]:
-        compiled = [re.compile(p) for p in patterns]
+    def match_tables(self, patterns: Sequence[str], each: bool = False) -> list[tuple[str, str]]:
+        compiled = compile_patterns(patterns)
         found = sorted((s.db, s.table) for s in self.db.schemas()
                        if any(p.fullmatch(s.name) for p in compiled))  # fmt: skip
-        if not found:
-            raise errors.NoTablesMatched(f"No table of {self.address} matches {list(patterns)}.")
+        unmatched = unmatched_patterns(patterns, (f"{d}.{t}" for d, t in found))
+        if not found or (each and unmatched):
+            raise no_table_matches(patterns, unmatched, f"in {self.address}", "fix them")
         return found
 
     def load_schema(self, db: str, table: str, key_columns: Sequence[str] = ()) -> TableSchema:
@@ -58,10 +59,16 @@ class FakeCatalog:
     def oldest_position(self) -> str:
         return "0"
 
-    def write_signal(self, table: str, signal_id: str, kind: str, data: str) -> None:
+    def check_signal_table(self, table: str) -> None:
         db, _, name = table.partition(".")
         if self.db.schema(db, name) is None:
-            raise errors.ConfigError(f"The signal table {table} does not exist.")
+            raise errors.ConfigError(
+                f"The signal table {table} does not exist.", key="source.signal_table"
+            )
+
+    def write_signal(self, table: str, signal_id: str, kind: str, data: str) -> None:
+        db, _, name = table.partition(".")
+        self.check_signal_table(table)
         image = json.dumps({"id": signal_id, "type": kind, "data": data})
         row = ["c", db, name, json.dumps([signal_id]), None, image]
         with self.db.path.open("a") as f:

@@ -268,6 +268,9 @@ def test_user_without_select(postgres: ThrowawayPostgres, pgdb: str, role: Role)
             f"TO {name}; GRANT SELECT ON hidden.c, public.b TO {name}."
         ) in str(err.value)
         postgres.execute(f"GRANT SELECT ON b TO {name}", database=pgdb)
+        with pytest.raises(MissingPrivilege, match="may not change that"):
+            cat.check_ready(["public"])  # then the publication, which it may not make
+        postgres.execute(f"CREATE PUBLICATION {cat.publication} FOR TABLE a, b", database=pgdb)
         cat.check_ready(["public"])
 
 
@@ -341,10 +344,23 @@ def test_match_tables(catalog: PostgresCatalog, postgres: ThrowawayPostgres) -> 
     with pytest.raises(NoTablesMatched) as err:
         catalog.match_tables(["shop\\.nothing", "pg_catalog\\..*"])
     assert str(err.value) == (
-        f"No table on {catalog.address} matches source.tables ['shop\\\\.nothing', "
-        "'pg_catalog\\\\..*']; patterns are regular expressions over schema.table (e.g. "
-        "'public\\..*'), fix them or create the tables."
+        f"No table in database '{catalog.database}' on {catalog.address} matches "
+        "source.tables ['shop\\\\.nothing', 'pg_catalog\\\\..*']; tables are looked for in "
+        "source.database only (postgres when it is not set), so set it to the database that "
+        "holds them, or fix the patterns (regular expressions over schema.table, e.g. "
+        "'public\\..*') or create the tables."
     )
+    assert catalog.match_tables(["shop\\.orders", "shop\\.nothing"]) == [("shop", "orders")]
+    with pytest.raises(NoTablesMatched) as err:  # each pattern must match, as check asks
+        catalog.match_tables(["shop\\.orders", "shop\\.nothing", "x.*"], each=True)
+    assert str(err.value).startswith(
+        "The source.tables patterns 'shop\\\\.nothing', 'x.*' match no table in database "
+        f"'{catalog.database}' on {catalog.address}, while the others do; tables are looked "
+    )
+    assert str(err.value).endswith(
+        "or set source.on_unmatched: warn to start with the tables the others match."
+    )
+    assert err.value.fields == {"key": "source.tables", "patterns": ["shop\\.nothing", "x.*"]}
     with pytest.raises(ConfigError, match="source.tables: 'shop\\(' is not a regular"):
         catalog.match_tables(["shop("])
 
@@ -426,7 +442,8 @@ def test_write_signal(
     with pytest.raises(ConfigError) as err:
         catalog.write_signal("ops.signals", "s1", "execute-snapshot", "{}")
     assert str(err.value) == (
-        f"The signal table ops.signals does not exist on {catalog.address}; create it with "
+        f"The signal table ops.signals does not exist in database '{catalog.database}' on "
+        f"{catalog.address}; create it with "
         "CREATE TABLE ops.signals (id VARCHAR(64) PRIMARY KEY, type VARCHAR(32) NOT NULL, "
         "data TEXT NULL) and grant user 'postgres' INSERT on it."
     )

@@ -513,3 +513,11 @@ def test_on_log_gone_is_fail_unless_resnapshot_is_asked_for() -> None:
     assert load_config_text(text, "/b").source.on_log_gone == "resnapshot"
     err = error(BASE.replace("startup: earliest", "startup: earliest, on_log_gone: skip"))
     assert err.fields["key"] == "source.on_log_gone" and "resnapshot" in str(err)
+
+
+def test_on_unmatched_is_fail_unless_warn_is_asked_for() -> None:
+    assert load_config_text(BASE, "/b").source.on_unmatched == "fail"
+    text = BASE.replace("startup: earliest", "startup: earliest, on_unmatched: Warn")
+    assert load_config_text(text, "/b").source.on_unmatched == "warn"
+    err = error(BASE.replace("startup: earliest", "startup: earliest, on_unmatched: ignore"))
+    assert err.fields["key"] == "source.on_unmatched" and "fail, warn" in str(err)

@@ -18,7 +18,9 @@ from sparkcdc.cli.main import (
     exit_code,
     package_version,
 )
+from sparkcdc.cli.main import run as main_run
 from sparkcdc.core import errors
+from sparkcdc.core.logs import LOG_FORMAT_ENV, LOG_LEVEL_ENV
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -54,6 +56,11 @@ def test_the_statuses_are_the_documented_numbers() -> None:
         (errors.ConfigError("Cannot read the pipeline file p.yaml.", key=""), 78),
         (errors.ConfigError("--where is empty.", key="--where"), 64),
         (errors.ConfigError("'x' is not a signal.", key="action"), 64),
+        (errors.ConfigError("--tables: shop.x is not captured.", key="--tables"), 64),
+        (errors.ConfigError("--where 'x' cannot filter shop.t.", key="--where"), 64),
+        (errors.NoTablesMatched("No table matches source.tables.", key="source.tables"), 78),
+        (errors.ConfigError("The signal table s.t does not exist.", key="source.signal_table"), 78),
+        (errors.MissingPrivilege("Publication p lacks s.t; run ALTER PUBLICATION."), 2),
         (errors.ConnectionFailed("cannot connect to 127.0.0.1:1."), 2),
         (errors.LogPositionGone("mysql-bin.000001 was purged."), 2),
         (errors.SinkError("writing batch 3 failed."), 2),
@@ -81,6 +88,18 @@ def test_a_configuration_error_exits_78(tmp_path: Path) -> None:
     done = cli("status", str(bad))
     assert done.returncode == EXIT_CONFIG and "pipeline.trigger" in done.stderr
     assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_check_refuses_what_run_refuses_before_it_connects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SPARKCDC_SPARK_LOG_LEVEL", "LOUD")
+    for name in (LOG_LEVEL_ENV, LOG_FORMAT_ENV):  # the command sets them: put back afterwards
+        monkeypatch.setenv(name, "")
+    for argv in (["check"], ["run", "--available-now"]):
+        assert main_run([argv[0], str(pipeline_file(tmp_path)), *argv[1:]]) == EXIT_CONFIG
+        err = capsys.readouterr().err
+        assert err.startswith("sparkcdc: SPARKCDC_SPARK_LOG_LEVEL='LOUD' is not a log level")
 
 
 def test_status_of_a_pipeline_that_never_ran_exits_0(tmp_path: Path) -> None:

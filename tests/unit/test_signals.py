@@ -278,26 +278,18 @@ def pipeline_file(tmp_path: Path, extra: str = "") -> Path:
 
 
 def test_cli_file_channel_writes_a_parseable_file(tmp_path: Path) -> None:
+    """Signals naming no table need no server (those naming tables are checked against it
+    first: tests/integration/test_signal_cli.py)."""
     cfg = pipeline_file(tmp_path)
-    done = cli(
-        "signal",
-        "execute-snapshot",
-        "--config",
-        str(cfg),
-        "--tables",
-        "shop.a",
-        "shop.b",
-        "--where",
-        "id > 10",
-    )
+    done = cli("signal", "stop-snapshot", "--config", str(cfg))
     assert done.returncode == 0, done.stderr
     folder = signal_folder(tmp_path / "cp")
     (signal,) = read_file_signals(folder)
-    assert done.stdout == f"signal {signal.id} (execute-snapshot) sent to {folder}\n"
-    assert signal.tables == ("shop.a", "shop.b") and signal.condition("shop.b") == "id > 10"
+    assert done.stdout == f"signal {signal.id} (stop-snapshot) sent to {folder}\n"
+    assert signal.tables == () and signal.type == "stop-snapshot"
     done = cli("signal", "log", "--config", str(cfg), "--message", "hello", "--channel", "file")
     assert done.returncode == 0, done.stderr
-    assert [s.type for s in read_file_signals(folder)] == ["execute-snapshot", "log"]
+    assert [s.type for s in read_file_signals(folder)] == ["stop-snapshot", "log"]
 
 
 USAGE, CONFIG = 64, 78  # a wrong command line; a wrong setting of the pipeline file

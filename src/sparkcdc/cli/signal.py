@@ -5,6 +5,9 @@
 
 The ``table`` channel inserts the signal into ``source.signal_table`` on the source server (the
 default when it is set); the ``file`` channel writes it into ``<checkpoint>/sparkcdc/signals``.
+Either way, a signal naming tables is checked against the server first
+(:func:`check_signal_tables`): each table must be captured, and ``--where`` must be a condition
+the server accepts on each.
 """
 
 from __future__ import annotations
@@ -77,11 +80,49 @@ def send_signal(
             f"--channel {channel!r} is not a signal channel; use table or file.", key="--channel"
         )
     signal = parse_signal(new_signal_id(), action, json.dumps(data))
+    check_signal_tables(source, signal.tables, where)
     if channel == "file":
         target = str(_send_to_folder(config, signal))
     else:
         target = _send_to_table(source, signal)
     return f"signal {signal.id} ({signal.type}) sent to {target}"
+
+
+def check_signal_tables(source: SourceConfig, tables: Sequence[str], where: str | None) -> None:
+    """Refuse, before the signal goes anywhere, a table the pipeline does not capture and a
+    condition the server rejects on one of ``tables`` (the running pipeline would only log
+    that it skipped them): ConfigError naming ``--tables`` or ``--where``, a usage error.
+
+    The condition is tried by the source's own chunk dialect, as the incremental snapshot
+    tries it when it starts the table (a query that reads no row)."""
+    if not tables:
+        return
+    opened = open_source(source)
+    with opened.catalog() as catalog:
+        captured = sorted(f"{db}.{t}" for db, t in catalog.match_tables(source.tables))
+        address = catalog.address
+    missing = [t for t in tables if t not in captured]
+    if missing:
+        some = ", ".join(captured[:5]) + (f", … ({len(captured)} tables)" if captured[5:] else "")
+        raise ConfigError(
+            f"--tables: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not "
+            f"captured by this pipeline on {address} (source.tables matches {some}); name "
+            "captured tables, as db.table with the server's spelling, or widen source.tables "
+            "and restart the pipeline first.",
+            key="--tables",
+        )
+    if where is None:
+        return
+    with opened.chunks() as chunks:
+        for name in tables:
+            db, _, table = name.partition(".")
+            why = chunks.check_condition(db, table, where)
+            if why is not None:
+                raise ConfigError(
+                    f"--where {where!r} cannot filter {name} on {address} "
+                    f"({' '.join(why.split()).rstrip('.')}); fix the condition.",
+                    key="--where",
+                )
 
 
 def _send_to_folder(config: Config, signal: Signal) -> Path:

@@ -25,6 +25,7 @@ import yaml
 from sparkcdc.config.model import (
     DEFAULT_TYPE,
     LOG_GONE_ACTIONS,
+    UNMATCHED_ACTIONS,
     Config,
     HeartbeatConfig,
     MetricsConfig,
@@ -72,6 +73,7 @@ SOURCE_KEYS = (  # every source's; each type adds its own (SourceSettings.KEYS)
     "signal_table",
     "tls",
     "on_log_gone",
+    "on_unmatched",
     "heartbeat",
 )
 SNAPSHOT_KEYS = (
@@ -250,6 +252,7 @@ def _source(section: Any) -> SourceConfig:
         tls=_get(s, "tls", p, as_tls, TlsConfig()),
         heartbeat=_get(s, "heartbeat", p, as_heartbeat, HeartbeatConfig()),
         on_log_gone=_get(s, "on_log_gone", p, _on_log_gone, "fail"),
+        on_unmatched=_get(s, "on_unmatched", p, _one_of(*UNMATCHED_ACTIONS), "fail"),
     )
     # the signal rows reach the pipeline through the change stream: capture the table
     source = replace(source, tables=capturing_signal_table(source.tables, source.signal_table))

@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Self
 
 SNAPSHOT_STARTUPS = ("initial", "snapshot")
 LOG_GONE_ACTIONS = ("fail", "resnapshot")  # source.on_log_gone: what a purged log position does
+UNMATCHED_ACTIONS = ("fail", "warn")  # source.on_unmatched: a table pattern matching nothing
 
 
 DEFAULT_TYPE = "mysql"
@@ -158,6 +159,7 @@ class SourceConfig:
     tls: TlsConfig = field(default_factory=TlsConfig)
     heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
     on_log_gone: str = "fail"  # or "resnapshot": see LOG_GONE_ACTIONS
+    on_unmatched: str = "fail"  # or "warn": see UNMATCHED_ACTIONS, sources/table_filter.py
 
     @property
     def takes_snapshot(self) -> bool:

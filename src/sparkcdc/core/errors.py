@@ -3,6 +3,7 @@ what to do; structured fields ride along, and every class pickles across Spark w
 
     SparkCDCError
     ├── ConfigError            a configuration value is wrong (names the key)
+    │   └── NoTablesMatched    a source.tables pattern matches no table on the server
     ├── SourceError            the source database refuses or lacks something
     │   ├── ConnectionFailed   unreachable host/port or wrong credentials
     │   ├── MissingPrivilege   the user lacks a privilege CDC needs
@@ -10,7 +11,6 @@ what to do; structured fields ride along, and every class pickles across Spark w
     │   │                      (binlog off or not ROW/FULL; wal_level not logical)
     │   ├── LogPositionGone    the start position is no longer in the server's log (a
     │   │                      purged binlog file, removed WAL)
-    │   ├── NoTablesMatched    the table filter matches no table
     │   └── TableWithoutKey    a captured table has no primary key and no key column configured
     ├── SinkError              writing a sink failed
     └── StoreClosed            the event store was closed (the log reader stopped)
@@ -66,8 +66,9 @@ class LogPositionGone(SourceError):
     pass
 
 
-class NoTablesMatched(SourceError):
-    pass
+class NoTablesMatched(ConfigError):
+    """A ``source.tables`` pattern (or all of them) matches no table: the file is at fault,
+    whatever the server holds, so the exit status is a configuration error's."""
 
 
 class TableWithoutKey(SourceError):

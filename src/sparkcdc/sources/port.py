@@ -10,8 +10,9 @@ connector, ``commitOffset`` for databases whose log retention follows the consum
 
 =====================  =====================================================================
 catalog                one ordinary connection: readiness and privileges (with the GRANTs to
-                       run), the tables a pipeline captures, their schemas, the log's end,
-                       signal-table writes (:class:`Catalog`)
+                       run; on PostgreSQL the publication too), the tables a pipeline
+                       captures, their schemas, the log's end, signal-table writes
+                       (:class:`Catalog`)
 offsets                the source's :class:`~sparkcdc.core.offset.Offset` subclass: total
                        order, boundaries, JSON, its own ``source`` fields
 startup resolution     ``earliest``, ``latest`` and the source's own startup forms to an offset
@@ -72,9 +73,11 @@ class Catalog(Protocol):
         """Raise unless the server's log is set up for change data capture and the user may
         read it and the tables of ``namespaces`` (MissingPrivilege names the GRANTs to run)."""
 
-    def match_tables(self, patterns: Sequence[str]) -> list[TableName]:
+    def match_tables(self, patterns: Sequence[str], each: bool = False) -> list[TableName]:
         """The tables whose ``a.b`` name fully matches one of the regular expressions
-        (NoTablesMatched if none does)."""
+        (NoTablesMatched if none does, or with ``each`` if one of them matches none: a
+        sentence naming the pattern and where the catalog looked,
+        :func:`~sparkcdc.sources.table_filter.no_table_matches`)."""
 
     def load_schema(self, db: str, table: str, key_columns: Sequence[str] = ()) -> TableSchema:
         """The table's columns (logical types mapped) and key (TableWithoutKey without one)."""
@@ -85,6 +88,10 @@ class Catalog(Protocol):
     def oldest_position(self) -> str:
         """The oldest place the server can still stream this pipeline's log from, as text for
         a message (the first binlog file; a PostgreSQL slot's confirmed position)."""
+
+    def check_signal_table(self, table: str) -> None:
+        """Raise ConfigError, with the table's CREATE TABLE in the database's own quoting,
+        unless the signal table ``a.b`` exists."""
 
     def write_signal(self, table: str, signal_id: str, kind: str, data: str) -> None:
         """Insert a signal row into the signal table ``a.b`` (ConfigError if it is missing,
@@ -174,6 +181,12 @@ class Source(ABC):
         """Where ``earliest``, ``latest`` or one of the source's own startup forms starts
         (``initial`` and ``snapshot`` are the snapshot's business); ConfigError for any other,
         LogPositionGone for a position the server no longer holds."""
+
+    def check_startup(self, startup: str) -> None:
+        """Raise as :meth:`startup_offset` would for ``startup``, changing nothing on the
+        server (``sparkcdc check`` and the start of ``sparkcdc run``); where resolving a
+        startup changes nothing, that is resolving it."""
+        self.startup_offset(startup)
 
     @abstractmethod
     def open_reader(

@@ -1,17 +1,35 @@
 """Checking a source before anything runs, written once against the port.
 
-``sparkcdc check``, the start of ``sparkcdc run`` and the Spark source's first offset all ask
-the same questions of the source's catalog: is the server ready for change data capture, which
-tables does ``source.tables`` match, can each one's schema and key be loaded, and (a new
-pipeline) does the configured startup position resolve.
+``sparkcdc check`` and the start of ``sparkcdc run`` (before Spark starts) call the same
+:func:`check_source`, so whatever the run would refuse before its stream starts, ``check``
+refuses with the same sentence, and neither changes anything on the server. In order:
+
+1. the server is ready for change data capture and the user may replicate
+   (:meth:`~sparkcdc.sources.port.Catalog.check_ready`);
+2. the signal table (``source.signal_table``) exists;
+3. every ``source.tables`` pattern matches a table (:mod:`sparkcdc.sources.table_filter`;
+   ``source.on_unmatched: warn`` lets one match nothing, with a log line);
+4. the user may read the captured tables, and what the log reader needs of them is there or
+   may be made (PostgreSQL: replica identities, the publication, the slot);
+5. each table's schema and key load;
+6. a new pipeline's configured start position resolves
+   (:meth:`~sparkcdc.sources.port.Source.check_startup`).
+
+The Spark source asks the catalog again when its stream starts (:func:`captured_tables`), with
+no pattern required to match: a table dropped meanwhile does not stop a running pipeline.
 """
 
 from __future__ import annotations
+
+import logging
 
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core import errors
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sources.port import Source
+from sparkcdc.sources.table_filter import unmatched_patterns
+
+log = logging.getLogger("sparkcdc.source")
 
 
 def captured_tables(source: Source) -> list[str]:
@@ -23,12 +41,18 @@ def captured_tables(source: Source) -> list[str]:
 
 
 def check_source(source: Source, startup: bool = True) -> list[TableSchema]:
-    """Fail unless the server, the table filter and every table are usable, and (``startup``)
-    the configured start position resolves; the captured tables' schemas."""
+    """Fail unless the server, the table filter and every table are usable (module
+    docstring), and (``startup``: a new pipeline) the configured start position resolves;
+    the captured tables' schemas."""
     config = source.config
+    each = config.on_unmatched == "fail"
     with source.catalog() as catalog:
         catalog.check_ready()
-        tables = catalog.match_tables(list(config.tables))
+        if config.signal_table:
+            catalog.check_signal_table(config.signal_table)
+        tables = catalog.match_tables(list(config.tables), each=each)
+        if not each:
+            _warn_unmatched(config, [f"{db}.{t}" for db, t in tables], catalog.address)
         catalog.check_ready(sorted({db for db, _ in tables}))
         try:
             schemas = [
@@ -37,8 +61,18 @@ def check_source(source: Source, startup: bool = True) -> list[TableSchema]:
         except errors.TableWithoutKey as exc:
             raise _without_chunk_key(config, exc) if config.takes_snapshot else exc from None
     if startup and not config.takes_snapshot:
-        source.startup_offset(config.startup)
+        source.check_startup(config.startup)
     return schemas
+
+
+def _warn_unmatched(config: SourceConfig, names: list[str], address: str) -> None:
+    unmatched = unmatched_patterns(config.tables, names)
+    if unmatched:
+        log.warning(
+            "source.tables %s on %s matches no table (source.on_unmatched: warn); the "
+            "pipeline starts with the tables the other patterns match",
+            ", ".join(repr(p) for p in unmatched), address,
+        )  # fmt: skip
 
 
 def _without_chunk_key(config: SourceConfig, exc: errors.TableWithoutKey) -> Exception:

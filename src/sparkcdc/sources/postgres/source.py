@@ -6,6 +6,7 @@ catalog                :class:`~.server.catalog.PostgresCatalog`: ``pg_catalog``
 offsets                :class:`~.offset.LsnOffset`: the LSN after the last whole transaction
 startup resolution     ``earliest`` (the slot's confirmed position), ``latest`` (the WAL's end
                        now), ``lsn:<X/Y>``; the slot and the publication are made first
+                       (checked without making them: :meth:`PostgresSource.check_startup`)
 log reader             :class:`~.stream.reader.PgLogReader` over a logical replication stream
                        with pgoutput; ``ack`` moves the slot's confirmed position
 back-fill read         none: every chunk is read in a pinned snapshot
@@ -69,25 +70,44 @@ class PostgresSource(Source):
         return schemas, state
 
     def startup_offset(self, startup: str) -> LsnOffset:
-        slot = self.settings.names()[0]
         with self.catalog() as catalog:
             state = self._prepare_server(catalog)[1]
-            confirmed = state.confirmed_flush_lsn or 0
-            if startup == "earliest":
-                return LsnOffset(confirmed)
-            if startup == "latest":
-                end = catalog.log_end()
-                assert isinstance(end, LsnOffset)
-                return LsnOffset(max(end.lsn, confirmed))
-            if startup.startswith("lsn:"):
-                lsn = parse_lsn(startup[4:])
-                if lsn < confirmed:
-                    raise LogPositionGone(
-                        f"startup lsn:{format_lsn(lsn)} lies before what replication slot "
-                        f"{slot} on {catalog.address} still holds (from "
-                        f"{format_lsn(confirmed)}); start at or after it, or with earliest."
-                    )
-                return LsnOffset(lsn)
+            return self._resolve(catalog, startup, state.confirmed_flush_lsn or 0, True)
+
+    def check_startup(self, startup: str) -> None:
+        """As :meth:`startup_offset`, but the slot and publication are left as they are: a
+        slot still to be made will start at the WAL's end now."""
+        with self.catalog() as catalog:
+            state = slot_state(catalog.session, self.settings.names()[0])
+            if state is not None:
+                self._resolve(catalog, startup, state.confirmed_flush_lsn or 0, True)
+            else:
+                self._resolve(catalog, startup, catalog.log_end().lsn, False)
+
+    def _resolve(
+        self, catalog: PostgresCatalog, startup: str, confirmed: int, slot_exists: bool
+    ) -> LsnOffset:
+        """Where ``startup`` starts with the slot at ``confirmed`` (its confirmed position,
+        or where a slot still to be made will start)."""
+        if startup == "earliest":
+            return LsnOffset(confirmed)
+        if startup == "latest":
+            return LsnOffset(max(catalog.log_end().lsn, confirmed))
+        if startup.startswith("lsn:"):
+            lsn = parse_lsn(startup[4:])
+            if lsn < confirmed:
+                slot, at = self.settings.names()[0], format_lsn(confirmed)
+                held = (
+                    f"what replication slot {slot} on {catalog.address} still holds (from {at})"
+                    if slot_exists
+                    else f"the WAL's end on {catalog.address} now ({at}), where replication "
+                    f"slot {slot}, still to be made, will start"
+                )
+                raise LogPositionGone(
+                    f"startup lsn:{format_lsn(lsn)} lies before {held}; start at or after it, "
+                    "or with earliest."
+                )
+            return LsnOffset(lsn)
         raise ConfigError(
             f"source.startup: {startup!r} is not a start of the PostgreSQL log; use latest, "
             "earliest or lsn:<X/Y>.",

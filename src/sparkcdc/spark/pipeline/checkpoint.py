@@ -19,6 +19,13 @@ from sparkcdc.core import errors
 log = logging.getLogger("sparkcdc.pipeline")
 
 
+def resumes(checkpoint: str | Path) -> bool:
+    """Whether the pipeline checkpointed at ``checkpoint`` resumes (Spark's checkpoint holds
+    offsets) rather than starts: only a start resolves ``source.startup``."""
+    offsets = Path(checkpoint) / "spark" / "offsets"
+    return offsets.is_dir() and any(offsets.iterdir())
+
+
 def batch_files(folder: Path) -> list[Path]:
     """The finished batch files of ``offsets`` or ``commits``: the names made only of digits."""
     return [p for p in folder.glob("*") if p.name.isdigit()] if folder.is_dir() else []

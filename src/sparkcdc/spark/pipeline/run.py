@@ -47,6 +47,7 @@ from sparkcdc.spark.pipeline import resnapshot
 from sparkcdc.spark.pipeline.checkpoint import (
     clear_torn_first_offset,
     pipeline_id,
+    resumes,
     snapshot_ahead,
 )
 from sparkcdc.spark.pipeline.metrics import PipelineMetrics
@@ -69,8 +70,7 @@ def check_source(config: Config, startup: bool = True) -> list[TableSchema]:
 
 def has_checkpoint(config: Config) -> bool:
     """Whether the pipeline resumes (Spark's checkpoint holds offsets) rather than starts."""
-    offsets = Path(config.pipeline.checkpoint) / "spark" / "offsets"
-    return offsets.is_dir() and any(offsets.iterdir())
+    return resumes(config.pipeline.checkpoint)
 
 
 def run_pipeline(

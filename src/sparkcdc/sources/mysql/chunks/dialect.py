@@ -249,11 +249,13 @@ class MySQLChunks:
             ) from exc
 
     def check_condition(self, db: str, table: str, where: str) -> str | None:
-        """Why ``where`` cannot filter ``db.table`` (the server's message), or None if it can."""
+        """Why ``where`` cannot filter ``db.table`` (the server's words, from a query that
+        reads no row), or None if it can."""
         try:
             self._rows(f"SELECT 1 FROM {self._table(db, table)} WHERE ({where}) LIMIT 0")
         except Exception as exc:  # the server's error says what is wrong with the condition
-            return str(exc)
+            detail = exc.fields.get("detail") if isinstance(exc, SourceError) else None
+            return str(detail or exc)
         return None
 
     def locate(

@@ -8,14 +8,12 @@ what to change on it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 
 from sparkcdc.core.errors import (
     ConfigError,
     LogNotReady,
     MissingPrivilege,
-    NoTablesMatched,
     SourceError,
     TableWithoutKey,
 )
@@ -26,6 +24,7 @@ from sparkcdc.sources.mysql.schema.column_types import charset_of_collation, col
 from sparkcdc.sources.mysql.server.client import ServerConnection, binlog_off
 from sparkcdc.sources.mysql.server.flavour import is_mariadb, status_statement
 from sparkcdc.sources.mysql.server.grants import grant_statements, missing_privileges
+from sparkcdc.sources.table_filter import compile_patterns, no_table_matches, unmatched_patterns
 
 SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
 
@@ -94,15 +93,10 @@ class MySQLCatalog(ServerConnection):
 
     # -- tables and schemas ----------------------------------------------------------------
 
-    def match_tables(self, patterns: Sequence[str]) -> list[tuple[str, str]]:
-        """The base tables whose ``db.table`` fully matches one of the regular expressions."""
-        try:
-            compiled = [re.compile(p) for p in patterns]
-        except re.error as exc:
-            raise ConfigError(
-                f"source.tables: {exc.pattern!r} is not a regular expression ({exc}); fix it.",
-                key="source.tables",
-            ) from exc
+    def match_tables(self, patterns: Sequence[str], each: bool = False) -> list[tuple[str, str]]:
+        """The base tables whose ``db.table`` fully matches one of the regular expressions
+        (NoTablesMatched if none does, or with ``each`` if one of them matches none)."""
+        compiled = compile_patterns(patterns)
         rows = self.query(
             "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
             "WHERE TABLE_TYPE = 'BASE TABLE'"
@@ -113,12 +107,14 @@ class MySQLCatalog(ServerConnection):
             if str(db).lower() not in SYSTEM_SCHEMAS
             and any(p.fullmatch(f"{db}.{table}") for p in compiled)
         )
-        if not found:
-            raise NoTablesMatched(
-                f"No table on {self.address} matches source.tables {list(patterns)}; patterns "
-                "are regular expressions over db.table (e.g. 'shop\\..*'), fix them or create "
-                "the tables.",
-                patterns=list(patterns),
+        unmatched = unmatched_patterns(patterns, (f"{d}.{t}" for d, t in found))
+        if not found or (each and unmatched):
+            raise no_table_matches(
+                patterns,
+                unmatched,
+                f"on {self.address}",
+                "patterns are regular expressions over db.table (e.g. 'shop\\..*'), fix them "
+                f"or create the tables (the server lists only those user '{self.user}' may read)",
             )
         return found
 
@@ -195,10 +191,10 @@ class MySQLCatalog(ServerConnection):
 
     # -- signals ---------------------------------------------------------------------------
 
-    def write_signal(self, table: str, signal_id: str, kind: str, data: str) -> None:
-        """Insert a signal row into the signal table ``db.table`` (committed at once)."""
+    def check_signal_table(self, table: str) -> None:
+        """Raise ConfigError (with its CREATE TABLE) unless the signal table ``db.table``
+        exists and the user can see it."""
         db, _, name = table.partition(".")
-        quoted = f"`{db}`.`{name}`"
         found = self.query(
             "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
             (db, name),
@@ -210,6 +206,12 @@ class MySQLCatalog(ServerConnection):
                 "INSERT on it.",
                 key="source.signal_table",
             )
+
+    def write_signal(self, table: str, signal_id: str, kind: str, data: str) -> None:
+        """Insert a signal row into the signal table ``db.table`` (committed at once)."""
+        db, _, name = table.partition(".")
+        quoted = f"`{db}`.`{name}`"
+        self.check_signal_table(table)
         try:
             self.query(
                 f"INSERT INTO {quoted} (id, type, data) VALUES (%s, %s, %s)",

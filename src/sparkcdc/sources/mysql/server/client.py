@@ -135,6 +135,7 @@ class ServerConnection:
                     "cause it names and try again.",
                     host=self.host,
                     port=self.port,
+                    detail=_detail(exc),
                 ) from exc
         raise AssertionError("unreachable")
 

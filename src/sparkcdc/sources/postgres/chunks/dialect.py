@@ -211,7 +211,7 @@ class PostgresChunks:
         try:
             self.session.query(f"EXPLAIN SELECT 1 FROM {self._table(db, table)} WHERE ({where})")
         except SourceError as exc:
-            return str(exc)
+            return str(exc.fields.get("detail") or exc)
         return None
 
     def locate(

@@ -11,18 +11,11 @@ table (its partitions are not listed: the publication sends their changes under 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable, Sequence
 from typing import Self
 
 from sparkcdc.config.model import SourceConfig
-from sparkcdc.core.errors import (
-    ConfigError,
-    MissingPrivilege,
-    NoTablesMatched,
-    SourceError,
-    TableWithoutKey,
-)
+from sparkcdc.core.errors import ConfigError, MissingPrivilege, SourceError, TableWithoutKey
 from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.snapshot.signals import SIGNAL_TABLE_DDL
 from sparkcdc.sources.port import TableName
@@ -35,10 +28,11 @@ from sparkcdc.sources.postgres.pgoutput.types import (
     column,
 )
 from sparkcdc.sources.postgres.server.connect import Session, connect
-from sparkcdc.sources.postgres.server.publication import slot_state
+from sparkcdc.sources.postgres.server.publication import plan_publication, slot_state
 from sparkcdc.sources.postgres.server.readiness import check_access, check_identity, check_server
 from sparkcdc.sources.postgres.settings import PostgresSettings
 from sparkcdc.sources.postgres.wire.lsn import format_lsn, parse_lsn
+from sparkcdc.sources.table_filter import compile_patterns, no_table_matches, unmatched_patterns
 
 log = logging.getLogger("sparkcdc.source")
 
@@ -76,7 +70,8 @@ _EXISTS_SQL = (
 class PostgresCatalog:
     """A catalog connection to one database of a PostgreSQL server (a context manager).
     ``slot`` is the pipeline's replication slot (default: ``source.slot`` if set): when known,
-    :meth:`check_ready` also checks that a slot is free should it still have to be created."""
+    :meth:`check_ready` also checks that a slot is free should it still have to be created,
+    or that the existing one can serve the pipeline."""
 
     @classmethod
     def of(cls, source: SourceConfig, slot: str | None = None) -> Self:
@@ -87,6 +82,7 @@ class PostgresCatalog:
         settings = PostgresSettings.of(source)
         self.database = settings.database
         self.slot = slot if slot is not None else settings.slot
+        self.publication = settings.names()[1]
         self.session: Session = connect(source, self.database)
         self._matched: list[TableName] = []
         self._types: dict[int, PgType | None] = {}
@@ -104,8 +100,9 @@ class PostgresCatalog:
     def check_ready(self, namespaces: Iterable[str] = ()) -> None:
         """Raise unless the server is set up for logical decoding and the user may replicate;
         with ``namespaces`` (schemas), also unless the user may read them and the tables of
-        them the last :meth:`match_tables` found, and PostgreSQL can publish those tables'
-        updates and deletes (:mod:`.readiness`)."""
+        them the last :meth:`match_tables` found, PostgreSQL can publish those tables'
+        updates and deletes, and the publication publishes them or the user may make it so
+        (:mod:`.readiness`, :func:`~.publication.plan_publication`). Changes nothing."""
         check_server(self.session, self.slot)
         schemas = sorted(set(namespaces))
         if not schemas:
@@ -113,19 +110,23 @@ class PostgresCatalog:
         tables = [t for t in self._matched if t[0] in schemas]
         check_access(self.session, schemas, tables)
         check_identity(self.session, tables, self.source.row_keys)
+        plan = plan_publication(self.session, self.publication, tables, self.user)
+        if plan.statement is not None:
+            log.info(
+                "publication %s in database '%s' on %s %s; the run does that with: %s",
+                plan.name, self.database, self.address,
+                "does not exist yet" if plan.creates else "lacks tables the pipeline captures",
+                plan.statement,
+            )  # fmt: skip
 
     # -- tables and schemas ------------------------------------------------------------------
 
-    def match_tables(self, patterns: Sequence[str]) -> list[TableName]:
-        """The tables whose ``schema.table`` fully matches one of the regular expressions
-        (unlogged tables, which logical decoding never sees, are left out with a warning)."""
-        try:
-            compiled = [re.compile(p) for p in patterns]
-        except re.error as exc:
-            raise ConfigError(
-                f"source.tables: {exc.pattern!r} is not a regular expression ({exc}); fix it.",
-                key="source.tables",
-            ) from exc
+    def match_tables(self, patterns: Sequence[str], each: bool = False) -> list[TableName]:
+        """The tables of ``source.database`` whose ``schema.table`` fully matches one of the
+        regular expressions (unlogged tables, which logical decoding never sees, are left out
+        with a warning); NoTablesMatched, naming the database, if none does, or with ``each``
+        if one of them matches none."""
+        compiled = compile_patterns(patterns)
         partitions = "NOT c.relispartition" if self._version >= 130000 else "c.relkind = 'r'"
         found: list[TableName] = []
         unlogged: list[TableName] = []
@@ -140,12 +141,15 @@ class PostgresCatalog:
                 "(unlogged or temporary); left out",
                 ", ".join(f"{s}.{t}" for s, t in sorted(unlogged)), self.address,
             )  # fmt: skip
-        if not found:
-            raise NoTablesMatched(
-                f"No table on {self.address} matches source.tables {list(patterns)}; patterns "
-                "are regular expressions over schema.table (e.g. 'public\\..*'), fix them or "
-                "create the tables.",
-                patterns=list(patterns),
+        unmatched = unmatched_patterns(patterns, (f"{s}.{t}" for s, t in found))
+        if not found or (each and unmatched):
+            raise no_table_matches(
+                patterns,
+                unmatched,
+                f"in database '{self.database}' on {self.address}",
+                "tables are looked for in source.database only (postgres when it is not set), "
+                "so set it to the database that holds them, or fix the patterns (regular "
+                "expressions over schema.table, e.g. 'public\\..*') or create the tables",
             )
         self._matched = sorted(found)
         return list(self._matched)
@@ -249,17 +253,24 @@ class PostgresCatalog:
 
     # -- signals -----------------------------------------------------------------------------
 
+    def check_signal_table(self, table: str) -> None:
+        """Raise ConfigError (with its CREATE TABLE) unless the signal table
+        ``schema.table`` exists."""
+        schema, _, name = table.partition(".")
+        if not self.session.query(_EXISTS_SQL, (schema, name)):
+            raise ConfigError(
+                f"The signal table {table} does not exist in database '{self.database}' on "
+                f"{self.address}; create it with "
+                f"{SIGNAL_TABLE_DDL.format(name=self.session.qualified(schema, name))} and "
+                f"grant user '{self.user}' INSERT on it.",
+                key="source.signal_table",
+            )
+
     def write_signal(self, table: str, signal_id: str, kind: str, data: str) -> None:
         """Insert a signal row into the signal table ``schema.table`` (committed at once)."""
         schema, _, name = table.partition(".")
         quoted = self.session.qualified(schema, name)
-        if not self.session.query(_EXISTS_SQL, (schema, name)):
-            raise ConfigError(
-                f"The signal table {table} does not exist on {self.address}; create it with "
-                f"{SIGNAL_TABLE_DDL.format(name=quoted)} and grant user '{self.user}' INSERT on "
-                "it.",
-                key="source.signal_table",
-            )
+        self.check_signal_table(table)
         try:
             self.session.query(
                 f"INSERT INTO {quoted} (id, type, data) VALUES (%s, %s, %s)",

@@ -128,6 +128,7 @@ class Session:
         return SourceError(
             f'"{_short(sql)}" failed on PostgreSQL at {self.address} ({_words(exc)}); fix the '
             "cause it names and try again.",
+            detail=_words(exc),
             **fields,
         )
 

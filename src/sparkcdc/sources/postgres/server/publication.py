@@ -7,7 +7,9 @@ existing publication publishes: it says what to run instead. Creating one takes 
 privilege on the database and owning every table; adding tables takes owning the publication
 and those tables (or superuser): without that, the error prints the statement for an
 administrator. Like Debezium's ``publication.autocreate.mode = filtered``, but adding rather
-than ``SET TABLE`` (which would drop tables another pipeline may read).
+than ``SET TABLE`` (which would drop tables another pipeline may read). The same decision,
+made without changing anything (:func:`plan_publication`), is what ``sparkcdc check`` and the
+start of ``sparkcdc run`` check before Spark starts, so a refusal never waits for the stream.
 
 On PostgreSQL 13+ a publication is made ``WITH (publish_via_partition_root = true)``: the
 changes of a partitioned table's partitions are sent as changes of the partitioned table, the
@@ -89,37 +91,70 @@ def publication_tables(conn: Session, name: str) -> list[TableName]:
     return [(str(s), str(t)) for s, t in conn.query(_PUBLISHED_SQL, (name,))]
 
 
-def ensure_publication(
+@dataclass(frozen=True)
+class PublicationPlan:
+    """What making publication ``name`` publish the captured tables takes: ``statement``
+    (its CREATE PUBLICATION, or ALTER PUBLICATION … ADD TABLE; None when it publishes them
+    all), the tables that adds, and the tables it publishes besides (they are left in it)."""
+
+    name: str
+    statement: str | None
+    added: tuple[TableName, ...]
+    extra: tuple[TableName, ...] = ()
+
+    @property
+    def creates(self) -> bool:
+        """Whether the publication does not exist yet."""
+        return self.statement is not None and self.statement.startswith("CREATE")
+
+
+def plan_publication(
     conn: Session, name: str, tables: Sequence[TableName], user: str
-) -> list[TableName]:
-    """Make publication ``name`` publish ``tables`` (see the module docstring); the tables it
-    added (all of them when it created the publication)."""
+) -> PublicationPlan:
+    """What :func:`ensure_publication` would do, changing nothing: MissingPrivilege (with the
+    statement for an administrator) unless ``user`` may do it, ConfigError for a publication
+    that would leave changes out (see the module docstring)."""
     wanted = sorted(set(tables))
     via_root = "p.pubviaroot" if conn.server_version >= 130000 else "false"
     found = conn.query(_PUBLICATION_SQL.format(via_root=via_root), (name,))
     kinds = _table_kinds(conn, wanted)
     if not found:
         _check_rights(conn, name, wanted, user, kinds, create=True)
-        conn.query(create_publication_sql(conn, name, wanted))
-        log.info("created publication %s for %d tables on %s", name, len(wanted), conn.address)
-        return wanted
+        return PublicationPlan(name, create_publication_sql(conn, name, wanted), tuple(wanted))
     owned, all_tables, *actions, root = (bool(v) for v in found[0])
     _check_publishing(conn, name, actions, root, [t for t in wanted if kinds[t][0] == "p"])
     published = set(publication_tables(conn, name))
-    extra = sorted(published - set(wanted)) if not all_tables else []
-    if extra:
+    extra = tuple(sorted(published - set(wanted))) if not all_tables else ()
+    missing = [] if all_tables else [t for t in wanted if t not in published]
+    if not missing:
+        return PublicationPlan(name, None, (), extra)
+    kinds = {t: (k, owned and mine) for t, (k, mine) in kinds.items()}
+    _check_rights(conn, name, missing, user, kinds, create=False)
+    sql = f"ALTER PUBLICATION {conn.ident(name)} ADD TABLE {_list(conn, missing)}"
+    return PublicationPlan(name, sql, tuple(missing), extra)
+
+
+def ensure_publication(
+    conn: Session, name: str, tables: Sequence[TableName], user: str
+) -> list[TableName]:
+    """Make publication ``name`` publish ``tables`` (see the module docstring); the tables it
+    added (all of them when it created the publication)."""
+    plan = plan_publication(conn, name, tables, user)
+    if plan.extra:
         log.info(
             "publication %s on %s also publishes %s, which this pipeline does not capture; "
             "they are left in it",
-            name, conn.address, ", ".join(f"{s}.{t}" for s, t in extra),
+            name, conn.address, ", ".join(f"{s}.{t}" for s, t in plan.extra),
         )  # fmt: skip
-    missing = [] if all_tables else [t for t in wanted if t not in published]
-    if missing:
-        kinds = {t: (k, owned and mine) for t, (k, mine) in kinds.items()}
-        _check_rights(conn, name, missing, user, kinds, create=False)
-        conn.query(f"ALTER PUBLICATION {conn.ident(name)} ADD TABLE {_list(conn, missing)}")
-        log.info("added %d tables to publication %s on %s", len(missing), name, conn.address)
-    return missing
+    if plan.statement is not None:
+        conn.query(plan.statement)
+        if plan.creates:
+            log.info("created publication %s for %d tables on %s", name, len(plan.added),
+                     conn.address)  # fmt: skip
+        else:
+            log.info("added %d tables to publication %s on %s", len(plan.added), name,
+                     conn.address)  # fmt: skip
+    return list(plan.added)
 
 
 def create_publication_sql(conn: Session, name: str, tables: Sequence[TableName]) -> str:
@@ -253,6 +288,27 @@ def ensure_slot(conn: Session, name: str, database: str) -> SlotState:
 
 def check_slot(conn: Session, state: SlotState, database: str) -> None:
     """Raise unless ``state`` is a usable pgoutput slot of ``database``."""
+    check_slot_kind(conn, state, database)
+    where = f"Replication slot {state.name} on {conn.address}"
+    drop = f"SELECT pg_drop_replication_slot('{state.name}')"
+    if state.wal_status == "lost":
+        raise LogPositionGone(
+            f"{where} has lost the WAL it was keeping (wal_status lost: more WAL than "
+            f"max_slot_wal_keep_size piled up behind it), so the changes since its position "
+            f"are gone; drop it with {drop} and start the pipeline afresh with startup: initial.",
+            slot=state.name,
+        )
+    if state.wal_status == "unreserved":
+        log.warning(
+            "replication slot %s on %s is about to lose its WAL (wal_status unreserved); "
+            "the pipeline must catch up or max_slot_wal_keep_size be raised",
+            state.name, conn.address,
+        )  # fmt: skip
+
+
+def check_slot_kind(conn: Session, state: SlotState, database: str) -> None:
+    """Raise SourceError unless ``state`` is a logical slot decoding with pgoutput in
+    ``database`` (any other cannot serve the pipeline, whatever its position)."""
     drop = f"SELECT pg_drop_replication_slot('{state.name}')"
     where = f"Replication slot {state.name} on {conn.address}"
     if state.slot_type != "logical" or state.plugin != PLUGIN:
@@ -269,19 +325,6 @@ def check_slot(conn: Session, state: SlotState, database: str) -> None:
             f"{drop} if nothing else uses it.",
             slot=state.name,
         )
-    if state.wal_status == "lost":
-        raise LogPositionGone(
-            f"{where} has lost the WAL it was keeping (wal_status lost: more WAL than "
-            f"max_slot_wal_keep_size piled up behind it), so the changes since its position "
-            f"are gone; drop it with {drop} and start the pipeline afresh with startup: initial.",
-            slot=state.name,
-        )
-    if state.wal_status == "unreserved":
-        log.warning(
-            "replication slot %s on %s is about to lose its WAL (wal_status unreserved); "
-            "the pipeline must catch up or max_slot_wal_keep_size be raised",
-            state.name, conn.address,
-        )  # fmt: skip
 
 
 def drop_slot(conn: Session, name: str) -> bool:

@@ -10,14 +10,17 @@ replica identity):
   (:class:`~sparkcdc.core.errors.LogNotReady`; each takes a restart);
 * the user is superuser or has the REPLICATION attribute (MissingPrivilege; roles on managed
   services that grant replication through a role, such as ``rds_replication``, are not covered);
-* a free slot, when the pipeline's slot still has to be created (SourceError listing the slots);
+* a free slot, when the pipeline's slot still has to be created (SourceError listing the slots),
+  or, when it exists, a logical pgoutput slot of the pipeline's database;
 * USAGE on the captured schemas and SELECT on the captured tables (MissingPrivilege with the
   GRANTs, found with ``has_schema_privilege`` and ``has_table_privilege``);
 * each captured table (each leaf partition of a partitioned one) has a replica identity that
   lets PostgreSQL publish its updates and deletes: a primary key, ``FULL`` or ``USING INDEX``.
   With ``DEFAULT`` and no primary key, or ``NOTHING``, PostgreSQL refuses UPDATE and DELETE on
   the table once it is in a publication, so ``source.key_columns`` alone does not do
-  (TableWithoutKey naming ``ALTER TABLE … REPLICA IDENTITY FULL``).
+  (TableWithoutKey naming ``ALTER TABLE … REPLICA IDENTITY FULL``);
+* the publication publishes the captured tables, or the user may create it or add them
+  (:func:`~.publication.plan_publication`: MissingPrivilege with the statement to run).
 """
 
 from __future__ import annotations
@@ -27,7 +30,11 @@ from collections.abc import Mapping, Sequence
 from sparkcdc.core.errors import LogNotReady, MissingPrivilege, SourceError, TableWithoutKey
 from sparkcdc.sources.port import TableName
 from sparkcdc.sources.postgres.server.connect import Session
-from sparkcdc.sources.postgres.server.publication import no_free_slot, slot_state
+from sparkcdc.sources.postgres.server.publication import (
+    check_slot_kind,
+    no_free_slot,
+    slot_state,
+)
 
 _SETTINGS_SQL = (
     "SELECT name, setting FROM pg_settings"
@@ -66,7 +73,8 @@ _RESTART = "and restart the server"
 
 def check_server(conn: Session, slot: str | None = None) -> None:
     """Raise unless the server writes logical WAL, lets the user replicate, and (``slot``:
-    the pipeline's slot) has a slot free should that slot still have to be created."""
+    the pipeline's slot) has a slot free should that slot still have to be created, or has
+    it as a pgoutput slot of this database."""
     where = f"PostgreSQL at {conn.address}"
     if conn.server_version < 100000:
         raise SourceError(
@@ -93,7 +101,10 @@ def check_server(conn: Session, slot: str | None = None) -> None:
                 value="0",
                 expected="1 or more",
             )
-    if slot is not None and slot_state(conn, slot) is None:
+    state = None if slot is None else slot_state(conn, slot)
+    if state is not None:
+        check_slot_kind(conn, state, conn.database)
+    elif slot is not None:
         used = int(conn.query(_SLOT_COUNT_SQL)[0][0])
         if used >= int(found["max_replication_slots"]):
             raise no_free_slot(conn, slot)
