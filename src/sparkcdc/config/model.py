@@ -128,6 +128,13 @@ class SourceSettings:
         it, e.g. a PostgreSQL slot)."""
         return self
 
+    @property
+    def source_database(self) -> str | None:
+        """The database every captured table lies in, for a source whose two-part table names
+        are (schema, table): its events' ``source.db``, the first name part then being
+        ``source.schema``. None where the first name part is the database (MySQL)."""
+        return None
+
     def redacted(self) -> dict[str, Any]:
         return {}
 

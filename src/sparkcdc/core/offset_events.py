@@ -50,7 +50,8 @@ def offset_source(
 ) -> pa.StructArray:
     """The ``source`` column of ``n`` events made at ``at``: its position, its own fields as it
     gives them, the event counter numbering them from 0; ``db``/``table`` one name or one per
-    event."""
+    event; ``database`` the source's database where ``db`` is a schema
+    (:attr:`~sparkcdc.config.model.SourceSettings.source_database`)."""
     dbs = col.strings_cached(db, n) if isinstance(db, str) else db
     tables = col.strings_cached(table, n) if isinstance(table, str) else table
     names = [dbs, pa.nulls(n, col.STRING)] if database is None else [
@@ -76,11 +77,12 @@ def snapshot_batch(
     at: Offset,
     ts_ms: int,
     op: str = OP_READ,
+    database: str | None = None,
 ) -> pa.RecordBatch:
     """Snapshot reads (``op = 'r'``, ``source.snapshot = true``) of one chunk, built in bulk:
     ``keys`` and ``afters`` are the chunk's JSON texts, ``at`` its high watermark, the log
     position its rows are exact at. With ``op = 'k'`` (:data:`OP_CHUNK`) it is the one row that
-    stands for a chunk kept in the split store."""
+    stands for a chunk kept in the split store. ``database`` as for :func:`offset_source`."""
     n = len(keys)
     return pa.RecordBatch.from_arrays(
         [
@@ -93,7 +95,7 @@ def snapshot_batch(
             col.strings_cached(schema_id, n),
             pa.nulls(n, col.STRING),
             pa.nulls(n, col.STRING),
-            offset_source(n, db, table, at, ts_ms, snapshot=True),
+            offset_source(n, db, table, at, ts_ms, snapshot=True, database=database),
             pa.nulls(n, TRANSACTION_TYPE),
         ],
         schema=envelope_schema(type(at)),
@@ -101,7 +103,13 @@ def snapshot_batch(
 
 
 def chunk_event(
-    ref: dict[str, Any], db: str, table: str, schema_id: str, at: Offset, ts_ms: int
+    ref: dict[str, Any],
+    db: str,
+    table: str,
+    schema_id: str,
+    at: Offset,
+    ts_ms: int,
+    database: str | None = None,
 ) -> pa.RecordBatch:
     """The one ``k`` event of a chunk whose typed rows are kept in a file: ``ref`` names the
     file (``path``) and its ``rows``, and whatever else its reader needs; the event adds the
@@ -110,7 +118,7 @@ def chunk_event(
     text = json.dumps(ref if counter is None else ref | {"counter": counter},
                       separators=(",", ":"))  # fmt: skip
     keys, refs = pa.nulls(1, col.STRING), pa.array([text], col.STRING)
-    return snapshot_batch(keys, refs, db, table, schema_id, at, ts_ms, OP_CHUNK)
+    return snapshot_batch(keys, refs, db, table, schema_id, at, ts_ms, OP_CHUNK, database)
 
 
 def file_event(ref: dict[str, Any], at: Offset) -> pa.RecordBatch:
@@ -157,8 +165,11 @@ def schema_batch(
     return builder.build()
 
 
-def notice_batch(notices: Sequence[Notice], at: Offset, ts_ms: int) -> pa.RecordBatch:
-    """The ``n`` events of ``notices``, made at ``at``: no key, schema or transaction."""
+def notice_batch(
+    notices: Sequence[Notice], at: Offset, ts_ms: int, database: str | None = None
+) -> pa.RecordBatch:
+    """The ``n`` events of ``notices``, made at ``at``: no key, schema or transaction;
+    ``database`` as for :func:`offset_source`."""
     n = len(notices)
     dbs = pa.array([db for db, _, _ in notices], col.STRING)
     tables = pa.array([table for _, table, _ in notices], col.STRING)
@@ -175,7 +186,7 @@ def notice_batch(notices: Sequence[Notice], at: Offset, ts_ms: int) -> pa.Record
             nothing,
             nothing,
             nothing,
-            offset_source(n, dbs, tables, at, ts_ms, snapshot=False),
+            offset_source(n, dbs, tables, at, ts_ms, snapshot=False, database=database),
             pa.nulls(n, TRANSACTION_TYPE),
         ],
         schema=envelope_schema(type(at)),

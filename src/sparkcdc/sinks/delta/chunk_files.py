@@ -57,20 +57,25 @@ KINDS = ("replica", "changelog")
 
 
 def files_of(
-    results: Sequence[SplitResult], schema: TableSchema, store: SplitStore, fresh: bool
+    results: Sequence[SplitResult],
+    schema: TableSchema,
+    store: SplitStore,
+    fresh: bool,
+    database: str | None = None,
 ) -> dict[str, Any]:
     """The two files of a run of chunks (one table's, finished, in the task's order),
     described for their ``k`` events: per kind its path, size and statistics, and the columns.
     A run with a split read now (``fresh``) writes them, replacing any that an attempt which
     crashed before finishing the run left; a run of finished splits (a replay) keeps its own,
-    written only if they are missing."""
+    written only if they are missing. ``database``: the rows' ``source.db`` where the table's
+    first name part is a schema (:func:`~sparkcdc.core.offset_events.offset_source`)."""
     replica = pa.concat_tables(r.rows for r in results).drop_columns(["key"])
     replica = replica.cast(arrow_schema(schema))
     out: dict[str, Any] = {"columns": columns_key(list(replica.schema))}
     for kind in KINDS:
         path = run_path(store, results, kind)
         if fresh or not path.exists():
-            table = replica if kind == "replica" else _changelog(replica, results, schema)
+            table = replica if kind == "replica" else _changelog(replica, results, schema, database)
             _write(table, path, _dictionary(table, type(results[0].high).EVENT_COUNTER))
         stats = _stats(replica) if kind == "replica" else {"numRecords": replica.num_rows}
         out[kind] = {"path": str(path), "size": path.stat().st_size, "stats": stats}
@@ -88,7 +93,9 @@ def columns_key(columns: list[pa.Field]) -> list[list[str]]:
     return [[f.name, str(f.type)] for f in columns]
 
 
-def _changelog(replica: pa.Table, results: Sequence[SplitResult], schema: TableSchema) -> pa.Table:
+def _changelog(
+    replica: pa.Table, results: Sequence[SplitResult], schema: TableSchema, database: str | None
+) -> pa.Table:
     """The run's ``r`` rows: each chunk's at its own split's high watermark."""
     n = replica.num_rows
     after = pa.StructArray.from_arrays(
@@ -96,7 +103,7 @@ def _changelog(replica: pa.Table, results: Sequence[SplitResult], schema: TableS
     )
     sources = [
         offset_source(r.rows.num_rows, schema.db, schema.table, r.high, int(r.ended * 1000),
-                      snapshot=True)
+                      snapshot=True, database=database)
         for r in results
     ]  # fmt: skip
     source = source_type(type(results[0].high))

@@ -69,6 +69,11 @@ class PostgresSettings(SourceSettings):
         default = default_name(checkpoint)
         return replace(self, slot=self.slot or default, publication=self.publication or default)
 
+    @property
+    def source_database(self) -> str:
+        """Tables are named (schema, table): events carry ``database`` as ``source.db``."""
+        return self.database
+
     def names(self) -> tuple[str, str]:
         """(slot, publication): the ones set, else ``sparkcdc_<database>`` (a Spark source
         without the options)."""

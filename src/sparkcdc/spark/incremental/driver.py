@@ -158,10 +158,11 @@ class IncrementalSnapshots:
         finish = self.options.offset(end)
         ts = int(time.time() * 1000)
         out: list[pa.RecordBatch] = []
+        database = self.options.source.settings.source_database
         if state.window is not None:
-            out.append(window_chunk_event(state.window, batches, finish, ts, images))
+            out.append(window_chunk_event(state.window, batches, finish, ts, images, database))
         if state.notices:
-            out.append(notice_batch(state.notices, finish, ts))
+            out.append(notice_batch(state.notices, finish, ts, database))
         return out
 
     # ------------------------------------------------------------ commit

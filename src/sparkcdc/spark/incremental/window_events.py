@@ -55,9 +55,11 @@ def window_chunk_event(
     finish: Offset,
     ts: int,
     images: Sequence[TypedImages] = (),
+    database: str | None = None,
 ) -> pa.RecordBatch:
     """The ``k`` event of ``window`` (its raw chunk file without the keys ``batches`` touched,
-    their typed ``images`` included), at ``finish``, the micro-batch's end."""
+    their typed ``images`` included), at ``finish``, the micro-batch's end; ``database``: its
+    ``source.db`` where the table's first name part is a schema."""
     raw = Path(window["path"])
     with pa.memory_map(str(raw)) as source:
         rows = pa.ipc.open_file(source).read_all()
@@ -69,7 +71,7 @@ def window_chunk_event(
         write_arrow(kept, rows)
     db, _, table = window["table"].partition(".")
     ref = {"path": str(kept), "rows": rows.num_rows, "incremental": True}
-    return chunk_event(ref, db, table, window["schema_id"], finish, ts)
+    return chunk_event(ref, db, table, window["schema_id"], finish, ts, database)
 
 
 def touched(

@@ -100,7 +100,7 @@ class SnapshotPhase:
         offsets = self.options.kind.offsets
         batch = schema_batch(
             rows, offsets, position=None, own=own_values(offsets, None),
-            ts_ms=int(time.time() * 1000),
+            ts_ms=int(time.time() * 1000), database=self.options.source.settings.source_database,
         )  # fmt: skip
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, batch.schema) as writer:

@@ -53,6 +53,7 @@ def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.Reco
     and its events are sent once they are written, in the splits' order."""
     store = SplitStore(SnapshotPlanner(options).root, options.kind.offsets)
     typed = options.snapshot_delivery == "store"
+    database = options.source.settings.source_database  # source.db of schema-named tables
     reader = _Reader(options, task, typed)
     pending: list[Future[Any]] = []  # the last run's jobs: its splits kept, then its events
     try:
@@ -77,7 +78,9 @@ def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.Reco
                 results = [
                     read[s.index] if r is None else r for s, r in zip(run, found, strict=True)
                 ]
-                jobs.append(writer.submit(keep_run, store, results, schema, typed, bool(read)))
+                jobs.append(
+                    writer.submit(keep_run, store, results, schema, typed, bool(read), database)
+                )
                 yield from _sent(pending)
                 pending = jobs
             yield from _sent(pending)
@@ -168,18 +171,29 @@ def _sent(jobs: list[Future[Any]]) -> Iterator[pa.RecordBatch]:
 
 
 def keep_run(
-    store: SplitStore, results: list[SplitResult], schema: TableSchema, typed: bool, fresh: bool
+    store: SplitStore,
+    results: list[SplitResult],
+    schema: TableSchema,
+    typed: bool,
+    fresh: bool,
+    database: str | None = None,
 ) -> list[pa.RecordBatch]:
     """A run's events; with typed chunks, its Delta data files are written first (``fresh``:
-    a split of the run was read now; else they are kept if an earlier attempt wrote them)."""
+    a split of the run was read now; else they are kept if an earlier attempt wrote them).
+    ``database``: the events' ``source.db`` where the table's first name part is a schema."""
     if not typed:
-        return [event for result in results for event in _events(result, schema)]
-    files = chunk_files.files_of(results, schema, store, fresh=fresh)
-    return [kept_chunk_event(r, schema, store.rows_path(r.split), files) for r in results]
+        return [event for result in results for event in _events(result, schema, database)]
+    files = chunk_files.files_of(results, schema, store, fresh=fresh, database=database)
+    return [kept_chunk_event(r, schema, store.rows_path(r.split), files, database)
+            for r in results]  # fmt: skip
 
 
 def kept_chunk_event(
-    result: SplitResult, schema: TableSchema, path: Path, files: dict[str, Any] | None = None
+    result: SplitResult,
+    schema: TableSchema,
+    path: Path,
+    files: dict[str, Any] | None = None,
+    database: str | None = None,
 ) -> pa.RecordBatch:
     """The one ``k`` event of a split's chunk kept in the store, at its high watermark, with
     its Delta data files if the task wrote them (:mod:`sparkcdc.sinks.delta.chunk_files`)."""
@@ -187,16 +201,20 @@ def kept_chunk_event(
     if files is not None:
         ref["files"] = files
     return chunk_event(
-        ref, schema.db, schema.table, schema.schema_id(), result.high, int(result.ended * 1000)
-    )
+        ref, schema.db, schema.table, schema.schema_id(), result.high, int(result.ended * 1000),
+        database,
+    )  # fmt: skip
 
 
-def _events(result: SplitResult, schema: TableSchema) -> Iterator[pa.RecordBatch]:
+def _events(
+    result: SplitResult, schema: TableSchema, database: str | None
+) -> Iterator[pa.RecordBatch]:
     """A split's rows as ``r`` events with JSON row images, at its high watermark."""
     rows, ts = result.rows, int(time.time() * 1000)
     for lo in range(0, rows.num_rows, ARROW_BATCH_ROWS):
         part = rows.slice(lo, ARROW_BATCH_ROWS)
         keys, afters = part.column("key").combine_chunks(), part.column("after").combine_chunks()
         yield snapshot_batch(
-            keys, afters, schema.db, schema.table, schema.schema_id(), result.high, ts
-        )
+            keys, afters, schema.db, schema.table, schema.schema_id(), result.high, ts,
+            database=database,
+        )  # fmt: skip
