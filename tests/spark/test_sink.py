@@ -148,7 +148,28 @@ def test_truncate_then_insert_in_one_batch_keeps_only_later_rows(
     assert [r["id"] for r in rows(tmp_path / "shop" / "accounts")] == [3]
     write(spark, sink, Changes(pos=4000).ddl("shop", "accounts", "DROP TABLE accounts"), 2)
     assert rows(tmp_path / "shop" / "accounts") == []
-    assert DeltaTable(str(tmp_path / "shop" / "accounts__changelog")).count() == 3
+    log = DeltaTable(str(tmp_path / "shop" / "accounts__changelog")).to_pyarrow_table()
+    ordered = sorted(log.to_pylist(), key=lambda r: r["source"]["position"])
+    assert [r["op"] for r in ordered] == ["c", "c", "t", "c"]  # a DROP leaves no row
+    [truncate] = [r for r in ordered if r["op"] == "t"]
+    assert truncate["before"] is None and truncate["after"] is None
+    assert (truncate["source"]["db"], truncate["source"]["table"]) == ("shop", "accounts")
+    assert truncate["transaction"]["id"] == "0-1-1"  # the statement's own
+
+
+def test_a_truncate_alone_is_one_t_row_written_once(spark: Any, tmp_path: Path) -> None:
+    """A batch holding nothing of the table but its TRUNCATE empties the replica and writes
+    the ``t`` row; the batch again (a replay) writes neither twice."""
+    a = ACCOUNTS
+    sink = DeltaSink(str(tmp_path), "test")
+    first = {"id": 1, "owner": "o", "balance": "1.00"}
+    write(spark, sink, Changes().schema(a).change("c", a, after=first), 0)
+    truncate = Changes(pos=3000).ddl("shop", "accounts", "TRUNCATE TABLE accounts", a)
+    for _ in range(2):
+        write(spark, sink, truncate, 1)
+    assert rows(tmp_path / "shop" / "accounts") == []
+    log = DeltaTable(str(tmp_path / "shop" / "accounts__changelog")).to_pyarrow_table()
+    assert sorted(log.column("op").to_pylist()) == ["c", "t"]
 
 
 def test_inserts_of_new_keys_are_appended_and_others_merged(spark: Any, tmp_path: Path) -> None:

@@ -19,7 +19,10 @@ op          ``c`` insert, ``u`` update, ``d`` delete, ``r`` snapshot read,
             as JSON: ``{"type": ..., ...}``; ``db``/``table`` the table it is about, or empty),
             ``f`` the events of a whole micro-batch kept in an Arrow file (option ``log_dir``:
             ``after`` is ``{"path": <file>, "rows": n}``, ``source`` the batch's end;
-            :mod:`sparkcdc.store.batch_files`)
+            :mod:`sparkcdc.store.batch_files`);
+            in the change log only: ``t`` a TRUNCATE of the table (written by the sink from the
+            ``s`` event of kind ``truncate``: ``before`` and ``after`` null, ``source`` and
+            ``transaction`` the event's; :mod:`sparkcdc.sinks.delta.truncates`)
 db, table   the source table's two-part name (MySQL: database and table; PostgreSQL: schema
             and table)
 key         JSON array of the key values (from ``after``, or ``before`` for deletes)
@@ -73,6 +76,7 @@ OP_SCHEMA = "s"
 OP_CHUNK = "k"
 OP_NOTICE = "n"
 OP_FILE = "f"
+OP_TRUNCATE = "t"  # change logs only: the sink writes it for an 's' event of kind truncate
 
 COMMON_SOURCE_FIELDS = (
     pa.field("db", pa.string()),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparkcdc.core.event import OP_TRUNCATE
 from sparkcdc.sinks.delta.commits import OP_COLUMN, ORDER_COLUMN
 
 
@@ -26,12 +27,14 @@ def latest_changes(
     """The latest change per key of ``rows`` (changes of one table, ``_pos`` = log order).
 
     Returns ``columns`` plus ``OP_COLUMN`` ('d' delete or 'u' upsert) and ``ORDER_COLUMN``.
-    ``reset_at``: the position of a TRUNCATE/DROP in the batch; earlier changes are dropped.
+    ``reset_at``: the position of a TRUNCATE/DROP in the batch; earlier changes are dropped,
+    and so are the ``t`` rows a TRUNCATE left in the change log (they change no row).
     """
     names = [f.name for f in columns]
     op = rows.column("op").combine_chunks()
     pos = rows.column("_pos").combine_chunks()
     live = pc.greater(pos, reset_at) if reset_at is not None else pc.is_valid(pos)
+    live = pc.and_(live, pc.not_equal(op, OP_TRUNCATE))
     deleted = pc.equal(op, "d")
     key_moved = pc.equal(op, "u")
     changed = None

@@ -15,7 +15,8 @@ whose file holds them, :mod:`sparkcdc.store.batch_files`):
    MODIFY/CHANGE type   keeps the Delta type; values are cast to it (a failing cast stops
                         the batch with SinkError, as a change between an array and any
                         other type always does)
-   TRUNCATE TABLE       deletes every replica row (in the batch's replica commit)
+   TRUNCATE TABLE       deletes every replica row (in the batch's replica commit) and
+                        becomes a ``t`` row of the change log (:mod:`.truncates`)
    DROP TABLE           deletes every replica row; the change log stays
    RENAME TABLE         the new name starts new Delta tables; the old ones stay as they were
    ===================  ===============================================================
@@ -23,13 +24,14 @@ whose file holds them, :mod:`sparkcdc.store.batch_files`):
    A table keyed by an array column (``array<E>``) stops the batch with SinkError: a MERGE
    cannot match rows on arrays.
 
-2. Changes (c/u/d/r) per table: row images become typed structs (:mod:`~sparkcdc.core.convert`),
-   with the schema version each row names (``schema_id``), widened to the table's current
-   columns. A snapshot chunk kept in the split store (``op = 'k'``) becomes its ``r`` rows,
-   read from there already typed (:mod:`.chunk_rows`). A value an update left out of the log
-   (PostgreSQL's unchanged TOAST) is filled from the key's change before or the replica
-   (:mod:`.unchanged`).
-3. Change log ``<db>/<t>__changelog``: one append of op, before, after, source, transaction.
+2. Changes (c/u/d/r, and t for a TRUNCATE) per table: row images become typed structs
+   (:mod:`~sparkcdc.core.convert`), with the schema version each row names (``schema_id``),
+   widened to the table's current columns. A snapshot chunk kept in the split store
+   (``op = 'k'``) becomes its ``r`` rows, read from there already typed (:mod:`.chunk_rows`).
+   A value an update left out of the log (PostgreSQL's unchanged TOAST) is filled from the
+   key's change before or the replica (:mod:`.unchanged`).
+3. Change log ``<db>/<t>__changelog``: one append of op, before, after, source, transaction
+   (a ``t`` row: before and after null).
 4. Replica ``<db>/<t>``: one MERGE on the key with the latest change per key in the batch by log
    order; deletes delete, inserts and updates upsert (an update that changes the key deletes
    the old key). A batch of nothing but chunks of the initial snapshot is appended instead,
@@ -68,7 +70,14 @@ from sparkcdc.core.errors import ConfigError, SinkError
 from sparkcdc.core.event import OP_CREATE, OP_NOTICE, OP_READ, OP_SCHEMA
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.sinks.delta import chunk_files, chunk_rows, commits, notifications, unchanged
+from sparkcdc.sinks.delta import (
+    chunk_files,
+    chunk_rows,
+    commits,
+    notifications,
+    truncates,
+    unchanged,
+)
 from sparkcdc.sinks.delta.lake import Lake, TableName
 from sparkcdc.sinks.delta.replica import latest_changes
 from sparkcdc.store import batch_files
@@ -155,8 +164,13 @@ class DeltaSink:
         self.lake.source = envelope.schema.field("source").type
         ops = envelope.column("op").to_pylist() if envelope.num_rows else []
         resets: dict[TableName, int] = {}
+        truncated: list[int] = []
         for i in (i for i, op in enumerate(ops) if op == OP_SCHEMA):
-            self.lake.announce(envelope.slice(i, 1).to_pylist()[0], i, resets)
+            row = envelope.slice(i, 1).to_pylist()[0]
+            self.lake.announce(row, i, resets)
+            if truncates.is_truncate(row):
+                truncated.append(i)
+        envelope = truncates.as_changes(envelope, truncated)  # 't' rows of the change log
         kept = pa.array([OP_SCHEMA, OP_NOTICE])
         changes = pc.invert(pc.is_in(envelope.column("op"), kept)) if envelope.num_rows else None
         tables: list[str] = []
@@ -344,7 +358,8 @@ class DeltaSink:
         return any(wrote)
 
     def _reset_only(self, name: TableName, batch_id: int) -> None:
-        """A TRUNCATE or DROP TABLE with no later change of the table in this batch."""
+        """A DROP TABLE (or a TRUNCATE of a table never announced) with no change of the table
+        in this batch."""
         path = self.lake.replica(name)
         if commits.open_table(path) is None:
             return

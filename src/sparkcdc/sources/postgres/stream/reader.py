@@ -305,12 +305,16 @@ class PgLogReader(LogThread):
             self._ddl([change], ddl)
 
     def _truncate(self, message: pm.Truncate) -> None:
+        """One ``s`` event of kind ``truncate`` per captured table the message names (a
+        TRUNCATE of several tables, or CASCADE, names each): the sink empties its replica and
+        writes a ``t`` row to its change log."""
         self._flush_run()
+        options = " CASCADE" * message.cascade + " RESTART IDENTITY" * message.restart_identity
         for oid in message.relations:
             found = self.tables.get(oid)
             if found is not None:
-                name = found.schema.name
-                self._ddl([schema_row(found.schema, found.schema, "truncate")], f"TRUNCATE {name}")
+                row = schema_row(found.schema, found.schema, "truncate")
+                self._ddl([row], f"TRUNCATE {found.schema.name}{options}")
 
     def _ddl(self, rows: list[SchemaRow], ddl: str) -> None:
         own = (self._commit_lsn, self._xid)
