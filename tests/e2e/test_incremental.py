@@ -30,6 +30,7 @@ from deltalake import DeltaTable
 from sparkcdc.sinks.delta.notifications import read_notifications
 from sparkcdc.snapshot.signals import signal_table_ddl
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
+from tests.cases.changelog import source_names
 from tests.e2e.cli import crash, log_end, start, write_config
 from tests.e2e.snapshot_workload import ITEMS, Churn, load_items
 
@@ -259,6 +260,7 @@ def test_incremental_snapshot_under_a_concurrent_workload(
     assert replica(lake / db / "items") == source(mariadb, db)
     assert replica(lake / other / "items") == source(mariadb, other)
     reads = check_changelog(lake / db / "items__changelog", churn.changes)
+    assert source_names(lake / db / "items__changelog", "r") == {(db, None, "items", True)}
     assert check_changelog(lake / other / "items__changelog", side.changes) == 0
     rows = check_progress(lake, f"{db}.items")
     assert len(rows) >= 2, f"the snapshot took {len(rows)} window only"

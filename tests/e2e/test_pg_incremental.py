@@ -18,6 +18,7 @@ import pytest
 
 from sparkcdc.snapshot.signals import SIGNAL_TABLE_DDL
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
+from tests.cases.changelog import source_names
 from tests.e2e.cli import write_config
 from tests.e2e.snapshot_workload import PG_ITEMS, load_items
 from tests.e2e.test_incremental import (
@@ -101,6 +102,8 @@ def test_incremental_snapshot_under_a_concurrent_workload(
 
     assert churn.commits > 100 and side.commits > 50
     reads = check_changelog(lake / "public" / "items__changelog", churn.changes, wal_event)
+    reads_from = source_names(lake / "public" / "items__changelog", "r")
+    assert reads_from == {(pgdb, "public", "items", True)}  # db the database, schema the schema
     assert check_changelog(lake / "public" / "other__changelog", side.changes, wal_event) == 0
     rows = check_progress(lake, "public.items")
     assert len(rows) >= 2, f"the snapshot took {len(rows)} window only"
