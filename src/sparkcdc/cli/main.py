@@ -4,6 +4,7 @@
     sparkcdc check PIPELINE.yaml [--quiet]
     sparkcdc status PIPELINE.yaml [--json]
     sparkcdc verify PIPELINE.yaml [--tables RE ...] [--chunk-size N] [--wait S] [--quiet]
+    sparkcdc compact PIPELINE.yaml [--tables RE ...] [--retain DURATION] [--quiet]
     sparkcdc signal ACTION --config PIPELINE.yaml [--tables db.t ...] [--where COND]
                     [--message TEXT] [--channel table|file]
     sparkcdc --version
@@ -13,7 +14,9 @@
 time per checkpoint (a second one stops at once, naming the first one's process). ``check``
 validates the file and the server and changes nothing. ``status`` shows the pipeline's state from
 its checkpoint without starting Spark (see :mod:`sparkcdc.cli.status`). ``verify`` compares
-the replicas with the source row by row (see :mod:`sparkcdc.cli.verify`). ``signal`` sends a
+the replicas with the source row by row (see :mod:`sparkcdc.cli.verify`). ``compact`` compacts
+the sink's Delta tables of a stopped pipeline and deletes the files no recent version reads (see
+:mod:`sparkcdc.cli.compact`). ``signal`` sends a
 running pipeline a signal, e.g. to snapshot some tables again (see :mod:`sparkcdc.cli.signal`).
 
 Every command takes ``--log-format text|json``, before or after the command's name: ``json``
@@ -43,6 +46,7 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
+from sparkcdc.cli.compact import add_compact_command, run_compact
 from sparkcdc.cli.json_stderr import JsonStderr
 from sparkcdc.cli.signal import add_signal_command, send_signal
 from sparkcdc.cli.status import add_status_command, pipeline_status
@@ -112,6 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     add_status_command(commands)
     add_signal_command(commands)
     add_verify_command(commands)
+    add_compact_command(commands)
     for command in commands.choices.values():
         _log_format_option(command, argparse.SUPPRESS)  # after the command's name too
     return parser
@@ -169,6 +174,8 @@ def _command(args: argparse.Namespace, quiet: bool) -> int:
         print(pipeline_status(config, args.json))
     elif args.command == "verify":
         return EXIT_OK if run_verify(config, args) else EXIT_DIFFERENT
+    elif args.command == "compact":
+        run_compact(config, args)
     elif args.command == "check":
         _check(config, quiet)
     else:

@@ -28,6 +28,7 @@ from sparkcdc.config.model import (
     UNMATCHED_ACTIONS,
     Config,
     HeartbeatConfig,
+    MaintenanceConfig,
     MetricsConfig,
     PipelineConfig,
     SinkConfig,
@@ -86,7 +87,8 @@ SNAPSHOT_KEYS = (
     "incremental_window",
 )
 DISTRIBUTION_KEYS = ("lower", "upper")
-SINK_KEYS = ("type", "path")
+SINK_KEYS = ("type", "path", "maintenance")
+MAINTENANCE_KEYS = ("compact_every", "retain")
 PIPELINE_KEYS = ("checkpoint", "trigger", "store", "spark", "metrics")
 STORE_KEYS = ("max_bytes", "max_items", "batch_mode", "item_rows")
 METRICS_KEYS = ("port", "host")
@@ -304,7 +306,35 @@ def _sink(s: dict[str, Any], base: Path) -> SinkConfig:
     return SinkConfig(
         type=_get(s, "type", "sink", _one_of("delta"), "delta"),
         path=_get(s, "path", "sink", _path(base), _REQUIRED),
+        maintenance=_maintenance(_section(s.get("maintenance"), "sink.maintenance",
+                                          MAINTENANCE_KEYS)),
+    )  # fmt: skip
+
+
+def _maintenance(s: dict[str, Any]) -> MaintenanceConfig:
+    p, defaults = "sink.maintenance", MaintenanceConfig()
+    return MaintenanceConfig(
+        compact_every=_get(s, "compact_every", p, _every, defaults.compact_every),
+        retain=_get(s, "retain", p, _retain, defaults.retain),
     )
+
+
+def _every(value: Any, key: str) -> float:
+    """A duration; ``off`` (or 0): never."""
+    if isinstance(value, str) and value.strip().lower() == "off":
+        return 0.0
+    try:
+        return as_duration(value, key)
+    except ConfigError:
+        fail(key, f"{value!r} is not a duration; use e.g. 10m or 1h, or off")
+
+
+def _retain(value: Any, key: str) -> float:
+    """A duration, at most 10 years (Delta keeps it as an interval of whole seconds)."""
+    seconds = as_duration(value, key)
+    if seconds > 10 * 365 * 86400:
+        fail(key, f"{value!r} is more than 10 years; use e.g. 1h or 7d")
+    return seconds
 
 
 def _pipeline(s: dict[str, Any], base: Path) -> PipelineConfig:

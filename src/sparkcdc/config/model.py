@@ -198,11 +198,27 @@ class SourceConfig:
 
 
 @dataclass(frozen=True)
+class MaintenanceConfig:
+    """``sink.maintenance``: the running pipeline's upkeep of its Delta tables, every
+    ``compact_every`` seconds (0: never; ``sparkcdc compact`` still does it on demand): small
+    files compacted, and files no version of the last ``retain`` seconds reads deleted
+    (:mod:`sparkcdc.sinks.delta.upkeep`)."""
+
+    compact_every: float = 600.0
+    retain: float = 3600.0
+
+    @property
+    def enabled(self) -> bool:
+        return self.compact_every > 0
+
+
+@dataclass(frozen=True)
 class SinkConfig:
     """Where changes go: Delta tables under ``path`` (``<db>/<table>`` and ``__changelog``)."""
 
     path: str
     type: str = "delta"
+    maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
 
 
 @dataclass(frozen=True)

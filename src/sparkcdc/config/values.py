@@ -25,8 +25,8 @@ STARTUP_FORMS = ("initial", "snapshot", "earliest", "latest")
 """The startup forms of every source; each adds its own (:attr:`SourceSettings.STARTUP_FORMS`)."""
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|[KMGT]|B)?\s*$", re.I)
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$", re.I)
-_SECONDS = {"": 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)?\s*$", re.I)
+_SECONDS = {"": 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def fail(key: str, problem: str) -> NoReturn:
@@ -86,7 +86,7 @@ def as_size(value: Any, key: str) -> int:
 
 
 def as_duration(value: Any, key: str) -> float:
-    """``500ms``, ``1s``, ``2m``, ``1h`` or a plain number of seconds."""
+    """``500ms``, ``1s``, ``2m``, ``1h``, ``7d`` or a plain number of seconds."""
     text = as_text(value, key)
     match = _DURATION.match(text)
     if not match:

@@ -188,7 +188,7 @@ def commit(
             continue  # another chunk of the same run
         named.add(found["path"])
         name = f"part-{uuid.uuid5(uuid.NAMESPACE_URL, tag + '/' + found['path'])}.snappy.parquet"
-        _link(Path(found["path"]), Path(path) / name)
+        link_file(Path(found["path"]), Path(path) / name)
         adds.append(
             AddAction(name, int(found["size"]), {}, int(time.time() * 1000), True,
                       json.dumps(found["stats"], separators=(",", ":")))
@@ -197,13 +197,16 @@ def commit(
     return True
 
 
-def _link(source: Path, target: Path) -> None:
+def link_file(source: Path, target: Path) -> None:
     """``target`` becomes ``source``'s content: a hard link, a copy across file systems; an
-    earlier attempt's file of the same name (never committed) is replaced."""
+    earlier attempt's file of the same name (never committed) is replaced. Its modification
+    time is now: a vacuum counts the age of a file no version holds yet from it
+    (:mod:`.upkeep`)."""
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
     try:
         os.link(source, tmp)
+        os.utime(tmp)
     except OSError:
         shutil.copyfile(source, tmp)
     os.replace(tmp, target)

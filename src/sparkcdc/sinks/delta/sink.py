@@ -50,6 +50,11 @@ whose file holds them, :mod:`sparkcdc.store.batch_files`):
 
 All commits carry the Delta transaction identifier (pipeline id, batch id), so a replay of batch
 N after a crash writes nothing twice (:mod:`.commits`).
+
+With an upkeep schedule (``sink.maintenance``), a micro-batch that comes when the upkeep is due
+first compacts and vacuums the tables (:mod:`.upkeep`): between two batches in this thread, so
+no commit runs beside it, and never before the first batch of a run (a replay of the batch the
+last run stopped in may read the replica as it was before it).
 """
 
 from __future__ import annotations
@@ -80,6 +85,7 @@ from sparkcdc.sinks.delta import (
 )
 from sparkcdc.sinks.delta.lake import Lake, TableName
 from sparkcdc.sinks.delta.replica import latest_changes
+from sparkcdc.sinks.delta.upkeep import Schedule
 from sparkcdc.store import batch_files
 
 log = logging.getLogger("sparkcdc.sink")
@@ -114,9 +120,14 @@ class DeltaSink:
     """``writeStream.foreachBatch(DeltaSink(path, app_id))``; see the module docstring."""
 
     def __init__(
-        self, path: str, app_id: str | Callable[[], str], mark: Mark | None = None
+        self,
+        path: str,
+        app_id: str | Callable[[], str],
+        mark: Mark | None = None,
+        upkeep: Schedule | None = None,
     ) -> None:
         self.path = str(path)
+        self.upkeep = upkeep  # compaction and vacuum between batches (module docstring)
         self.mark = mark  # rewritten once the stream's changes of a batch are committed
         self._marked = False
         self._app_id = app_id
@@ -141,6 +152,8 @@ class DeltaSink:
 
     def __call__(self, df: ArrowFrame, batch_id: int) -> None:
         try:
+            if self.upkeep is not None and self.batches and self.upkeep.due():
+                self.upkeep.run()  # Spark committed the batch before this one
             started = time.perf_counter()
             envelope, images = batch_files.expand(df.toArrow())
             read_s = time.perf_counter() - started
@@ -342,7 +355,7 @@ class DeltaSink:
         """Commit the data files the snapshot tasks wrote for a batch of initial chunks
         (:mod:`.chunk_files`); False if both tables hold this batch already."""
         label = f"{name[0]}.{name[1]}"
-        tag = f"{self.app_id}/{label}"
+        tag = f"{self.app_id}/{label}/{batch_id}"  # each commit's files named apart
         try:
             wrote = [
                 chunk_files.commit(path, kind, refs, self.app_id, batch_id, tag)

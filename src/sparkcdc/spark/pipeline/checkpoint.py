@@ -60,6 +60,16 @@ def clear_torn_first_offset(spark_checkpoint: Path) -> list[Path]:
     return torn
 
 
+def uncommitted_batch(spark_checkpoint: Path) -> int | None:
+    """The micro-batch Spark planned and did not commit (a run stopped inside it, which the
+    next run writes again), else None."""
+    planned = [int(p.name) for p in batch_files(spark_checkpoint / "offsets")]
+    committed = [int(p.name) for p in batch_files(spark_checkpoint / "commits")]
+    if planned and max(planned) > max(committed, default=-1):
+        return max(planned)
+    return None
+
+
 def snapshot_ahead(spark_checkpoint: Path) -> bool:
     """Whether the query starts in its snapshot phase: no offset yet, or the newest is a
     snapshot offset (a restart in the log phase has no snapshot task to warm up for)."""

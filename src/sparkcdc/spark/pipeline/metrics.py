@@ -29,10 +29,27 @@ class SinkFigures:
     events: Mapping[tuple[str, str], int] = field(default_factory=dict)  # (table, op) -> rows
     last_event_ts_ms: int | None = None  # source commit time of the newest change written
     last_commit_s: float | None = None  # wall time the last batch was written
+    upkeep: UpkeepFigures | None = None  # None: the run keeps no upkeep schedule
 
     @classmethod
     def of(cls, sink: DeltaSink) -> SinkFigures:
-        return cls(sink.batches, sink.events, sink.last_event_ts_ms, sink.last_commit_s)
+        schedule = sink.upkeep
+        upkeep = None
+        if schedule is not None and schedule.every > 0:
+            upkeep = UpkeepFigures(schedule.runs, schedule.compacted, schedule.vacuumed,
+                                   schedule.vacuumed_bytes, schedule.last_s)  # fmt: skip
+        return cls(sink.batches, sink.events, sink.last_event_ts_ms, sink.last_commit_s, upkeep)
+
+
+@dataclass(frozen=True)
+class UpkeepFigures:
+    """The upkeep of the sink's tables in this run (:mod:`sparkcdc.sinks.delta.upkeep`)."""
+
+    runs: int = 0
+    compacted: int = 0  # data files rewritten
+    vacuumed: int = 0  # files deleted
+    vacuumed_bytes: int = 0
+    last_s: float | None = None  # wall time of the last run (an earlier run's, from the sink)
 
 
 def families(sink: SinkFigures, status: Status | None, now: float) -> list[Family]:
@@ -41,6 +58,7 @@ def families(sink: SinkFigures, status: Status | None, now: float) -> list[Famil
     st: Status = status or {}
     return [
         *_written(sink, st, now),
+        *_upkeep(sink.upkeep),
         *_source(st, now),
         *_store(st),
         *_snapshot(st),
@@ -79,6 +97,26 @@ def _written(sink: SinkFigures, st: Status, now: float) -> list[Family]:
             lag,
         ),
     ]
+
+
+def _upkeep(figures: UpkeepFigures | None) -> list[Family]:
+    """The upkeep's work in this run (none without a schedule)."""
+    if figures is None:
+        return []
+    last = figures.last_s or None  # 0: never ran
+    return [
+        _one("sparkcdc_upkeep_runs_total", "counter",
+             "Runs of the upkeep of the sink's tables (compaction and vacuum).", figures.runs),
+        _one("sparkcdc_upkeep_files_compacted_total", "counter",
+             "Small data files the upkeep rewrote into larger ones.", figures.compacted),
+        _one("sparkcdc_upkeep_files_vacuumed_total", "counter",
+             "Files the upkeep deleted: no version within sink.maintenance.retain reads them.",
+             figures.vacuumed),
+        _one("sparkcdc_upkeep_bytes_vacuumed_total", "counter",
+             "Bytes of the files the upkeep deleted.", figures.vacuumed_bytes),
+        _one("sparkcdc_upkeep_last_timestamp_seconds", "gauge",
+             "Wall time the upkeep last ran.", last),
+    ]  # fmt: skip
 
 
 def _source(st: Status, now: float) -> list[Family]:

@@ -39,6 +39,7 @@ from sparkcdc.core import errors
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks.delta.lake import Lake
 from sparkcdc.sinks.delta.sink import DeltaSink
+from sparkcdc.sinks.delta.upkeep import Schedule
 from sparkcdc.snapshot.signals import signal_folder
 from sparkcdc.sources.readiness import check_source as check_source_of
 from sparkcdc.sources.registry import open_source, source_type
@@ -49,6 +50,7 @@ from sparkcdc.spark.pipeline.checkpoint import (
     pipeline_id,
     resumes,
     snapshot_ahead,
+    uncommitted_batch,
 )
 from sparkcdc.spark.pipeline.metrics import PipelineMetrics
 from sparkcdc.spark.pipeline.metrics_server import serve_metrics
@@ -158,10 +160,12 @@ def _stream(
     status_path = own / STATUS_FILE
     status_path.unlink(missing_ok=True)  # a previous run's error must not be reported again
     spark_checkpoint = checkpoint / "spark"
+    upkeep = config.sink.maintenance
     sink = DeltaSink(
         config.sink.path,
         app_id=lambda: pipeline_id(spark_checkpoint),
         mark=BatchMark(own / "batch.mark"),
+        upkeep=Schedule(config.sink.path, upkeep.compact_every, upkeep.retain),
     )
     metrics.watch(sink, status_path)
     writer: Callable[[Any, int], None] = sink
@@ -179,12 +183,22 @@ def _stream(
         query = _query(spark, config, own, writer, available_now, snapshot_first).start()
         log.info("stream query started in %.1fs", time.monotonic() - started)
         batches = _watch(query, sink, status_path, progress, stop)
+        if not stop.requested:  # an available-now run's end: the upkeep if it is due
+            _upkeep_at_end(sink, spark_checkpoint)
         if config.source.startup == "snapshot" and not stop.requested:
             open_source(config.source).release_log()  # the copy is whole: no log to keep
         return batches
     finally:
         if warming is not None:
             warming.join(timeout=60)  # before the session stops under it
+
+
+def _upkeep_at_end(sink: DeltaSink, spark_checkpoint: Path) -> None:
+    """The sink's upkeep once the query ended by itself, if due and Spark committed every
+    batch (none is written again, :mod:`sparkcdc.sinks.delta.upkeep`)."""
+    upkeep = sink.upkeep
+    if upkeep is not None and upkeep.due() and uncommitted_batch(spark_checkpoint) is None:
+        upkeep.run()
 
 
 def _watch(
