@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from sparkcdc.core import columns as col
+from sparkcdc.core.errors import DecodeError, SparkCDCError
 from sparkcdc.core.event import (
     TRANSACTION_TYPE,
     LogChange,
@@ -24,7 +25,6 @@ from sparkcdc.core.event import (
     envelope_schema,
     source_type,
 )
-from sparkcdc.core.errors import DecodeError, SparkCDCError
 from sparkcdc.core.images import ColumnarRows, TypedImages, images_batch, struct_maker
 from sparkcdc.core.schema import TableSchema
 
@@ -267,8 +267,8 @@ class EnvelopeBuilder:
         out = []
         for (db, table, schema_id, _), group in self._typed.items():
             found = positions.take(pa.array(group.rows, pa.int64()))
-            make = struct_maker(group.schema)
             try:
+                make = struct_maker(group.schema)
                 if group.columnar is not None:
                     before, after = group.columnar.structs(make.fields)
                 else:

@@ -165,8 +165,10 @@ class BinlogDispatch(TransactionEvents):
                     # between the two; the next event moves the read position on)
                     follower = next(following, None)
                     if follower is not None:
-                        if len(follower) > 4 and follower[4] == query and follower.endswith(
-                            b"\0BEGIN", 0, len(follower) - self._trailer
+                        if (
+                            len(follower) > 4
+                            and follower[4] == query
+                            and follower.endswith(b"\0BEGIN", 0, len(follower) - self._trailer)
                         ):
                             self._standalone = False
                         else:  # not BEGIN: e.g. an atomic DDL (its errors name it)
