@@ -22,6 +22,10 @@ Per event of the binlog dump::
     any other type                 stops the stream with a sentence naming it and its position;
                                    so does a rows event whose table map never came
 
+Each event is dispatched inside one boundary: whatever goes wrong decoding it (a truncated or
+damaged event, its header's size not its length) stops the stream with the project's error
+naming the event type and its ``file:pos`` (:mod:`sparkcdc.sources.decode_errors`).
+
 :class:`BinlogDispatch` holds the state of one connection (the file, the format description, the
 GTID position, the table maps) and is the base of :class:`~.reader.LogReader`, which adds the
 thread, the reconnects and the store.
