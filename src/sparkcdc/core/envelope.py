@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from sparkcdc.core import columns as col
+from sparkcdc.core.errors import DecodeError, SparkCDCError
 from sparkcdc.core.event import (
     TRANSACTION_TYPE,
     LogChange,
@@ -265,13 +266,18 @@ class EnvelopeBuilder:
         positions = batch.column(batch.schema.get_field_index("source")).field("position")
         out = []
         for (db, table, schema_id, _), group in self._typed.items():
-            make = struct_maker(group.schema)
-            if group.columnar is not None:
-                before, after = group.columnar.structs(make.fields)
-            else:
-                before = make(group.befores)  # type: ignore[arg-type]
-                after = make(group.afters)  # type: ignore[arg-type]
             found = positions.take(pa.array(group.rows, pa.int64()))
+            try:
+                make = struct_maker(group.schema)
+                if group.columnar is not None:
+                    before, after = group.columnar.structs(make.fields)
+                else:
+                    before = make(group.befores)  # type: ignore[arg-type]
+                    after = make(group.afters)  # type: ignore[arg-type]
+            except SparkCDCError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - values the log's decoder let through
+                raise _unconvertible(f"{db}.{table}", found, exc) from exc
             out.append(TypedImages(db, table, schema_id, images_batch(found, before, after)))
         return tuple(out)
 
@@ -296,3 +302,18 @@ class EnvelopeBuilder:
             else:
                 out.append(col.runs(field.type, column, counts, n))
         return out
+
+
+def _unconvertible(table: str, positions: pa.Array, exc: Exception) -> DecodeError:
+    """The error for row values of ``table`` (at ``positions``) that do not become their
+    columns' Arrow types: the log's decoder let damaged values through."""
+    first, last = positions[0].as_py(), positions[-1].as_py()
+    text = str(exc)[:200]
+    return DecodeError(
+        f"the changes of {table} at source.position {first} to {last} hold values that are not "
+        f"of their columns' types ({type(exc).__name__}: {text}); the log there is damaged or "
+        "the tracked schema is not the one the rows were written with: the stream stops "
+        "rather than deliver them wrong (check the log there, then restart from a snapshot).",
+        table=table,
+        position=first,
+    )

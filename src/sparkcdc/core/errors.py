@@ -11,7 +11,9 @@ what to do; structured fields ride along, and every class pickles across Spark w
     │   │                      (binlog off or not ROW/FULL; wal_level not logical)
     │   ├── LogPositionGone    the start position is no longer in the server's log (a
     │   │                      purged binlog file, removed WAL)
-    │   └── TableWithoutKey    a captured table has no primary key and no key column configured
+    │   ├── TableWithoutKey    a captured table has no primary key and no key column configured
+    │   └── DecodeError        an event of the log (binlog event, pgoutput message) cannot be
+    │                          decoded: truncated, damaged or oversized; names its kind and place
     ├── SinkError              writing a sink failed
     └── StoreClosed            the event store was closed (the log reader stopped)
 """
@@ -73,6 +75,12 @@ class NoTablesMatched(ConfigError):
 
 class TableWithoutKey(SourceError):
     pass
+
+
+class DecodeError(SourceError):
+    """An event of the source's log cannot be decoded; ``fields`` name its ``event`` kind and
+    its place (``file`` and ``pos``, or ``lsn``). The log readers raise it, once, where an event
+    is decoded, for whatever went wrong inside (:mod:`sparkcdc.sources.decode_errors`)."""
 
 
 class SinkError(SparkCDCError):

@@ -102,22 +102,43 @@ static long long civil_days(long long y, int m, int d, int *ok) {
     return era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
 }
 
-/* a DECIMAL of at most 38 digits: its unscaled value into r->big, by digit groups */
-static void decimal_value(const unsigned char *p, int precision, int scale, Raw *r) {
-    static const unsigned long long TEN[10] = {1, 10, 100, 1000, 10000, 100000, 1000000,
-                                               10000000, 100000000, 1000000000};
+static const unsigned long long TEN[10] = {1, 10, 100, 1000, 10000, 100000, 1000000,
+                                           10000000, 100000000, 1000000000};
+
+/* the digit group of ``digits`` digits in ``n`` big-endian bytes at b; -1 when the bytes hold
+   more than ``digits`` digits (a damaged value, which would not fit its precision) */
+static long long digit_group(const unsigned char *b, int n, int digits) {
+    unsigned long long v = be(b, n);
+    return v < TEN[digits] ? (long long)v : -1;
+}
+
+/* a DECIMAL of at most 38 digits: its unscaled value into r->big, by digit groups; -1 when a
+   group holds more digits than it may */
+static int decimal_value(const unsigned char *p, int precision, int scale, Raw *r) {
     int intg = precision - scale, intg0 = intg / 9, intg0x = intg % 9;
     int frac0 = scale / 9, frac0x = scale % 9, q = 0;
     int size = intg0 * 4 + DIG2BYTES[intg0x] + frac0 * 4 + DIG2BYTES[frac0x];
     unsigned char b[40];
     int negative = !(p[0] & 0x80);
+    long long g;
     for (int i = 0; i < size; i++) b[i] = negative ? (unsigned char)~p[i] : p[i];
     b[0] ^= 0x80;
     __int128 v = 0;
-    if (intg0x) { v = be(b, DIG2BYTES[intg0x]); q += DIG2BYTES[intg0x]; }
-    for (int i = 0; i < intg0 + frac0; i++, q += 4) v = v * TEN[9] + be(b + q, 4);
-    if (frac0x) v = v * TEN[frac0x] + be(b + q, DIG2BYTES[frac0x]);
+    if (intg0x) {
+        if ((g = digit_group(b, DIG2BYTES[intg0x], intg0x)) < 0) return -1;
+        v = g;
+        q += DIG2BYTES[intg0x];
+    }
+    for (int i = 0; i < intg0 + frac0; i++, q += 4) {
+        if ((g = digit_group(b + q, 4, 9)) < 0) return -1;
+        v = v * TEN[9] + g;
+    }
+    if (frac0x) {
+        if ((g = digit_group(b + q, DIG2BYTES[frac0x], frac0x)) < 0) return -1;
+        v = v * TEN[frac0x] + g;
+    }
     r->big = negative ? -v : v;
+    return 0;
 }
 
 /* r->big (a DECIMAL's unscaled value) as its exact digits with ``scale`` after the point */
@@ -136,29 +157,41 @@ static void decimal_text(Raw *r, int scale) {
     r->len = o;
 }
 
-/* a DECIMAL's exact digits into r->text (r->s, r->len), and its unscaled value into r->big */
-static void read_decimal(const unsigned char *p, int precision, int scale, Raw *r) {
+/* a DECIMAL's exact digits into r->text (r->s, r->len), and its unscaled value into r->big;
+   -1 when a digit group holds more digits than it may */
+static int read_decimal(const unsigned char *p, int precision, int scale, Raw *r) {
     int intg = precision - scale, intg0 = intg / 9, intg0x = intg % 9;
     int frac0 = scale / 9, frac0x = scale % 9, q = 0, o = 0, nd = 0, lead = 0;
     int size = intg0 * 4 + DIG2BYTES[intg0x] + frac0 * 4 + DIG2BYTES[frac0x];
     unsigned char b[40];
     char digits[100];
+    long long g;
     int negative = !(p[0] & 0x80);
     for (int i = 0; i < size; i++) b[i] = negative ? (unsigned char)~p[i] : p[i];
     b[0] ^= 0x80;
     if (intg0x) {
-        nd += sprintf(digits, "%0*llu", intg0x, be(b, DIG2BYTES[intg0x]));
+        if ((g = digit_group(b, DIG2BYTES[intg0x], intg0x)) < 0) return -1;
+        nd += sprintf(digits, "%0*lld", intg0x, g);
         q += DIG2BYTES[intg0x];
     }
-    for (int i = 0; i < intg0; i++, q += 4) nd += sprintf(digits + nd, "%09llu", be(b + q, 4));
+    for (int i = 0; i < intg0; i++, q += 4) {
+        if ((g = digit_group(b + q, 4, 9)) < 0) return -1;
+        nd += sprintf(digits + nd, "%09lld", g);
+    }
     while (lead < nd - 1 && digits[lead] == '0') lead++;
     if (negative) r->text[o++] = '-';
     if (nd == 0) r->text[o++] = '0';
     else { memcpy(r->text + o, digits + lead, nd - lead); o += nd - lead; }
     if (scale) {
         r->text[o++] = '.';
-        for (int i = 0; i < frac0; i++, q += 4) o += sprintf(r->text + o, "%09llu", be(b + q, 4));
-        if (frac0x) o += sprintf(r->text + o, "%0*llu", frac0x, be(b + q, DIG2BYTES[frac0x]));
+        for (int i = 0; i < frac0; i++, q += 4) {
+            if ((g = digit_group(b + q, 4, 9)) < 0) return -1;
+            o += sprintf(r->text + o, "%09lld", g);
+        }
+        if (frac0x) {
+            if ((g = digit_group(b + q, DIG2BYTES[frac0x], frac0x)) < 0) return -1;
+            o += sprintf(r->text + o, "%0*lld", frac0x, g);
+        }
     }
     r->s = r->text;
     r->len = o;
@@ -167,6 +200,7 @@ static void read_decimal(const unsigned char *p, int precision, int scale, Raw *
         for (int k = 0; k < o; k++)
             if (r->text[k] >= '0' && r->text[k] <= '9') v = v * 10 + (r->text[k] - '0');
     r->big = negative ? -v : v;
+    return 0;
 }
 
 static PyObject *set_text(Col *c, unsigned long long mask) {
@@ -213,8 +247,14 @@ static int read_value(Col *c, const unsigned char *buf, Py_ssize_t *pp, Py_ssize
         n = (intg / 9) * 4 + DIG2BYTES[intg % 9] + (c->b / 9) * 4 + DIG2BYTES[c->b % 9];
         if (p + n > end || n > 40) return fail("a decimal");
         *pp = p + n;
-        if (c->arrow == A_D128) { decimal_value(s, c->a, c->b, r); r->len = -1; }
-        else read_decimal(s, c->a, c->b, r);  /* wider than 38 digits: text only */
+        if (c->arrow == A_D128 ? decimal_value(s, c->a, c->b, r)
+                               : read_decimal(s, c->a, c->b, r))  /* > 38 digits: text only */
+        {
+            PyErr_Format(PyExc_ValueError, "a DECIMAL(%d,%d) value holds more digits than that",
+                         c->a, c->b);
+            return -1;
+        }
+        if (c->arrow == A_D128) r->len = -1;
         return 0;
     }
     case K_YEAR:
@@ -260,8 +300,8 @@ static int read_value(Col *c, const unsigned char *buf, Py_ssize_t *pp, Py_ssize
     }
     case K_STRING:
         if (p + c->a > end) return fail("a string length");
-        r->len = (Py_ssize_t)le(s, c->a);
-        if (p + c->a + r->len > end) return fail("a string");
+        r->len = (Py_ssize_t)le(s, c->a);  /* at most 4 bytes: 0 .. 2^32 - 1 */
+        if (r->len > end - p - c->a) return fail("a string");
         *pp = p + c->a + r->len;
         r->s = (const char *)s + c->a;
         if (c->codec && !(c->utf8 && valid_utf8((const unsigned char *)r->s, r->len)) &&
@@ -391,6 +431,21 @@ typedef struct {
     PyObject *specs, *key_spec;
 } Layout;
 
+/* whether a column's sizes are ones a binlog can hold, so that reading it stays inside the
+   event and inside this file's buffers: integers of 1-4 or 8 bytes, floats of 4 or 8, DECIMAL
+   precision 1..65 and scale 0..38 (at most the precision), length prefixes of 0..4 bytes, BIT,
+   ENUM and SET values of 0..8 bytes */
+static int widths_fit(const Col *c) {
+    switch (c->kind) {
+    case K_INT: return (c->a >= 1 && c->a <= 4) || c->a == 8;
+    case K_REAL: return c->a == 4 || c->a == 8;
+    case K_DECIMAL: return c->a >= 1 && c->a <= 65 && c->b >= 0 && c->b <= 38 && c->b <= c->a;
+    case K_STRING: return c->a >= 0 && c->a <= 4 && c->b >= 0;
+    case K_BIT: case K_ENUM: case K_SET: return c->a >= 0 && c->a <= 8;
+    default: return 1;
+    }
+}
+
 static int Layout_init(Layout *L, PyObject *args, PyObject *kw) {
     (void)kw;
     PyObject *specs, *keys;
@@ -414,6 +469,11 @@ static int Layout_init(Layout *L, PyObject *args, PyObject *kw) {
         }
         if ((c->kind == K_DATETIME2 || c->kind == K_TIMESTAMP2) && (c->a < 0 || c->a > 6)) {
             PyErr_SetString(PyExc_ValueError, "fractional seconds are 0..6");
+            return -1;
+        }
+        if (!widths_fit(c)) {
+            PyErr_Format(PyExc_ValueError, "column kind %d cannot be %d bytes (%d)", c->kind,
+                         c->a, c->b);
             return -1;
         }
         if (extra == Py_None) continue;
@@ -617,6 +677,7 @@ static PyObject *append_rows(Rows *R, int kind, const unsigned char *pres,
     int after_keyed = kind == 'u' && keyed(R->layout, pres2);
     while (keys && p < end) {
         PyObject *key_a = NULL, *key_b = NULL;
+        Py_ssize_t row_start = p;
         int status;
         if (kind == 'c') {
             status = put_no_image(R, 0) || put_image(R, 1, pres, buf, &p, end, &key_a);
@@ -625,6 +686,10 @@ static PyObject *append_rows(Rows *R, int kind, const unsigned char *pres,
         } else {
             status = put_image(R, 0, pres, buf, &p, end, after_keyed ? NULL : &key_a) ||
                      put_image(R, 1, pres2, buf, &p, end, after_keyed ? &key_b : NULL);
+        }
+        if (!status && p == row_start) {  /* images of no column: the loop would never end */
+            PyErr_SetString(PyExc_ValueError, "a row image holds no column");
+            status = -1;
         }
         PyObject *key = key_b && key_b != Py_None ? key_b : key_a;
         if (status || PyList_Append(keys, key ? key : Py_None) < 0) Py_CLEAR(keys);

@@ -56,11 +56,12 @@ def inflate(record: bytes, event_type: int) -> bytes:
     if not head & 0x80 or head & 0x70 or not 1 <= width <= 4 or len(record) <= width:
         raise _unreadable(event_type, f"its record header 0x{head:02x} is not zlib's")
     size = int.from_bytes(record[1 : 1 + width], "big")
-    try:
-        out = zlib.decompress(record[1 + width :])
+    inflater = zlib.decompressobj()
+    try:  # never past the size the record declares (a damaged stream is no bomb)
+        out = inflater.decompress(record[1 + width :], size + 1)
     except zlib.error as exc:
         raise _unreadable(event_type, str(exc)) from exc
-    if len(out) != size:
+    if len(out) != size or not inflater.eof:
         raise _unreadable(event_type, f"{len(out)} bytes inflated where it says {size}")
     return out
 

@@ -24,6 +24,10 @@ Per event of the binlog dump::
     any other type                 stops the stream with a sentence naming it and its position;
                                    so does a rows event whose table map never came
 
+Each event is dispatched inside one boundary: whatever goes wrong decoding it (a truncated or
+damaged event, its header's size not its length) stops the stream with the project's error
+naming the event type and its ``file:pos`` (:mod:`sparkcdc.sources.decode_errors`).
+
 :class:`BinlogDispatch` holds the state of one connection (the file, the format description, the
 GTID position, the table maps) and is the base of :class:`~.reader.LogReader`, which adds the
 thread, the reconnects and the store.
@@ -38,15 +42,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import cast
 
-from sparkcdc.core.errors import SourceError
+from sparkcdc.core.errors import SourceError, SparkCDCError
 from sparkcdc.core.event import Change, LogChange
 from sparkcdc.core.images import ColumnarRows
 from sparkcdc.core.logitem import LogItem
 from sparkcdc.core.offset import Offset, position_text
+from sparkcdc.sources.decode_errors import decode_error
 from sparkcdc.sources.log_thread import ReachedStop, Stopped
 from sparkcdc.sources.mysql.binlog import events as ev
 from sparkcdc.sources.mysql.binlog.compressed import uncompressed
 from sparkcdc.sources.mysql.binlog.event_kinds import SKIPPED, unknown_event_error
+from sparkcdc.sources.mysql.binlog.event_names import ADVICE, event_name
 from sparkcdc.sources.mysql.binlog.gtid import GtidSet, is_mysql_gtid, parse_mariadb_gtid
 from sparkcdc.sources.mysql.binlog.partial_json import full_update_event
 from sparkcdc.sources.mysql.binlog.payload import inner_events
@@ -134,61 +140,94 @@ class BinlogDispatch(TransactionEvents):
         table_map, gtid_event, xid, query = ev.TABLE_MAP, ev.GTID, ev.XID, ev.QUERY
         mysql_gtids, heartbeats, artificial = ev.MYSQL_GTID_EVENTS, ev.HEARTBEATS, ARTIFICIAL
         before_format = (ev.ROTATE, ev.FORMAT_DESCRIPTION, *heartbeats)
-        following = iter(events)
-        for data in following:
-            ts, etype, server_id, size, next_pos, flags = unpack_header(data, 0)
-            if next_pos and not flags & artificial and etype not in heartbeats:
-                self._read_pos = next_pos
-            if ts:
-                self._last_ts_ms = ts * 1000
-            fd = self._fd
-            if fd is None and etype not in before_format:
-                continue  # nothing but these comes before the format description
-            # most frequent first: a single-row transaction is GTID, TABLE_MAP, rows, XID
-            if etype == table_map:
-                assert fd is not None
-                self._table_map(data, fd)
-            elif etype in rows_events:
-                self._rows_event(etype, data, next_pos - size)
-            elif etype == gtid_event:
-                assert fd is not None
-                self._begin(data, fd.header_len, server_id, next_pos - size, ts)
-            elif etype == xid:
-                self._end_txn(self._boundary(next_pos))
-            elif etype in mysql_gtids:
-                assert fd is not None
-                self._begin_mysql(data, fd.header_len, etype, server_id, next_pos - size, ts)
-                if next_pos >= stop_pos and self._file == stop_file:
-                    raise ReachedStop
-                # its QUERY BEGIN, in a DML transaction (no stop and no reconnect lands
-                # between the two; the next event moves the read position on)
-                follower = next(following, None)
-                if follower is not None:
-                    if follower[4] == query and follower.endswith(
-                        b"\0BEGIN", 0, len(follower) - self._trailer
-                    ):
-                        self._standalone = False
+        following, data = iter(events), b""
+        try:
+            for data in following:
+                ts, etype, server_id, size, next_pos, flags = unpack_header(data, 0)
+                if size != len(data):
+                    raise self._framing_error(size, len(data))
+                if next_pos and not flags & artificial and etype not in heartbeats:
+                    self._read_pos = next_pos
+                if ts:
+                    self._last_ts_ms = ts * 1000
+                fd = self._fd
+                if fd is None and etype not in before_format:
+                    continue  # nothing but these comes before the format description
+                # most frequent first: a single-row transaction is GTID, TABLE_MAP, rows, XID
+                if etype == table_map:
+                    assert fd is not None
+                    self._table_map(data, fd)
+                elif etype in rows_events:
+                    self._rows_event(etype, data, next_pos - size)
+                elif etype == gtid_event:
+                    assert fd is not None
+                    self._begin(data, fd.header_len, server_id, next_pos - size, ts)
+                elif etype == xid:
+                    self._end_txn(self._boundary(next_pos))
+                elif etype in mysql_gtids:
+                    assert fd is not None
+                    self._begin_mysql(data, fd.header_len, etype, server_id, next_pos - size, ts)
+                    if next_pos >= stop_pos and self._file == stop_file:
+                        raise ReachedStop
+                    # its QUERY BEGIN, in a DML transaction (no stop and no reconnect lands
+                    # between the two; the next event moves the read position on)
+                    follower = next(following, None)
+                    if follower is not None:
+                        if (
+                            len(follower) > 4
+                            and follower[4] == query
+                            and follower.endswith(b"\0BEGIN", 0, len(follower) - self._trailer)
+                        ):
+                            self._standalone = False
+                        else:  # not BEGIN: e.g. an atomic DDL (its errors name it)
+                            data = follower
+                            self._dispatch([follower])
+                    continue
+                elif etype == query:
+                    assert fd is not None
+                    if data.endswith(b"\0BEGIN", 0, len(data) - self._trailer):
+                        self._standalone = False  # MySQL's, after its GTID event
+                        self._bare_begin = not self.cutter.open  # no GTID event opened one
                     else:
-                        self._dispatch([follower])  # not BEGIN: e.g. an atomic DDL
-                continue
-            elif etype == query:
-                assert fd is not None
-                if data.endswith(b"\0BEGIN", 0, len(data) - self._trailer):
-                    self._standalone = False  # MySQL's, after its GTID event
-                    self._bare_begin = not self.cutter.open  # no GTID event opened one
+                        self._query(ev.parse_query(data, fd), next_pos - size, next_pos)
                 else:
-                    self._query(ev.parse_query(data, fd), next_pos - size, next_pos)
-            else:
-                self._other_event(data, etype, next_pos - size, next_pos, flags)
-            if next_pos >= stop_pos and self._file == stop_file and etype != ev.ROTATE:
-                raise ReachedStop
+                    self._other_event(data, etype, next_pos - size, next_pos, flags)
+                if next_pos >= stop_pos and self._file == stop_file and etype != ev.ROTATE:
+                    raise ReachedStop
+        except Exception as exc:  # noqa: BLE001 - one sentence for any decoding failure
+            error = self._undecodable(exc, data)
+            if error is None:
+                raise
+            raise error from exc
+
+    def _framing_error(self, size: int, received: int) -> SourceError:
+        """An event whose header says ``size`` bytes where its packet held ``received``."""
+        return SourceError(
+            f"its header says it is {size} bytes long but {received} bytes came; the binlog or "
+            "the connection damaged it"
+        )
+
+    def _undecodable(self, exc: Exception, data: bytes) -> SparkCDCError | None:
+        """The error for ``exc``, raised while the event ``data`` was dispatched (None: raise
+        ``exc`` itself): it names the event's type and its place in the binlog
+        (:mod:`sparkcdc.sources.decode_errors`)."""
+        pos = self._read_pos
+        if len(data) >= ev.HEADER_LEN:
+            header = ev.parse_header(data)
+            size, next_pos = header.size, header.next_pos
+            pos = next_pos - size if 0 < size <= next_pos else pos
+        where = f"{self._file}:{pos}"
+        return decode_error(exc, event_name(data), where, ADVICE, file=self._file, pos=pos)
 
     def _other_event(self, data: bytes, etype: int, pos: int, next_pos: int, flags: int) -> None:
         """ROTATE, FORMAT_DESCRIPTION, heartbeats, compressed events and PREVIOUS_GTIDS; the
         types in :data:`~.event_kinds.SKIPPED` are skipped, any other stops the stream."""
         if etype == ev.ROTATE:
-            file, self._read_pos = ev.parse_rotate(data, None if flags & ARTIFICIAL else self._fd)
+            file, read_pos = ev.parse_rotate(data, None if flags & ARTIFICIAL else self._fd)
+            if not file:
+                raise ValueError("it names no binlog file")
             self._set_file(file)
+            self._read_pos = read_pos
         elif etype == ev.FORMAT_DESCRIPTION:
             self._set_format(ev.parse_format_description(data))
         elif etype in ev.HEARTBEATS:
@@ -224,8 +263,11 @@ class BinlogDispatch(TransactionEvents):
         self._gtid_text = None
 
     def _set_file(self, file: str) -> None:
-        self._file = file
+        """The stream is in ``file`` now (a name a ROTATE gave is checked before it is kept)."""
+        if file and (not file.isprintable() or "\ufffd" in file):
+            raise ValueError(f"a binlog file name holds bytes no file name has: {file!r}")
         self._file_prefix = position_text(file_sequence(file)) + ":" if file else ""
+        self._file = file
 
     def _set_format(self, fd: ev.FormatDescription | None) -> None:
         self._fd = fd

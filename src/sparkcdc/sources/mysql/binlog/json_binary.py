@@ -35,6 +35,7 @@ INT16, UINT16, INT32, UINT32, INT64, UINT64, DOUBLE, STRING = range(5, 13)
 OPAQUE = 0x0F
 _SCALARS = {INT16: "<h", UINT16: "<H", INT32: "<i", UINT32: "<I", INT64: "<q", UINT64: "<Q"}
 _LITERALS = {0: "null", 1: "true", 2: "false"}
+MAX_DEPTH = 100  # MySQL's JSON_DOCUMENT_MAX_DEPTH: no server writes a deeper document
 
 
 class BinaryJsonError(ValueError):
@@ -47,15 +48,17 @@ def json_text(data: bytes) -> str:
     if not data:
         return "null"
     try:
-        return _value(data[0], data, 1)
+        return _value(data[0], data, 1, 0)
     except (IndexError, struct.error, UnicodeDecodeError) as exc:
         raise BinaryJsonError(f"a binary JSON value is cut short or damaged ({exc})") from exc
 
 
-def _value(kind: int, data: bytes, p: int) -> str:
-    """The value of type ``kind`` stored at ``p``."""
+def _value(kind: int, data: bytes, p: int, depth: int) -> str:
+    """The value of type ``kind`` stored at ``p``, ``depth`` containers deep."""
     if kind in (SMALL_OBJECT, LARGE_OBJECT, SMALL_ARRAY, LARGE_ARRAY):
-        return _container(kind, data, p)
+        if depth >= MAX_DEPTH:
+            raise BinaryJsonError(f"a binary JSON document nests deeper than {MAX_DEPTH}")
+        return _container(kind, data, p, depth + 1)
     if kind == LITERAL:
         return _literal(data[p])
     if kind in _SCALARS:
@@ -72,9 +75,9 @@ def _value(kind: int, data: bytes, p: int) -> str:
     raise BinaryJsonError(f"a binary JSON value has the unknown type 0x{kind:02x}")
 
 
-def _container(kind: int, data: bytes, start: int) -> str:
+def _container(kind: int, data: bytes, start: int, depth: int) -> str:
     is_object, entries = container_entries(kind, data, start)
-    items = [_value(entry, data, at) for _, entry, at in entries]
+    items = [_value(entry, data, at, depth) for _, entry, at in entries]
     if not is_object:
         return "[" + ", ".join(items) + "]"
     pairs = (

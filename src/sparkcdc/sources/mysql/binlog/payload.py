@@ -20,6 +20,7 @@ from sparkcdc.sources.mysql.binlog.tablemap import read_packed_int
 
 _SIZE, _COMPRESSION, _UNCOMPRESSED = 1, 2, 3
 ZSTD, NONE = 0, 255
+_MAX_RATIO = 64  # bytes out per byte in, where nothing declares the inflated size
 
 
 def inner_events(data: bytes, start: int, end: int, where: str) -> tuple[list[bytes], bool]:
@@ -44,14 +45,7 @@ def inner_events(data: bytes, start: int, end: int, where: str) -> tuple[list[by
         )
     raw = bytes(data[p : p + size])
     if compression == ZSTD:
-        limit = fields.get(_UNCOMPRESSED) or 0
-        try:
-            raw = zstandard.ZstdDecompressor().decompress(raw, max_output_size=limit)
-        except zstandard.ZstdError as exc:
-            raise SourceError(
-                f"the compressed transaction at {where} does not inflate ({exc}); the stream "
-                "stops here rather than skip its changes.",
-            ) from exc
+        raw = _inflate(raw, fields.get(_UNCOMPRESSED), where)
     elif compression != NONE:
         raise SourceError(
             f"the transaction at {where} is compressed with algorithm {compression}, which "
@@ -60,6 +54,34 @@ def inner_events(data: bytes, start: int, end: int, where: str) -> tuple[list[by
         )
     events = _split(raw, where)
     return events, bool(events) and verify_checksum(events[0])
+
+
+def _inflate(frame: bytes, declared: int | None, where: str) -> bytes:
+    """The zstd ``frame`` inflated in pieces, never past the size the header declares (or the
+    frame's own, or a generous ratio when neither says): a damaged size or a bomb costs no
+    more memory than the transaction it claims to be."""
+    limit = declared
+    if limit is None:
+        known = zstandard.frame_content_size(frame) if len(frame) >= 18 else -1
+        limit = known if known >= 0 else _MAX_RATIO * len(frame) + (1 << 20)
+    pieces, total = [], 0
+    try:
+        for piece in zstandard.ZstdDecompressor().read_to_iter(frame, write_size=1 << 20):
+            total += len(piece)
+            if total > limit:
+                raise zstandard.ZstdError(f"it inflates past the {limit} bytes it declares")
+            pieces.append(piece)
+    except zstandard.ZstdError as exc:
+        raise SourceError(
+            f"the compressed transaction at {where} does not inflate ({exc}); the stream "
+            "stops here rather than skip its changes.",
+        ) from exc
+    if declared is not None and total != declared:
+        raise SourceError(
+            f"the compressed transaction at {where} inflates to {total} bytes where its header "
+            f"says {declared}; the stream stops here rather than skip its changes.",
+        )
+    return b"".join(pieces)
 
 
 def _split(raw: bytes, where: str) -> list[bytes]:

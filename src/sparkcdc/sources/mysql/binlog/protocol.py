@@ -107,7 +107,14 @@ class PacketReader:
             parts.append(payload)
 
 
+def _packet_kind(first: int) -> str:
+    return "an empty packet" if first < 0 else f"a packet starting 0x{first:02x}"
+
+
 def _err_text(packet: bytes) -> tuple[int, str]:
+    """An ERR packet's code and message (a packet too short for a code: code 0)."""
+    if len(packet) < 3:
+        return 0, "an error packet without its code"
     code = struct.unpack_from("<H", packet, 1)[0]
     text = packet[3:]
     if text[:1] == b"#":
@@ -277,7 +284,7 @@ class ReplicationConnection:
             if idle is not None:
                 idle()
             packet = reader.read()
-            first = packet[0]
+            first = packet[0] if packet else -1
             if first == 0:
                 yield [packet[1:]]
             elif first == 0xFF:
@@ -285,7 +292,10 @@ class ReplicationConnection:
             elif first == 0xFE and len(packet) < 9:
                 return
             else:
-                raise SourceError(f"unexpected packet 0x{first:02x} on the binlog stream")
+                raise SourceError(
+                    f"the server sent {_packet_kind(first)} on the binlog stream where binlog "
+                    "events come; the stream stops here rather than guess what it held"
+                )
 
     def _dump_error(self, packet: bytes, file: str, pos: int) -> SourceError:
         code, text = _err_text(packet)

@@ -115,6 +115,9 @@ _LOBS = {"tinytext", "text", "mediumtext", "longtext", "json", *BINARY_TYPES} - 
 }
 for _code in (tm.T_BLOB, tm.T_TINY_BLOB, tm.T_MEDIUM_BLOB, tm.T_LONG_BLOB):
     _EXPECTED[_code] = _LOBS
+_EXPECTED[tm.T_GEOMETRY] = {"geometry", "point", "linestring", "polygon", "multipoint",
+                            "multilinestring", "multipolygon", "geometrycollection",
+                            "geomcollection"}  # fmt: skip
 _KNOWN = set().union(*_EXPECTED.values())
 
 
@@ -135,27 +138,35 @@ def _integer(t: int, col: Column) -> ColumnCode:
 
 
 def _decimal(meta: int, ns: Namespace, typed: bool) -> ColumnCode:
+    """NEWDECIMAL(precision, scale): its exact text; a value with more integer or fraction
+    digits than the column has (damaged bytes) raises ValueError."""
     layout = vals.DecimalLayout(meta >> 8, meta & 0xFF)
     top = 1 << (8 * layout.size - 1)
     invert = ((1 << (8 * layout.size)) - 1) ^ top
     ipart, fpart = layout.expressions("d")
-    body = f"{{{ipart}}}"
+    body = "{di}"
     if layout.scale and layout.scale <= vals.MAX_TABLE_SCALE:
-        body += f".{{{ns.add('frac', vals.fraction_digits(layout.scale))}[{fpart}]}}"
+        body += f".{{{ns.add('frac', vals.fraction_digits(layout.scale))}[df]}}"
     elif layout.scale:
-        body += f".{{{fpart}:0{layout.scale}d}}"
-
+        body += f".{{df:0{layout.scale}d}}"
     quote = "" if typed else '\\"'
+    too_long = f"a DECIMAL({layout.precision},{layout.scale}) value holds more digits than that"
+    limits = f"di >= {10 ** (layout.precision - layout.scale)} or df >= {10**layout.scale}"
 
     def post(s: list[str], v: str) -> list[str]:
         return [
             f"d = _fb({s[0]}, 'big')",
             f"if d & {top}:",
             f"    d ^= {top}",
-            f"    {v} = f'{quote}{body}{quote}'",
+            "    ds = ''",
             "else:",
             f"    d ^= {invert}",
-            f"    {v} = f'{quote}-{body}{quote}'",
+            "    ds = '-'",
+            f"di = {ipart}",
+            f"df = {fpart}",
+            f"if {limits}:",
+            f"    raise ValueError({too_long!r})",
+            f"{v} = f'{quote}{{ds}}{body}{quote}'",
         ]
 
     return _fixed(f"{layout.size}s", layout.size, post)

@@ -131,6 +131,12 @@ class RowsDecoder:
         )
 
 
+def _no_columns(buf: bytes, p: int, end: int) -> tuple[list[LogChange], int]:
+    if p < end:
+        raise ValueError("a row image holds no column")
+    return [], p
+
+
 _KINDS = {
     **{t: "c" for t in ev.WRITE_ROWS},
     **{t: "u" for t in ev.UPDATE_ROWS},
@@ -251,10 +257,14 @@ class _Layout:
                 lines += one
         return lines + self._run(run, pre)
 
+    def _columns(self, present: bytes) -> list[int]:
+        """The columns a present bitmap names."""
+        bits = int.from_bytes(present, "little")
+        return [i for i in range(self.ncols) if bits >> i & 1]
+
     def _image(self, present: bytes, pre: str) -> tuple[list[str], str, str | None]:
         """Code reading one row image; the f-string of its JSON object; of its key (or None)."""
-        bits = int.from_bytes(present, "little")
-        cols = [i for i in range(self.ncols) if bits >> i & 1]
+        cols = self._columns(present)
         nb_len = (len(cols) + 7) // 8
         if nb_len == 1:
             lines = ["nb = buf[p]", "p += 1"]
@@ -283,7 +293,10 @@ class _Layout:
         return lines, row, key
 
     def _build(self, kind: str, present: bytes, present2: bytes) -> _RowsFn:
-        """Generate and compile the decode loop for one event kind and present bitmaps."""
+        """Generate and compile the decode loop for one event kind and present bitmaps (rows
+        of no column would take no bytes, and the loop would never end: refused)."""
+        if not self._columns(present) and not (kind == "u" and self._columns(present2)):
+            return _no_columns
         body, row_a, key_a = self._image(present, "a")
         if kind == "u":
             lines_b, row_b, key_b = self._image(present2, "b")

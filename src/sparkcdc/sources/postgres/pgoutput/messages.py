@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from sparkcdc.core.errors import DecodeError
+
 PG_EPOCH_MICROS = 946_684_800_000_000  # 2000-01-01 in microseconds since 1970-01-01
 
 
@@ -49,8 +51,30 @@ TupleValue = bytes | None | Literal[Unchanged.UNCHANGED] | BinaryValue
 TupleData = list[TupleValue]
 
 
-class PgoutputError(ValueError):
-    """A payload this module cannot decode (the stream must stop)."""
+class PgoutputError(DecodeError, ValueError):
+    """A payload this module cannot decode (the stream must stop); the project's
+    :class:`~sparkcdc.core.errors.DecodeError`, and a ValueError as it always was."""
+
+
+ADVICE = (
+    "the stream stops here rather than skip or guess it (the slot keeps it, so a restart reads "
+    "it again); report it with the server's version if it comes back"
+)
+NAMES = {
+    "B": "Begin", "C": "Commit", "O": "Origin", "R": "Relation", "Y": "Type", "I": "Insert",
+    "U": "Update", "D": "Delete", "T": "Truncate", "M": "Message", "S": "Stream Start",
+    "E": "Stream Stop", "c": "Stream Commit", "A": "Stream Abort",
+}  # fmt: skip
+
+
+def message_name(payload: bytes) -> str:
+    """The kind of the message in ``payload`` as a sentence names it ("pgoutput Insert
+    message ('I')")."""
+    if not payload:
+        return "empty pgoutput message"
+    kind = chr(payload[0])
+    name = NAMES.get(kind)
+    return f"pgoutput {name} message ({kind!r})" if name else f"pgoutput message {kind!r}"
 
 
 def lsn_text(lsn: int) -> str:
@@ -234,14 +258,22 @@ def _head(data: bytes, streaming: bool) -> tuple[int | None, int]:
     return (_U32(data, 1)[0], 5) if streaming else (None, 1)
 
 
+def _lsn(lsn: int) -> int:
+    """An LSN that offsets may hold (a signed 64-bit integer, as PostgreSQL's ``pg_lsn``
+    arithmetic and every LSN a server writes)."""
+    if lsn >> 63:
+        raise PgoutputError(f"its LSN {lsn_text(lsn)} lies past any a server writes")
+    return lsn
+
+
 def _begin(data: bytes, streaming: bool) -> Begin:
     lsn, ts, xid = _BEGIN(data, 1)
-    return Begin(lsn, ts + PG_EPOCH_MICROS, xid)
+    return Begin(_lsn(lsn), ts + PG_EPOCH_MICROS, xid)
 
 
 def _commit(data: bytes, streaming: bool) -> Commit:
     flags, lsn, end, ts = _COMMIT(data, 1)
-    return Commit(flags, lsn, end, ts + PG_EPOCH_MICROS)
+    return Commit(flags, _lsn(lsn), _lsn(end), ts + PG_EPOCH_MICROS)
 
 
 def _origin(data: bytes, streaming: bool) -> Origin:
@@ -334,7 +366,7 @@ def _stream_stop(data: bytes, streaming: bool) -> StreamStop:
 
 def _stream_commit(data: bytes, streaming: bool) -> StreamCommit:
     xid, flags, lsn, end, ts = _STREAM_COMMIT(data, 1)
-    return StreamCommit(xid, flags, lsn, end, ts + PG_EPOCH_MICROS)
+    return StreamCommit(xid, flags, _lsn(lsn), _lsn(end), ts + PG_EPOCH_MICROS)
 
 
 def _stream_abort(data: bytes, streaming: bool) -> StreamAbort:
@@ -352,17 +384,22 @@ _DECODERS = {ord(kind): fn for kind, fn in _BY_KIND.items()}
 def decode(data: bytes, streaming: bool = False, lsn: int = 0) -> Message:
     """The message in ``data`` (one XLogData payload). ``streaming``: inside a Stream Start ..
     Stream Stop block (the row and schema messages then carry an xid). ``lsn`` (the XLogData's
-    WAL start) only names the place in errors."""
+    WAL start) only names the place in errors. Whatever goes wrong raises
+    :class:`PgoutputError` naming the message's kind and LSN."""
     fn = _DECODERS.get(data[0]) if data else None
+    where = {"event": message_name(data), "lsn": lsn_text(lsn)}
     if fn is None:
         kind = repr(chr(data[0])) if data else "(empty)"
-        raise PgoutputError(f"pgoutput message type {kind} at LSN {lsn_text(lsn)} is unknown")
+        raise PgoutputError(
+            f"pgoutput message type {kind} at LSN {lsn_text(lsn)} is unknown; {ADVICE}", **where
+        )
     try:
         return fn(data, streaming)
-    except (struct.error, IndexError, ValueError) as e:  # PgoutputError among them
+    except Exception as e:  # noqa: BLE001 - PgoutputError, struct.error, IndexError, Unicode…
         raise PgoutputError(
             f"pgoutput message {chr(data[0])!r} at LSN {lsn_text(lsn)} is truncated or"
-            f" malformed: {e}"
+            f" malformed ({type(e).__name__}: {str(e)[:200]}); {ADVICE}",
+            **where,
         ) from e
 
 

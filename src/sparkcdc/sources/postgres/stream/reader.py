@@ -31,6 +31,7 @@ from sparkcdc.core.logitem import LogItem
 from sparkcdc.core.offset import Offset, position_text
 from sparkcdc.core.offset_events import own_values, schema_batch
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.sources.decode_errors import decode_error
 from sparkcdc.sources.log_thread import LogThread, Stopped
 from sparkcdc.sources.port import ChangeFilter, TableName
 from sparkcdc.sources.postgres.offset import LsnOffset
@@ -104,6 +105,7 @@ class PgLogReader(LogThread):
         self._txn_at = start  # the offset of the open transaction's changes
         self._wal_beat = WalHeartbeat(source, database)
         self._streamed = StreamedTransactions()
+        self._decoder = pm.Decoder()
 
     # ------------------------------------------------------------------ the port
     def passed(self, offset: Offset) -> bool:
@@ -175,7 +177,7 @@ class PgLogReader(LogThread):
             "connected to %s, streaming slot %s from %s", self.where, self.slot, resume,
             extra={"position": str(resume)},
         )  # fmt: skip
-        decoder = pm.Decoder()
+        self._decoder = pm.Decoder()
         try:
             for items in stream.batches(wait=self.heartbeat, idle=self._idle):
                 if self._stop.is_set():
@@ -184,16 +186,32 @@ class PgLogReader(LogThread):
                     self._quiet(stream)
                     continue
                 self._events += len(items)
-                streamed = self._streamed
                 for item in items:
-                    payload = item[XLOG_HEADER:]
-                    if streamed.block is not None and payload[0] not in CONTROL:
-                        streamed.add(payload)  # held until the transaction commits
-                        continue
-                    self._message(decoder(payload, xlog_start(item)))
+                    self.receive(item)
         except Stopped:
             self._goodbye(stream)
             raise
+
+    def receive(self, item: bytes) -> None:
+        """One XLogData item of the stream (:data:`XLOG_HEADER`, then a pgoutput message):
+        held while a streamed transaction's block is open, else decoded and applied. Whatever
+        fails stops the stream with the project's error naming the message's kind and LSN
+        (:mod:`sparkcdc.sources.decode_errors`)."""
+        try:
+            payload = item[XLOG_HEADER:]
+            streamed = self._streamed
+            if streamed.block is not None and payload[0] not in CONTROL:
+                streamed.add(payload)  # held until the transaction commits
+                return
+            self._message(self._decoder(payload, xlog_start(item)))
+        except Exception as exc:  # noqa: BLE001 - one sentence for any decoding failure
+            lsn = xlog_start(item) if len(item) >= XLOG_HEADER else self._boundary
+            name = pm.message_name(item[XLOG_HEADER:])
+            where = f"LSN {format_lsn(lsn)}"
+            error = decode_error(exc, name, where, pm.ADVICE, lsn=format_lsn(lsn))
+            if error is None:
+                raise
+            raise error from exc
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the thread; it tells the server the acknowledged position before it goes, if

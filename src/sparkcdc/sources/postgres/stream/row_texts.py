@@ -30,6 +30,13 @@ def row_texts(
     fill from the replica."""
     old = None if isinstance(message, pm.Insert) else message.old
     new = None if isinstance(message, pm.Delete) else message.new
+    width = len(found.schema.columns)
+    for row in (old, new):
+        if row is not None and len(row) != width:
+            raise SourceError(
+                f"pgoutput sent {len(row)} values for the {width} columns of "
+                f"{found.schema.name}; the stream stops rather than guess which is which."
+            )
     before = None if old is None else [_text(v, found, i) for i, v in enumerate(old)]
     if new is None:
         return before, None
