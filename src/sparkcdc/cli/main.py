@@ -9,7 +9,8 @@
                     [--message TEXT] [--channel table|file]
     sparkcdc --version
 
-``run`` streams until Ctrl-C / SIGTERM (the batch in flight commits first); with
+``run`` streams until Ctrl-C / SIGTERM (the batch in flight commits, no batch starts after
+it, exit status 0; a second Ctrl-C stops at once, the batch in flight not committed: 130); with
 ``--available-now`` it writes everything up to the log end seen at start and exits 0; one run at a
 time per checkpoint (a second one stops at once, naming the first one's process). ``check``
 validates the file and the server and changes nothing. ``status`` shows the pipeline's state from
@@ -33,6 +34,8 @@ one of these exit statuses:
     64   a usage error: the command line is wrong (an unknown command or option, a missing
          argument, options that do not go together)
     78   a configuration error: a ConfigError (the pipeline file, or a setting it names)
+    130  interrupted: Ctrl-C stopped a command before it finished (``run``: a second Ctrl-C,
+         the batch in flight not committed; the first one stops ``run`` with 0)
     ===  ==============================================================================
 """
 
@@ -60,6 +63,7 @@ EXIT_DIFFERENT = 1
 EXIT_ERROR = 2
 EXIT_USAGE = 64
 EXIT_CONFIG = 78
+EXIT_INTERRUPTED = 130  # Ctrl-C that did not let the command finish (128 + SIGINT)
 
 log = logging.getLogger("sparkcdc")
 
@@ -151,6 +155,12 @@ def run(argv: Sequence[str] | None = None) -> int:
         else:
             print(f"sparkcdc: {err}", file=sys.stderr)
         return exit_code(err)
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
+        if as_json:
+            log.warning("interrupted")
+        else:
+            print("sparkcdc: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except Exception:  # a bug: its traceback, and a runtime failure's status (never 1)
         if as_json:
             log.exception("sparkcdc failed unexpectedly")

@@ -13,9 +13,17 @@
    (:mod:`.metrics`, :mod:`.metrics_server`);
 5. a log position found gone stops the run with the way out, or (``source.on_log_gone:
    resnapshot``) starts a re-snapshot and the stream again (:mod:`.resnapshot`);
-6. run until SIGTERM/SIGINT (the micro-batch in flight finishes and commits, then the query
-   stops) or, with ``available_now``, until everything up to the log end seen at start is
-   written (``trigger(availableNow=True)``).
+6. run until SIGTERM/SIGINT or, with ``available_now``, until everything up to the log end
+   seen at start is written (``trigger(availableNow=True)``).
+
+Stopping (SIGTERM, or SIGINT: a terminal's Ctrl-C, sent to the whole process group): the
+driver alone answers it (the JVM and Spark's Python processes start with SIGINT blocked:
+:func:`.session.sigint_left_to_the_driver`). It writes the stop file the stream reader checks
+before planning a micro-batch (``stop_file``: the source then answers "no new data"), so the
+batch in flight finishes and commits, no batch starts after it, and the query stops once idle.
+A second Ctrl-C stops the query at once: the batch in flight does not commit (the next run
+writes it again, exactly once as after a crash), and :func:`run_pipeline` raises
+KeyboardInterrupt once Spark has stopped. A third leaves at once.
 
 All of it holds the checkpoint's run lock (:mod:`.run_lock`): one run per checkpoint at a time.
 
@@ -26,8 +34,10 @@ Errors of the log reader (in the source process) and of the sink come back as th
 from __future__ import annotations
 
 import logging
+import os
 import re
 import signal
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -63,6 +73,9 @@ from sparkcdc.spark.stream.status import STATUS_FILE, read_status
 
 log = logging.getLogger("sparkcdc.pipeline")
 
+STOP_FILE = "stop"  # in <checkpoint>/sparkcdc while a run stops: the source plans no batch
+EXIT_INTERRUPTED = 130  # the shell's status of a process ended by SIGINT
+
 
 def check_source(config: Config, startup: bool = True) -> list[TableSchema]:
     """Fail before Spark starts unless the source is usable (and, ``startup``, the configured
@@ -83,7 +96,8 @@ def run_pipeline(
     The checkpoint's run lock is held from the start to the end (:mod:`.run_lock`): a second run
     on the same checkpoint stops at once. SIGTERM/SIGINT are taken over first: a stop asked for
     while Spark is still starting ends the run as soon as the session is up, before any batch,
-    instead of killing it half-way."""
+    instead of killing it half-way. KeyboardInterrupt: a second Ctrl-C stopped the run without
+    letting the batch in flight commit (module docstring)."""
     level = spark_log_level()  # a wrong value is named before anything runs
     checkpoint = Path(config.pipeline.checkpoint)
     with hold_run_lock(checkpoint / "sparkcdc"):
@@ -120,6 +134,8 @@ def _run_locked(
                 return _stream(spark, config, checkpoint, available_now, progress, stop, metrics)
         finally:
             spark.stop()
+            if stop.now:
+                raise KeyboardInterrupt  # Spark stopped: now say the batch did not commit
     finally:
         if server is not None:
             server.stop()
@@ -159,6 +175,8 @@ def _stream(
     own = checkpoint / "sparkcdc"
     status_path = own / STATUS_FILE
     status_path.unlink(missing_ok=True)  # a previous run's error must not be reported again
+    stop_file = own / STOP_FILE
+    stop_file.unlink(missing_ok=True)  # a previous run's stop
     spark_checkpoint = checkpoint / "spark"
     upkeep = config.sink.maintenance
     sink = DeltaSink(
@@ -180,7 +198,10 @@ def _stream(
     snapshot_first = config.source.takes_snapshot and snapshot_ahead(spark_checkpoint)
     warming = None if snapshot_first else warm_in_background(spark)
     try:
-        query = _query(spark, config, own, writer, available_now, snapshot_first).start()
+        query = _query(spark, config, own, writer, available_now, snapshot_first)
+        if stop.requested:  # while the snapshot's workers warmed up
+            return 0
+        query = query.start()
         log.info("stream query started in %.1fs", time.monotonic() - started)
         batches = _watch(query, sink, status_path, progress, stop)
         if not stop.requested:  # an available-now run's end: the upkeep if it is due
@@ -189,6 +210,7 @@ def _stream(
             open_source(config.source).release_log()  # the copy is whole: no log to keep
         return batches
     finally:
+        stop_file.unlink(missing_ok=True)
         if warming is not None:
             warming.join(timeout=60)  # before the session stops under it
 
@@ -213,7 +235,7 @@ def _watch(
     try:
         while query.isActive:
             if stop.requested:
-                _graceful_stop(query)
+                _stop_after_batch_in_flight(query, status_path.with_name(STOP_FILE), stop)
                 break
             if query.awaitTermination(0.25 if progress else 1.0):
                 break
@@ -257,6 +279,7 @@ def _query(
         snapshot_delivery="store",  # the Delta sink reads the chunks from the split store
         signal_dir=str(signal_folder(checkpoint)),
         batch_mark=str(own / "batch.mark"),  # the sink's mark, watched by incremental snapshots
+        stop_file=str(own / STOP_FILE),  # no micro-batch is planned once it exists
         log_dir=str(own / "log"),  # the sink reads each micro-batch's events from a file
     )
     spark_checkpoint = checkpoint / "spark"
@@ -280,31 +303,42 @@ def _query(
 
 
 class _StopRequest:
-    """SIGTERM/SIGINT set a flag; the loop stops the query after the batch in flight."""
+    """SIGTERM/SIGINT ask for a stop after the batch in flight (:attr:`requested`); a second
+    SIGINT (Ctrl-C) for a stop now (:attr:`now`); a third leaves at once (exit status 130, as
+    a crash: the checkpoint is safe)."""
 
     def __init__(self) -> None:
         self.requested = False
+        self.now = False
         self._previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
         for s in self._previous:
             signal.signal(s, self._handle)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.requested and signum == signal.SIGINT:
-            raise KeyboardInterrupt  # a second Ctrl-C: stop now
-        self.requested = True
-        log.info("stop requested: finishing the batch in flight")
+        if not self.requested:
+            self.requested = True
+            log.info("stopping: the batch in flight commits first (Ctrl-C again to stop now)")
+        elif signum == signal.SIGINT and not self.now:
+            self.now = True
+            log.warning(
+                "stopping now: the batch in flight does not commit (the next run writes it)"
+            )
+        elif signum == signal.SIGINT:
+            sys.stderr.write("sparkcdc: stopped at once\n")
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)
 
     def restore(self) -> None:
         for s, handler in self._previous.items():
             signal.signal(s, handler)
 
 
-def _graceful_stop(query: Any, timeout: float = 600.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status = query.status
-        if not status.get("isTriggerActive", False):
-            break
+def _stop_after_batch_in_flight(query: Any, stop_file: Path, stop: _StopRequest) -> None:
+    """Stop ``query`` once the batch in flight has committed: with the stop file there, the
+    source plans no further batch, so the query's trigger falls idle after it; a second
+    Ctrl-C (``stop.now``) stops it at once instead."""
+    stop_file.touch()
+    while query.isActive and not stop.now and query.status.get("isTriggerActive", False):
         time.sleep(0.05)
     query.stop()
 

@@ -1,11 +1,15 @@
 """The pipeline's SparkSession: its master and settings, quiet logs, Python workers on this
-interpreter, and the driver JVM's compiler and collector."""
+interpreter, the driver JVM's compiler and collector, and Ctrl-C left to the driver."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +53,30 @@ def spark_log_level() -> str | None:
     return asked or None
 
 
+@contextlib.contextmanager
+def sigint_left_to_the_driver() -> Iterator[None]:
+    """While the session starts: SIGINT blocked, and the driver's own SIGINT handler kept.
+
+    A terminal's Ctrl-C goes to the whole process group: the driver, the JVM and every Python
+    process the JVM starts. Only the driver may answer it (``sparkcdc run`` stops after the
+    batch in flight: :mod:`.run`). The JVM, started meanwhile, inherits SIGINT blocked (pyspark
+    also starts it ignoring SIGINT) and so does every process it starts: pyspark's forked
+    Python workers set a SIGINT handler of their own, but a blocked signal never reaches it, so
+    no task dies of a KeyboardInterrupt. pyspark's SparkContext installs a SIGINT handler
+    (cancel all jobs, raise KeyboardInterrupt in whatever py4j call is waiting, which leaves
+    tracebacks); the one in place before it is put back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals are the main thread's
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a Ctrl-C meanwhile: now
+
+
 def start_session(config: Config, own: Path, log_level: str | None) -> Any:
     """The session of a pipeline whose own files are in ``own``; Spark's log at ``log_level``
     (None: off)."""
@@ -76,7 +104,8 @@ def start_session(config: Config, own: Path, log_level: str | None) -> Any:
     )
     for key, value in config.pipeline.spark_conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with sigint_left_to_the_driver():
+        spark = builder.getOrCreate()
     # a failure is reported once, as a sentence (_as_sparkcdc_error); Spark's own reports of it
     # (stack traces from the executor, the scheduler, the query and, for an error raised in
     # the sink, py4j's callback server) only when asked for

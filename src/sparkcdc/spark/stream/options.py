@@ -66,6 +66,7 @@ class SourceOptions:
     signal_dir: str | None = None  # the folder of the file signal channel
     batch_mark: str | None = None  # the sink's batch mark (:mod:`..incremental.batch_mark`)
     log_dir: str | None = None  # micro-batches as files (:mod:`sparkcdc.store.batch_files`)
+    stop_file: str | None = None  # once it exists, no micro-batch is planned (a run stopping)
 
     @property
     def table_stream(self) -> bool:
@@ -120,6 +121,7 @@ class SourceOptions:
             signal_dir=opts.given("signal_dir"),
             batch_mark=opts.given("batch_mark"),
             log_dir=opts.given("log_dir"),
+            stop_file=opts.given("stop_file"),
         )
 
 
@@ -310,6 +312,7 @@ def source_options(
     signal_dir: str | None = None,
     batch_mark: str | None = None,
     log_dir: str | None = None,
+    stop_file: str | None = None,
 ) -> dict[str, str]:
     """The ``.option(...)`` values that describe ``source`` to its ``<type>-cdc`` source."""
     snapshot = source.snapshot
@@ -350,6 +353,7 @@ def source_options(
         "signal_dir": signal_dir,
         "batch_mark": batch_mark,
         "log_dir": log_dir,
+        "stop_file": stop_file,
         "signal_table": source.signal_table,
     }
     opts.update({name: value for name, value in paths.items() if value})  # fmt: skip

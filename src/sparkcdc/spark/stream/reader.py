@@ -27,6 +27,7 @@ reopened log. Offsets are the source's :meth:`~sparkcdc.core.offset.Offset.to_js
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -116,6 +117,12 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def snapshots(self) -> bool:
         return self.options.source.takes_snapshot
 
+    def _stopping(self) -> bool:
+        """Whether the run is stopping (its stop file exists: ``sparkcdc run`` writes it on
+        SIGTERM/SIGINT), so no micro-batch may start after the one in flight."""
+        stop = self.options.stop_file
+        return stop is not None and os.path.exists(stop)
+
     # ------------------------------------------------------------ Spark calls
     def initialOffset(self) -> dict:
         _source_logging()
@@ -132,6 +139,8 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         _source_logging()
+        if self._stopping():
+            return start  # the run stops after the batch in flight: no new batch
         if is_snapshot(start):
             self._ensure_status()
             return self.snapshot.next(start)
@@ -163,7 +172,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 return planned
             if end > begin:
                 return end.to_json()
-            if self._target is None:
+            if self._target is None or self._stopping():
                 return start
             # available-now ends at the first "no new data": wait until the reader catches up
 
