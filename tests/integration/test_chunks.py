@@ -13,6 +13,7 @@ import random
 import struct
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
 import pytest
@@ -576,6 +577,7 @@ def test_credentials_in_the_url_and_errors(mariadb: ThrowawayMariaDB, db: str) -
         mariadb.execute("DROP TABLE t", database=db)
         with pytest.raises(SourceError, match=f"a chunk of {db}.t") as err:
             dialect.read_chunk(schema, keys, None, None)
-        assert password not in str(err.value)
+        assert password not in str(err.value) and quote(password, safe="") not in str(err.value)
+        assert err.value.__cause__ is None  # the driver's words (its URL) are not chained
         with pytest.raises(SourceError, match=f"Table {db}.t does not exist"):
             dialect.key_columns(db, "t", ["id"])

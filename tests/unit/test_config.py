@@ -41,7 +41,7 @@ def test_readme_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
         "pipeline: {checkpoint: ./checkpoints/shop, trigger: 1s, store: {max_bytes: 64MB}}\n"
     )
     cfg = load_config(cfg_file)
-    assert cfg.source.password == "0123"
+    assert cfg.source.password.reveal() == "0123"
     assert cfg.source.tables == ("shop\\..*",)
     assert cfg.source.port == 3306 and MySQLSettings.of(cfg.source).server_id == 5701
     assert cfg.source.startup == "initial" and cfg.source.snapshot == SnapshotConfig()
@@ -76,7 +76,12 @@ pipeline:
         "/base",
     )
     s = cfg.source
-    assert (s.type, s.port, s.password, MySQLSettings.of(s).server_id) == ("mysql", 3306, "", 99)
+    assert (s.type, s.port, s.password.reveal(), MySQLSettings.of(s).server_id) == (
+        "mysql",
+        3306,
+        "",
+        99,
+    )
     assert s.tables == ("a\\.b",) and s.startup == "gtid:0-1-55,1-2-3"
     assert s.connect_timeout == 0.5
     assert s.key_columns == {"shop.log": ("a", "b"), "shop.x": ("id",)}
@@ -136,7 +141,7 @@ def test_environment_references(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     cfg = load_config_text(text.replace("password: secret", "password: '$${x}'"), "/b")
     assert cfg.source.port == 3310 and cfg.source.host == "fallback"
-    assert cfg.source.password == "${x}"
+    assert cfg.source.password.reveal() == "${x}"
     err = error(BASE.replace("password: secret", "password: ${NOPE}"))
     assert err.fields["key"] == "source.password" and "NOPE" in str(err)
 

@@ -38,6 +38,7 @@ from sparkcdc.config.model import (
     StoreConfig,
     TlsConfig,
 )
+from sparkcdc.config.secret import Secret
 from sparkcdc.config.values import (
     STARTUP_FORMS,
     as_duration,
@@ -243,7 +244,7 @@ def _source(section: Any) -> SourceConfig:
         host=_get(s, "host", p, as_text, _REQUIRED),
         port=_get(s, "port", p, ranged(1, 65535), kind.default_port),
         user=_get(s, "user", p, as_text, _REQUIRED),
-        password=_get(s, "password", p, as_text, ""),
+        password=Secret(_get(s, "password", p, as_text, "")),
         tables=_get(s, "tables", p, as_patterns, _REQUIRED),
         startup=_get(s, "startup", p, _startup(kind.settings), "initial"),
         key_columns=_get(s, "key_columns", p, as_key_columns, {}),

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
+from sparkcdc.config.secret import Secret
+
 SNAPSHOT_STARTUPS = ("initial", "snapshot")
 LOG_GONE_ACTIONS = ("fail", "resnapshot")  # source.on_log_gone: what a purged log position does
 UNMATCHED_ACTIONS = ("fail", "warn")  # source.on_unmatched: a table pattern matching nothing
@@ -149,12 +151,13 @@ class SourceConfig:
     names (``db.table``; PostgreSQL ``schema.table``); ``type`` picks the source
     (:mod:`sparkcdc.sources.registry`), ``settings`` holds the type's own settings.
     ``signal_table`` is the table signals are inserted into (see
-    :mod:`sparkcdc.snapshot.signals`); ``tables`` always captures it."""
+    :mod:`sparkcdc.snapshot.signals`); ``tables`` always captures it. ``password`` never
+    prints (:class:`~sparkcdc.config.secret.Secret`; text given here is wrapped in one)."""
 
     host: str
     port: int
     user: str
-    password: str
+    password: Secret
     tables: tuple[str, ...]
     startup: str = "initial"
     type: str = DEFAULT_TYPE
@@ -167,6 +170,9 @@ class SourceConfig:
     heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
     on_log_gone: str = "fail"  # or "resnapshot": see LOG_GONE_ACTIONS
     on_unmatched: str = "fail"  # or "warn": see UNMATCHED_ACTIONS, sources/table_filter.py
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "password", Secret.of(self.password))
 
     @property
     def takes_snapshot(self) -> bool:
@@ -186,7 +192,7 @@ class SourceConfig:
             "host": self.host,
             "port": self.port,
             "user": self.user,
-            "password": "***",
+            "password": str(self.password),
             "tables": list(self.tables),
             "startup": self.startup,
             "snapshot": self.snapshot.redacted(),

@@ -29,6 +29,7 @@ from typing import Any
 import pymysql
 
 from sparkcdc.config.model import SourceConfig
+from sparkcdc.config.secret import Secret
 from sparkcdc.sources.mysql.server.connect import connect
 from sparkcdc.sources.mysql.settings import MySQLSettings
 
@@ -181,7 +182,7 @@ class ThrowawayMariaDB:
         the replica ``server_id`` (default: the settings' default) and other ``fields``."""
         settings = MySQLSettings() if server_id is None else MySQLSettings(server_id)
         return SourceConfig(
-            host=self.host, port=self.port, user=self.user, password=self.password,
+            host=self.host, port=self.port, user=self.user, password=Secret(self.password),
             tables=tables, settings=settings, **fields,
         )  # fmt: skip
 

@@ -45,6 +45,7 @@ from types import FrameType
 from typing import Any
 
 from sparkcdc.config.model import Config
+from sparkcdc.config.secret import forget_key
 from sparkcdc.core import errors
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks.delta.lake import Lake
@@ -134,6 +135,7 @@ def _run_locked(
                 return _stream(spark, config, checkpoint, available_now, progress, stop, metrics)
         finally:
             spark.stop()
+            forget_key()  # the sealing key lives as long as the session it was given to
             if stop.now:
                 raise KeyboardInterrupt  # Spark stopped: now say the batch did not commit
     finally:

@@ -1,5 +1,7 @@
 """The pipeline's SparkSession: its master and settings, quiet logs, Python workers on this
-interpreter, the driver JVM's compiler and collector, and Ctrl-C left to the driver."""
+interpreter, the driver JVM's compiler and collector, Ctrl-C left to the driver, and the key
+that seals the source's password (:mod:`sparkcdc.config.secret`) given to every Python process
+Spark starts."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkcdc.config.model import Config
+from sparkcdc.config.secret import KEY_ENV, ensure_key, forget_key
 from sparkcdc.core import errors
 
 SPARK_LOG_LEVEL = "SPARKCDC_SPARK_LOG_LEVEL"  # e.g. ERROR: Spark's own log on stderr again
@@ -79,7 +82,9 @@ def sigint_left_to_the_driver() -> Iterator[None]:
 
 def start_session(config: Config, own: Path, log_level: str | None) -> Any:
     """The session of a pipeline whose own files are in ``own``; Spark's log at ``log_level``
-    (None: off)."""
+    (None: off). The sealing key goes to Spark's Python processes as ``spark.executorEnv``
+    (hidden by Spark's ``spark.redaction.regex`` in its UI and event log); a session already
+    running here without it (not started by this function) gets nothing sealed."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -101,11 +106,14 @@ def start_session(config: Config, own: Path, log_level: str | None) -> Any:
         .config("spark.executor.extraJavaOptions", java_opts)
         .config("spark.python.worker.reuse", "true")
         .config("spark.python.daemon.module", "sparkcdc.spark.runtime.worker_daemon")
+        .config(f"spark.executorEnv.{KEY_ENV}", ensure_key())
     )
     for key, value in config.pipeline.spark_conf.items():
         builder = builder.config(key, value)
     with sigint_left_to_the_driver():
         spark = builder.getOrCreate()
+    if spark.sparkContext.environment.get(KEY_ENV) != os.environ.get(KEY_ENV):
+        forget_key()
     # a failure is reported once, as a sentence (_as_sparkcdc_error); Spark's own reports of it
     # (stack traces from the executor, the scheduler, the query and, for an error raised in
     # the sink, py4j's callback server) only when asked for

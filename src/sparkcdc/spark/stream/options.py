@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
 from sparkcdc.config.model import DEFAULT_TYPE, HeartbeatConfig, SourceConfig, TlsConfig
+from sparkcdc.config.secret import Secret, unseal
 from sparkcdc.config.values import (
     as_duration,
     as_signal_table,
@@ -187,7 +188,7 @@ def _source_config(opts: _Options, table: str | None) -> SourceConfig:
         host=opts.required("host"),
         port=opts.converted("port", ranged(1, 65535), kind.default_port),
         user=opts.required("user"),
-        password=opts.given("password") or "",
+        password=_password(opts),
         tables=capturing_signal_table(tables, signal_table),
         startup=startup,
         key_columns=_key_columns(opts),
@@ -200,6 +201,15 @@ def _source_config(opts: _Options, table: str | None) -> SourceConfig:
     )
     opts.checked(lambda: settings.check(source, _option_name))
     return source
+
+
+def _password(opts: _Options) -> Secret:
+    """The password: ``password_sealed`` (how ``sparkcdc run`` passes it: :func:`source_options`)
+    opened with this process's key, else ``password`` as given."""
+    sealed = opts.given("password_sealed")
+    if sealed is not None:
+        return Secret(unseal(sealed, f"the {opts.format} option 'password_sealed'"))
+    return Secret(opts.given("password") or "")
 
 
 TLS_OPTIONS = {"tls": "mode", "tls_ca": "ca", "tls_cert": "cert", "tls_key": "key"}
@@ -314,13 +324,20 @@ def source_options(
     log_dir: str | None = None,
     stop_file: str | None = None,
 ) -> dict[str, str]:
-    """The ``.option(...)`` values that describe ``source`` to its ``<type>-cdc`` source."""
+    """The ``.option(...)`` values that describe ``source`` to its ``<type>-cdc`` source; the
+    password sealed (``password_sealed``) when this process holds a sealing key
+    (:mod:`sparkcdc.config.secret`), so Spark never holds it in clear text."""
     snapshot = source.snapshot
+    sealed = source.password.sealed()
     opts = {
         "host": source.host,
         **({"port": str(source.port)} if source.port else {}),  # 0: not reached by network
         "user": source.user,
-        "password": source.password,
+        **(
+            {"password": source.password.reveal()}
+            if sealed is None
+            else {"password_sealed": sealed}
+        ),
         "tables": ",".join(source.tables),
         "startup": source.startup,
         **source.settings.to_options(),

@@ -18,6 +18,7 @@ import struct
 from collections.abc import Callable, Iterator
 
 from sparkcdc.config.model import SourceConfig
+from sparkcdc.config.secret import Secret
 from sparkcdc.core.errors import ConnectionFailed, LogPositionGone, MissingPrivilege, SourceError
 from sparkcdc.sources.mysql.binlog.auth import FIRST_ANSWERS, auth_response, more_data
 from sparkcdc.sources.mysql.binlog.packets import MAX_PACKET, split_events
@@ -150,7 +151,7 @@ class ReplicationConnection:
         header = struct.pack("<I", len(payload))[:3] + bytes([seq & 0xFF])
         self.sock.sendall(header + payload)
 
-    def _handshake(self, password: str) -> None:
+    def _handshake(self, password: Secret) -> None:
         greeting = self.reader.read()
         if greeting[:1] == b"\xff":
             raise ConnectionFailed(
@@ -173,7 +174,7 @@ class ReplicationConnection:
         plugin = greeting[p + part2 :].split(b"\0", 1)[0]
         if plugin not in FIRST_ANSWERS:
             plugin = b"mysql_native_password"
-        auth = FIRST_ANSWERS[plugin](password, salt)
+        auth = FIRST_ANSWERS[plugin](password.reveal(), salt)
         response = (
             struct.pack("<IIB", caps, MAX_PACKET, 45)
             + b"\0" * 23
@@ -187,13 +188,13 @@ class ReplicationConnection:
         self._send(response, self.reader.seq)
         self._login_rounds(password, self.reader.read())
 
-    def _login_rounds(self, password: str, reply: bytes) -> None:
+    def _login_rounds(self, password: Secret, reply: bytes) -> None:
         """The server's answers to the login until OK: an auth switch request (``0xfe``),
         ``caching_sha2_password``'s more data (``0x01``), or an error."""
         if reply[:1] == b"\xfe":  # auth switch request
             name, _, data = reply[1:].partition(b"\0")
             self._scramble = data.rstrip(b"\0")
-            answer = auth_response(name, password, data)
+            answer = auth_response(name, password.reveal(), data)
             if answer is None:
                 raise ConnectionFailed(
                     f"MySQL at {self.where} asks for the {name.decode()} authentication plugin; "
@@ -205,7 +206,7 @@ class ReplicationConnection:
         while reply[:1] == b"\x01":
             try:
                 encrypted = isinstance(self.sock, ssl.SSLSocket)
-                answer = more_data(reply, password, encrypted, self._scramble)
+                answer = more_data(reply, password.reveal(), encrypted, self._scramble)
             except ValueError as exc:
                 raise ConnectionFailed(f"MySQL at {self.where}: {exc}", key="source.tls") from exc
             if answer is not None:

@@ -37,6 +37,7 @@ import connectorx as cx
 import pyarrow as pa
 
 from sparkcdc.config.model import SourceConfig
+from sparkcdc.config.secret import Secret
 from sparkcdc.core.chunk import KeyColumn, KeyValue
 from sparkcdc.core.errors import SourceError
 from sparkcdc.core.schema import Column, TableSchema
@@ -82,7 +83,8 @@ class MySQLChunks:
         host = f"[{s.host}]" if ":" in s.host else s.host
         tls = connectorx_params(s.tls, self.catalog.encrypted)
         return (
-            f"mysql://{quote(s.user, safe='')}:{quote(s.password, safe='')}@{host}:{s.port}"
+            f"mysql://{quote(s.user, safe='')}:{quote(s.password.reveal(), safe='')}@{host}:"
+            f"{s.port}"
             f"/{quote(db, safe='')}?prefer_socket=false{tls}"
         )
 
@@ -239,14 +241,12 @@ class MySQLChunks:
                 return None
             if not isinstance(exc, Exception) and not refused:
                 raise
-            detail = str(exc)  # connectorx raises RuntimeError/OSError/...; all alike here
-            if self.source.password:
-                detail = detail.replace(self.source.password, "***")
+            detail = _hide_password(str(exc), self.source.password)  # it is in the URL
             raise SourceError(
                 f"Reading a chunk of {schema.name} from {self.catalog.address} failed "
                 f"({detail.strip()}); check that the server is up and the table unchanged.",
                 table=schema.name,
-            ) from exc
+            ) from None  # not chained: the driver's own words may hold the URL
 
     def check_condition(self, db: str, table: str, where: str) -> str | None:
         """Why ``where`` cannot filter ``db.table`` (the server's words, from a query that
@@ -297,3 +297,13 @@ def _col(c: Column) -> q.Col:
 def _key_columns(schema: TableSchema, keys: Sequence[KeyColumn]) -> list[Column]:
     """The columns of a chunk row's ``key``: the table's key, else its chunk key."""
     return [schema.column(n) for n in schema.key or tuple(k.name for k in keys)]
+
+
+def _hide_password(text: str, password: Secret) -> str:
+    """``text`` (connectorx's error, which may quote its URL) without the password, as given
+    or as the URL writes it."""
+    if password:
+        clear = password.reveal()
+        for form in {quote(clear, safe=""), clear}:
+            text = text.replace(form, str(password))
+    return text

@@ -14,6 +14,7 @@ from typing import Any, Self
 import pymysql
 
 from sparkcdc.config.model import SourceConfig, TlsConfig
+from sparkcdc.config.secret import Secret
 from sparkcdc.core.errors import ConnectionFailed, LogNotReady, MissingPrivilege, SourceError
 from sparkcdc.sources.mysql.server.connect import connect
 from sparkcdc.sources.mysql.server.tls import not_encrypted, pymysql_options
@@ -34,7 +35,7 @@ class ServerConnection:
         host: str,
         port: int,
         user: str,
-        password: str,
+        password: Secret,
         connect_timeout: float = 10.0,
         tls: TlsConfig | None = None,
     ) -> None:
@@ -43,7 +44,7 @@ class ServerConnection:
         self.user = user
         self.connect_timeout = float(connect_timeout)
         self.tls = tls or TlsConfig()
-        self._password = password
+        self._password = Secret.of(password)
         self._conn = self._connect()
         self.version = str(self.query("SELECT VERSION()")[0][0])
 
@@ -57,7 +58,7 @@ class ServerConnection:
                 host=self.host,
                 port=self.port,
                 user=self.user,
-                password=self._password,
+                password=self._password.reveal(),
                 connect_timeout=self.connect_timeout,
                 autocommit=True,
                 charset="utf8mb4",

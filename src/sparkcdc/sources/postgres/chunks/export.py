@@ -36,7 +36,7 @@ class ExportedSnapshot:
 
     def __init__(self, source: SourceConfig, slot: str) -> None:
         self._conn = PgConnection(
-            source.host, source.port, source.user, source.password,
+            source.host, source.port, source.user, source.password.reveal(),
             PostgresSettings.of(source).database, replication=True,
             connect_timeout=source.connect_timeout,
         )  # fmt: skip

@@ -80,7 +80,7 @@ class Session:
                 host=source.host,
                 port=source.port,
                 user=source.user,
-                password=source.password,
+                password=source.password.reveal(),
                 dbname=self.database,
                 application_name=self.application_name,
                 client_encoding="UTF8",

@@ -156,7 +156,7 @@ class PgLogReader(LogThread):
         assert isinstance(resume, LsnOffset)
         settings = PostgresSettings.of(self.source)
         self._conn = PgConnection(
-            self.source.host, self.source.port, self.source.user, self.source.password,
+            self.source.host, self.source.port, self.source.user, self.source.password.reveal(),
             settings.database, replication=True, connect_timeout=self.source.connect_timeout,
             settings=STREAM_SETTINGS,
         )  # fmt: skip

@@ -1,0 +1,134 @@
+"""The source's password never shows: a MariaDB user logs in with a distinctive password (from
+the environment, as the README writes it), and every output a user or an operator sees is
+searched for it: ``check``, ``run`` with a wrong password, a run that streams and then fails
+mid-stream, ``status`` (text and ``--json``), ``/metrics``, the JSON log format, and every file
+the pipeline writes (the checkpoint with its status file, the lake) and Spark's event log. The
+run's sealing key (:mod:`sparkcdc.config.secret`) is searched for as well."""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from sparkcdc.config.secret import KEY_ENV
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB, free_port
+
+pytestmark = [pytest.mark.mariadb, pytest.mark.spark]
+
+PASSWORD = "Sup3r-s3cret-PW-7731"
+KEY = base64.b64encode(b"sparkcdc test key, 32 bytes long").decode()
+ENV = "SPARKCDC_TEST_PASSWORD"
+
+
+def pipeline_file(tmp: Path, server: ThrowawayMariaDB, db: str, metrics: int) -> Path:
+    """The pipeline, its password a reference to the environment, Spark's event log on (as
+    plain text, to be searched)."""
+    beat = f"SELECT COUNT(*) FROM {db}.beat"
+    (tmp / "events").mkdir()
+    cfg = tmp / "pipeline.yaml"
+    cfg.write_text(
+        f"source: {{type: mysql, host: 127.0.0.1, port: {server.port}, user: cdc_secret,\n"
+        f"         password: '${{{ENV}}}', tables: ['{db}\\.t'], startup: initial,\n"
+        f"         heartbeat: {{interval: 500ms, action_query: '{beat}'}}}}\n"
+        f"sink: {{type: delta, path: {tmp / 'lake'}}}\n"
+        f"pipeline:\n"
+        f"  checkpoint: {tmp / 'checkpoint'}\n"
+        f"  trigger: 500ms\n"
+        f"  metrics: {{port: {metrics}}}\n"
+        f"  spark: {{conf: {{spark.eventLog.enabled: 'true', spark.eventLog.compress: 'false',\n"
+        f"                  spark.eventLog.dir: '{tmp / 'events'}'}}}}\n"
+    )
+    return cfg
+
+
+def sparkcdc(*args: str, password: str = PASSWORD) -> subprocess.Popen[str]:
+    env = {**os.environ, ENV: password, KEY_ENV: KEY}
+    return subprocess.Popen(
+        [sys.executable, "-m", "sparkcdc.cli.main", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+
+
+def finished(*args: str, password: str = PASSWORD) -> tuple[int, str]:
+    """Run a command to its end: its exit status and everything it printed."""
+    proc = sparkcdc(*args, password=password)
+    out, err = proc.communicate(timeout=300)
+    return proc.returncode, out + err
+
+
+def files_holding(root: Path, *texts: str) -> list[str]:
+    """The files under ``root`` that hold any of ``texts``."""
+    found = []
+    for path in root.rglob("*"):
+        if path.is_file() and any(t.encode() in path.read_bytes() for t in texts):
+            found.append(str(path))
+    return found
+
+
+def test_the_password_appears_in_no_output_file_or_event_log(
+    mariadb: ThrowawayMariaDB, tmp_path: Path
+) -> None:
+    db = "secrets"
+    mariadb.execute(f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}")
+    mariadb.execute(
+        f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(20))",
+        f"INSERT INTO {db}.t VALUES (1, 'a'), (2, 'b')",
+        f"CREATE TABLE {db}.beat (id INT PRIMARY KEY)",
+    )
+    mariadb.create_cdc_user("cdc_secret", PASSWORD)
+    port = free_port()
+    cfg = pipeline_file(tmp_path, mariadb, db, port)
+    outputs: dict[str, str] = {}
+
+    code, outputs["check"] = finished("check", str(cfg))
+    assert code == 0 and f"{db}.t" in outputs["check"], outputs["check"]
+    code, outputs["check json"] = finished("--log-format", "json", "check", str(cfg))
+    assert code == 0, outputs["check json"]
+    wrong = PASSWORD + "-wrong"  # a leak of it shows the password too
+    for form in ("text", "json"):
+        code, said = finished("--log-format", form, "run", str(cfg), password=wrong)
+        assert code == 2 and "refused user 'cdc_secret'" in said, said
+        outputs[f"wrong password {form}"] = said
+
+    run = sparkcdc("--log-format", "json", "run", str(cfg))
+    try:
+        replica, deadline = tmp_path / "lake" / db / "t", time.monotonic() + 300
+        while not (DeltaTable.is_deltatable(str(replica)) and DeltaTable(str(replica)).count()):
+            assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+            time.sleep(0.2)
+        mariadb.execute(f"INSERT INTO {db}.t VALUES (3, 'c')")
+        code, outputs["status"] = finished("status", str(cfg))
+        assert code == 0 and "running" in outputs["status"], outputs["status"]
+        code, outputs["status json"] = finished("status", str(cfg), "--json")
+        assert code == 0, outputs["status json"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as page:
+            outputs["metrics"] = page.read().decode()
+        assert "sparkcdc_batches" in outputs["metrics"]
+        mariadb.execute(f"DROP TABLE {db}.beat")  # the next heartbeat fails: the run stops
+        out, err = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    outputs["failed run"] = out + err
+    assert run.returncode == 2, outputs["failed run"]
+    assert "source.heartbeat.action_query failed" in err, err
+
+    leaked = [name for name, text in outputs.items() if PASSWORD in text or KEY in text]
+    assert not leaked, {name: outputs[name] for name in leaked}
+    events = b"".join(p.read_bytes() for p in (tmp_path / "events").rglob("events_*"))
+    assert b"SparkListenerApplicationStart" in events and b"SparkListenerJobEnd" in events
+    assert f'"spark.executorEnv.{KEY_ENV}":"*********(redacted)"'.encode() in events
+    assert files_holding(tmp_path, PASSWORD, KEY) == []  # checkpoint, lake, event log, file
