@@ -115,7 +115,7 @@ def _run_locked(
     """:func:`run_pipeline` once the run lock is held."""
     if resnapshot.pending(checkpoint) is not None:
         config = resnapshot.as_initial(config)  # a re-snapshot begun before: go on with it
-    stop = _StopRequest()
+    stop = StopRequest()
     metrics = PipelineMetrics()
     server = None
     try:
@@ -169,7 +169,7 @@ def _stream(
     checkpoint: Path,
     available_now: bool,
     progress: ProgressCallback | None,
-    stop: _StopRequest,
+    stop: StopRequest,
     metrics: PipelineMetrics,
 ) -> int:
     """Start the query (Python workers warmed up meanwhile, or before it for a snapshot) and
@@ -230,7 +230,7 @@ def _watch(
     sink: DeltaSink,
     status_path: Path,
     progress: ProgressCallback | None,
-    stop: _StopRequest,
+    stop: StopRequest,
 ) -> int:
     """Watch the running query until it ends or a stop is asked for; the batches written."""
     meter = Meter(sink, status_path)
@@ -304,7 +304,7 @@ def _query(
     return writer
 
 
-class _StopRequest:
+class StopRequest:
     """SIGTERM/SIGINT ask for a stop after the batch in flight (:attr:`requested`); a second
     SIGINT (Ctrl-C) for a stop now (:attr:`now`); a third leaves at once (exit status 130, as
     a crash: the checkpoint is safe)."""
@@ -335,7 +335,7 @@ class _StopRequest:
             signal.signal(s, handler)
 
 
-def _stop_after_batch_in_flight(query: Any, stop_file: Path, stop: _StopRequest) -> None:
+def _stop_after_batch_in_flight(query: Any, stop_file: Path, stop: StopRequest) -> None:
     """Stop ``query`` once the batch in flight has committed: with the stop file there, the
     source plans no further batch, so the query's trigger falls idle after it; a second
     Ctrl-C (``stop.now``) stops it at once instead."""
