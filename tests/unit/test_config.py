@@ -146,6 +146,16 @@ def test_environment_references(monkeypatch: pytest.MonkeyPatch) -> None:
     assert err.fields["key"] == "source.password" and "NOPE" in str(err)
 
 
+def test_commands_that_never_connect_need_no_password(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NOPE", raising=False)
+    text = BASE.replace("password: secret", "password: ${NOPE}")
+    assert load_config_text(text, "/b", connects=False).source.password.reveal() == ""
+    elsewhere = text.replace("host: db.local", "host: ${NOPE}")
+    with pytest.raises(ConfigError, match="NOPE") as err:
+        load_config_text(elsewhere, "/b", connects=False)
+    assert err.value.fields["key"] == "source.host"
+
+
 def test_malformed_yaml_names_the_line() -> None:
     err = error("source:\n  host: a\n  tables: [x\nsink: {}\n")
     assert "line" in str(err) and err.fields["line"] >= 3

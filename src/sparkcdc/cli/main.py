@@ -179,7 +179,7 @@ def _command(args: argparse.Namespace, quiet: bool) -> int:
         config = load_config(args.config)
         print(send_signal(config, args.action, args.tables, args.where, args.message, args.channel))
         return EXIT_OK
-    config = load_config(args.pipeline)
+    config = load_config(args.pipeline, connects=args.command not in ("status", "compact"))
     if args.command == "status":
         print(pipeline_status(config, args.json))
     elif args.command == "verify":

@@ -98,6 +98,9 @@ SPARK_KEYS = ("master", "conf")
 __all__ = ["STARTUP_FORMS", "load_config", "load_config_text"]
 
 
+_PASSWORD_KEY = "source.password"
+
+
 class _TextLoader(yaml.SafeLoader):
     """A safe loader that resolves no implicit types: every plain scalar is a string."""
 
@@ -106,8 +109,10 @@ _TextLoader.yaml_implicit_resolvers = {}
 _TextLoader.add_implicit_resolver("tag:yaml.org,2002:merge", re.compile(r"^(?:<<)$"), ["<"])
 
 
-def load_config(path: str | os.PathLike[str]) -> Config:
-    """Read and check the pipeline file at ``path``."""
+def load_config(path: str | os.PathLike[str], connects: bool = True) -> Config:
+    """Read and check the pipeline file at ``path``. A command that never connects to the
+    source (``connects`` false: ``status``, ``compact``) needs no password: an environment
+    variable ``source.password`` refers to may then be unset."""
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
@@ -115,11 +120,14 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         raise ConfigError(
             f"Cannot read the pipeline file {file} ({exc.strerror}); check the path.", key=""
         ) from exc
-    return load_config_text(text, file.resolve().parent, name=str(file))
+    return load_config_text(text, file.resolve().parent, name=str(file), connects=connects)
 
 
 def load_config_text(
-    text: str, base_dir: str | os.PathLike[str] = ".", name: str = "The pipeline file"
+    text: str,
+    base_dir: str | os.PathLike[str] = ".",
+    name: str = "The pipeline file",
+    connects: bool = True,
 ) -> Config:
     """Check pipeline YAML given as text; relative paths are taken from ``base_dir``."""
     try:
@@ -137,7 +145,8 @@ def load_config_text(
         raise ConfigError(f"{name} is not valid YAML ({exc}); fix the syntax.", key="") from exc
     if doc is None:
         doc = {}
-    root = _section(_substitute(doc, "", refs), "", SECTIONS)
+    unneeded = () if connects else (_PASSWORD_KEY,)
+    root = _section(_substitute(doc, "", refs, unneeded), "", SECTIONS)
     base = Path(base_dir)
     source = _source(root.get("source"))
     sink = _sink(_section(root.get("sink"), "sink", SINK_KEYS, required=True), base)
@@ -162,12 +171,18 @@ def _hide_references(text: str) -> tuple[str, dict[str, re.Match[str]]]:
     return _ENV.sub(token, text), found
 
 
-def _substitute(value: Any, key: str, refs: dict[str, re.Match[str]]) -> Any:
-    """Put the environment's values where the references were, in every string."""
+def _substitute(
+    value: Any, key: str, refs: dict[str, re.Match[str]], unneeded: tuple[str, ...] = ()
+) -> Any:
+    """Put the environment's values where the references were, in every string; a reference
+    to an unset variable under a key of ``unneeded`` becomes empty."""
     if isinstance(value, dict):
-        return {k: _substitute(v, f"{key}.{k}" if key else str(k), refs) for k, v in value.items()}
+        return {
+            k: _substitute(v, f"{key}.{k}" if key else str(k), refs, unneeded)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
-        return [_substitute(v, f"{key}[{i}]", refs) for i, v in enumerate(value)]
+        return [_substitute(v, f"{key}[{i}]", refs, unneeded) for i, v in enumerate(value)]
     if not isinstance(value, str) or not refs:
         return value
 
@@ -178,6 +193,8 @@ def _substitute(value: Any, key: str, refs: dict[str, re.Match[str]]) -> Any:
         var, default = ref.group(1), ref.group(2)
         found = os.environ.get(var)
         if found is None or (found == "" and default is not None):
+            if default is None and key in unneeded:
+                return ""
             if default is None:
                 fail(
                     key,
