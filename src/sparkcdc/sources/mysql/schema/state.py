@@ -132,7 +132,9 @@ class SchemaState:
         for c in changes:
             old = previous.get(c.old_name or (c.db, c.table))
             shown = c.schema or old
-            extra = {"from": ".".join(c.old_name)} if c.old_name else {}
+            extra: dict[str, Any] = {"from": ".".join(c.old_name)} if c.old_name else {}
+            if c.existing:
+                extra["existing"] = c.existing.to_json()
             rows.append(
                 (
                     c.db,
@@ -215,7 +217,7 @@ def _json(schema: TableSchema | None) -> str | None:
     return None if schema is None else json.dumps(schema.to_json(), separators=(",", ":"))
 
 
-def _change(kind: str, **extra: str) -> str:
+def _change(kind: str, **extra: Any) -> str:
     return json.dumps({"kind": kind, **extra}, separators=(",", ":"))
 
 
