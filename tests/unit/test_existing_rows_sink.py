@@ -124,6 +124,13 @@ def test_a_column_added_again_is_null_in_rows_that_held_it(tmp_path: Path) -> No
     assert replica(tmp_path, "id", "note") == [(1, "x")]  # DROP COLUMN keeps the column
     sink.write(Changes(pos=3000).alter(A, with_note, "ALTER TABLE accounts ADD note").table(), 2)
     assert replica(tmp_path, "id", "note") == [(1, None)]
+    table = DeltaTable(str(tmp_path / "shop" / "accounts"))
+    assert table.transaction_version("p/existing") == 2
+    extra = with_note.with_columns((*with_note.columns, column("extra", "int")))
+    sink.write(Changes(pos=4000).alter(with_note, extra, "ALTER TABLE accounts ADD extra")
+               .table(), 3)  # fmt: skip
+    table = DeltaTable(str(tmp_path / "shop" / "accounts"))  # a column new to the replica:
+    assert table.transaction_version("p/existing") == 2  # nothing to clear, nothing rewritten
 
 
 def test_fill_gives_every_type_its_exact_value(tmp_path: Path) -> None:

@@ -4,7 +4,8 @@ event (:class:`~sparkcdc.core.existing_rows.ExistingRows` in the ``s`` row's cha
 Every ``alter`` (or ``unknown``) schema row of a micro-batch is one :class:`Effect`, in log
 order: its ``copy``, then its ``fill``, then its ``nulls``, each assignment reading the row as it
 was before the schema change (one SQL ``UPDATE``'s semantics); a column new to the schema that
-neither fills nor copies is null (the replica may still hold an earlier column of that name).
+neither fills nor copies is null where the replica had the column already (an earlier column of
+that name, dropped at the source, keeps its values in the replica).
 The effects of one table reach two places:
 
 1. the replica's rows as they were before the micro-batch: one ``UPDATE`` of the whole table
@@ -79,9 +80,16 @@ class Effect:
     assign: dict[str, Value] = field(default_factory=dict)
 
 
-def effect_of(row: dict[str, Any], at: int, lake: Lake) -> Effect | None:
+def replica_columns(lake: Lake, name: TableName) -> set[str]:
+    """The (lower-case) column names the replica of ``name`` has now (none: no replica)."""
+    table = commits.open_table(lake.replica(name))
+    return set() if table is None else {f.name.lower() for f in commits.arrow_fields(table)}
+
+
+def effect_of(row: dict[str, Any], at: int, lake: Lake, had: set[str]) -> Effect | None:
     """The effect of the schema row ``row`` (the ``at``-th of its micro-batch, announced to
-    ``lake``) on the table's replica, or None for a change that leaves existing values alone."""
+    ``lake``) on the table's replica, whose columns were ``had`` before the announcement; None
+    for a change that leaves existing values alone."""
     change = _json(row.get("after"))
     if change.get("kind") not in ("alter", "unknown") or not row.get("schema"):
         return None
@@ -100,7 +108,7 @@ def effect_of(row: dict[str, Any], at: int, lake: Lake) -> Effect | None:
     old_names = {c["name"].lower() for c in before.get("columns", [])}
     assign: dict[str, Value] = {}
     for c in new.columns:  # new to the schema: null, unless filled or copied below
-        if before and c.name.lower() not in old_names:
+        if before and c.name.lower() not in old_names and c.name.lower() in had:
             f = target(c.name)
             assign[f.name] = Const(pa.nulls(1, f.type))
     for new_name, old_name in rows.copy.items():

@@ -166,8 +166,9 @@ class DeltaSink:
         effects: dict[TableName, list[existing.Effect]] = {}
         for i in (i for i, op in enumerate(ops) if op == OP_SCHEMA):
             row = envelope.slice(i, 1).to_pylist()[0]
+            had = existing.replica_columns(self.lake, (row["db"], row["table"]))
             self.lake.announce(row, i, resets)
-            found = existing.effect_of(row, i, self.lake)
+            found = existing.effect_of(row, i, self.lake, had)
             if found is not None:
                 effects.setdefault(found.table, []).append(found)
         for name, found_effects in effects.items():  # the rows held before this batch
