@@ -5,6 +5,7 @@ the incremental snapshot a schema change queues, and the sink's composition of e
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -276,3 +277,31 @@ def test_effects_compose_in_log_order() -> None:
     nulls = [Effect(("d", "t"), 1, {"b": Ref("a")}), Effect(("d", "t"), 2, {"b": IfNull(Ref("b"),
              zero)})]  # fmt: skip
     assert compose(nulls) == {"b": IfNull(Ref("a"), zero)}
+
+
+def test_verify_compares_a_retyped_column_in_a_type_that_holds_both(tmp_path: Path) -> None:
+    from decimal import Decimal
+
+    from deltalake import write_deltalake
+
+    from sparkcdc.core.errors import SinkError
+    from sparkcdc.core.schema import TableSchema
+    from sparkcdc.verify.replica import compare_type, in_types, read_replica
+
+    held = pa.table({"id": pa.array([1], pa.int32()), "m": pa.array([Decimal("2.500")],
+                     pa.decimal128(10, 3)), "s": ["abcd"]})  # fmt: skip
+    write_deltalake(str(tmp_path), held)
+    now = TableSchema("d", "t", (column("id", "bigint"), column("m", "decimal", precision=10,
+                      scale=1), column("s", "varchar", length=4)), ("id",))  # fmt: skip
+    replica = read_replica(str(tmp_path), now)
+    assert [str(f.type) for f in replica.schema] == ["int64", "decimal128(12, 3)", "string"]
+    source = pa.table({"id": pa.array([1], pa.int64()), "m": pa.array([Decimal("2.5")],
+                       pa.decimal128(10, 1)), "s": ["abcd"]})  # fmt: skip
+    assert in_types(source, replica.schema).equals(replica)
+    assert compare_type(pa.decimal128(10, 1), pa.decimal128(10, 3)) == pa.decimal128(12, 3)
+    assert compare_type(pa.int64(), pa.decimal128(5, 2)) == pa.decimal128(21, 2)
+    assert compare_type(pa.timestamp("us"), pa.date32()) is None
+    wrong = TableSchema("d", "t", (column("id", "bigint"), column("m", "date"),
+                        column("s", "varchar")), ("id",))  # fmt: skip
+    with pytest.raises(SinkError, match=r"d\.t\.m is decimal128\(10, 3\) .* cannot be compared"):
+        read_replica(str(tmp_path), wrong)
