@@ -163,8 +163,6 @@ def test_every_ddl_leaves_the_replica_equal_to_the_source(
         wait_for(proc, done_reading(lake, f"{db}.{table}"), f"{db}.{table} read again")
     queued = reread(lake, f"{db}.kinds")[0]["details"]
     assert "column m: decimal(10,3) to decimal(10,1) may round" in queued["reason"], queued
-    code, status = cli(cfg, "status")
-    assert code == 0, status
     committed_past_log_end(cfg, proc)
     verified(cfg)
     proc.terminate()
@@ -174,7 +172,7 @@ def test_every_ddl_leaves_the_replica_equal_to_the_source(
 def test_a_crash_before_the_snapshot_a_ddl_started_ends_still_converges(
     mariadb: ThrowawayMariaDB, db: str, tmp_path: Path, launch: Callable[[Path], Proc]
 ) -> None:
-    make_tables(mariadb, db, rows=6000)
+    make_tables(mariadb, db, rows=8000)
     cfg = write_config(tmp_path, mariadb, rf"{db}\.kinds", startup="initial", extra_source=SOURCE)
     lake, table = tmp_path / "lake", f"{db}.kinds"
     proc = launch(cfg)
@@ -185,6 +183,8 @@ def test_a_crash_before_the_snapshot_a_ddl_started_ends_still_converges(
         return sum(n["type"] == "chunk" for n in reread(lake, table))
 
     wait_for(proc, lambda: chunks() >= 2, f"{table}'s snapshot under way")
+    shown = f"{table} read again: a schema change rewrote rows the log does not show (column m"
+    wait_for(proc, lambda: shown in cli(cfg, "status")[1], "status to show why", timeout=60)
     crash(proc)
     assert not done_reading(lake, table)(), "the snapshot ended before the crash"
     proc = launch(cfg)
