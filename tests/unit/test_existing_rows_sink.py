@@ -4,6 +4,7 @@ own rows changed before the DDL, once per batch even when a crash splits its com
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -146,3 +147,18 @@ def test_fill_gives_every_type_its_exact_value(tmp_path: Path) -> None:
     rows = DeltaTable(str(tmp_path / "shop" / "types")).to_pyarrow_table().sort_by("id")
     logged, filled = rows.slice(0, 1).drop_columns(["id"]), rows.slice(1, 1).drop_columns(["id"])
     assert filled.equals(logged), (filled.to_pylist(), logged.to_pylist())
+
+
+def test_a_chunk_read_with_a_schema_never_announced_brings_it(tmp_path: Path) -> None:
+    """An incremental snapshot's chunk names the catalog's schema it was read with: where the
+    stream announced another (the tracker described a column otherwise), the sink keeps it."""
+    sink = DeltaSink(str(tmp_path), "p")
+    first_batch(sink)
+    wider = A.with_columns((*A.columns, column("extra", "int")))
+    ref = {"path": "unused", "rows": 0, "incremental": True, "schema": wider.to_json()}
+    row = {"db": "shop", "table": "accounts", "schema_id": wider.schema_id(),
+           "after": json.dumps(ref)}  # fmt: skip
+    sink.lake.read_with(row)
+    assert sink.lake.schema(("shop", "accounts"), wider.schema_id()) == wider
+    assert (tmp_path / "_sparkcdc" / "schemas" / f"shop.accounts.{wider.schema_id()}.json").exists()
+    assert "extra" in DeltaTable(str(tmp_path / "shop" / "accounts")).schema().to_arrow().names

@@ -76,7 +76,7 @@ from deltalake import DeltaTable
 
 from sparkcdc.core.chunk import refuse_array_key
 from sparkcdc.core.errors import ConfigError, SinkError
-from sparkcdc.core.event import OP_CREATE, OP_NOTICE, OP_READ, OP_SCHEMA
+from sparkcdc.core.event import OP_CHUNK, OP_CREATE, OP_NOTICE, OP_READ, OP_SCHEMA
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks.delta import (
@@ -183,6 +183,8 @@ class DeltaSink:
                 effects.setdefault(found.table, []).append(found)
         for name, found_effects in effects.items():  # the rows held before this batch
             self._existing_rows(name, found_effects, batch_id)
+        for i in (i for i, op in enumerate(ops) if op == OP_CHUNK):
+            self.lake.read_with(envelope.slice(i, 1).to_pylist()[0])
         kept = pa.array([OP_SCHEMA, OP_NOTICE])
         changes = pc.invert(pc.is_in(envelope.column("op"), kept)) if envelope.num_rows else None
         tables: list[str] = []
