@@ -5,14 +5,18 @@ the incremental snapshot a schema change queues, and the sink's composition of e
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from deltalake import write_deltalake
 
 from sparkcdc.core.envelope import EnvelopeBuilder
+from sparkcdc.core.errors import SinkError
 from sparkcdc.core.existing_rows import ExistingRows
+from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.core.type_change import type_change, value_preserving
 from sparkcdc.sinks.delta.existing import Const, Effect, IfNull, Ref, compose
 from sparkcdc.snapshot.incremental import IncrementalState, Request, Run, resnapshot
@@ -22,6 +26,7 @@ from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.schema.column_types import column
 from sparkcdc.sources.mysql.schema.tracker import SchemaTracker
 from sparkcdc.spark.incremental.window_events import rewritten
+from sparkcdc.verify.replica import compare_type, in_types, read_replica
 
 TABLE = (
     "CREATE TABLE t (id INT PRIMARY KEY, a INT, m DECIMAL(10,3), s VARCHAR(10), n INT NULL,"
@@ -159,8 +164,6 @@ def test_a_renamed_table_and_a_statement_not_followed_are_read_again() -> None:
 
 
 def column_schema(db: str, table: str) -> Any:
-    from sparkcdc.core.schema import TableSchema
-
     return TableSchema(db, table, (column("id", "int", nullable=False),), primary_key=("id",))
 
 
@@ -220,8 +223,6 @@ def test_type_changes_that_keep_every_value(old: Any, new: Any, kept: bool) -> N
 
 def test_postgresql_types_follow_the_same_rule() -> None:
     def pg(data_type: str, logical: str, **attrs: Any) -> Any:
-        from sparkcdc.core.schema import Column
-
         return Column("a", data_type, logical=logical, **attrs)
 
     assert value_preserving(pg("int4", "int32"), pg("int8", "int64"))
@@ -280,14 +281,6 @@ def test_effects_compose_in_log_order() -> None:
 
 
 def test_verify_compares_a_retyped_column_in_a_type_that_holds_both(tmp_path: Path) -> None:
-    from decimal import Decimal
-
-    from deltalake import write_deltalake
-
-    from sparkcdc.core.errors import SinkError
-    from sparkcdc.core.schema import TableSchema
-    from sparkcdc.verify.replica import compare_type, in_types, read_replica
-
     held = pa.table({"id": pa.array([1], pa.int32()), "m": pa.array([Decimal("2.500")],
                      pa.decimal128(10, 3)), "s": ["abcd"]})  # fmt: skip
     write_deltalake(str(tmp_path), held)

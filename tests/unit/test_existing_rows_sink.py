@@ -9,12 +9,13 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 
 from sparkcdc.core.errors import SinkError
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.sinks.delta import commits
+from sparkcdc.sinks.delta import commits, existing
 from sparkcdc.sinks.delta.sink import DeltaSink
 from sparkcdc.sources.mysql.schema.column_types import column
 from tests.cases.envelopes import Changes
@@ -162,3 +163,18 @@ def test_a_chunk_read_with_a_schema_never_announced_brings_it(tmp_path: Path) ->
     assert sink.lake.schema(("shop", "accounts"), wider.schema_id()) == wider
     assert (tmp_path / "_sparkcdc" / "schemas" / f"shop.accounts.{wider.schema_id()}.json").exists()
     assert "extra" in DeltaTable(str(tmp_path / "shop" / "accounts")).schema().to_arrow().names
+
+
+@pytest.mark.parametrize(
+    "value",
+    [pa.array([float("nan")]), pa.array([float("-inf")]), pa.array([3.4028235e38], pa.float32()),
+     pa.array(["back\\slash\nnew 'q' ☃"]), pa.array([Decimal("0E-8")], pa.decimal128(20, 8)),
+     pa.array([2**63 - 1], pa.int64()), pa.array([b"\x00\xff"])],
+)  # fmt: skip
+def test_each_value_is_given_as_itself(tmp_path: Path, value: pa.Array) -> None:
+    """The SQL of a filled value gives exactly that value (NaN, infinities, quotes, backslashes,
+    a decimal zero with a scale, the largest integer, bytes)."""
+    write_deltalake(str(tmp_path), pa.table({"id": [1], "v": pa.nulls(1, value.type)}))
+    DeltaTable(str(tmp_path)).update(updates={"v": existing._literal(value)})
+    got = DeltaTable(str(tmp_path)).to_pyarrow_table().column("v")
+    assert got.equals(pa.chunked_array([value])) or got.to_pylist() != got.to_pylist()  # NaN

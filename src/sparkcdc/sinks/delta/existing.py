@@ -33,7 +33,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import CommitProperties, Transaction
+from deltalake import CommitProperties, DeltaTable, Transaction
 
 from sparkcdc.core.convert import cast_struct, decode_images
 from sparkcdc.core.errors import SinkError
@@ -185,7 +185,7 @@ def apply_to_replica(
     return True
 
 
-def _needed(table: Any, assign: dict[str, Value]) -> dict[str, Value]:
+def _needed(table: DeltaTable, assign: dict[str, Value]) -> dict[str, Value]:
     """``assign`` without null constants of columns every data file holds only nulls in."""
     files = pa.table(table.get_add_actions(flatten=True))
     if files.num_rows == 0:
@@ -232,8 +232,10 @@ def _literal(value: pa.Array) -> str:
         return f"arrow_cast(arrow_cast({value.cast(pa.int64())[0].as_py()}, 'Int64'), '{name}')"
     if pa.types.is_floating(kind):
         return f"arrow_cast('{float(scalar.as_py())!r}', '{name}')"
-    if pa.types.is_integer(kind) or pa.types.is_decimal(kind):
+    if pa.types.is_integer(kind):
         return f"arrow_cast('{scalar.as_py()}', '{name}')"
+    if pa.types.is_decimal(kind):
+        return f"arrow_cast('{scalar.as_py():f}', '{name}')"  # digits, never 0E-8
     raise SinkError(f"a value of type {kind} cannot be given to existing rows (an array default)")
 
 
