@@ -178,3 +178,24 @@ def test_each_value_is_given_as_itself(tmp_path: Path, value: pa.Array) -> None:
     DeltaTable(str(tmp_path)).update(updates={"v": existing._literal(value)})
     got = DeltaTable(str(tmp_path)).to_pyarrow_table().column("v")
     assert got.equals(pa.chunked_array([value])) or got.to_pylist() != got.to_pylist()  # NaN
+
+
+def test_nulls_made_not_null_rewrite_only_what_holds_a_null(tmp_path: Path) -> None:
+    strict = A.with_columns(
+        (
+            A.columns[0],
+            A.columns[1],
+            column("balance", "decimal", precision=10, scale=2, nullable=False),
+        )
+    )
+    sink = DeltaSink(str(tmp_path), "p")
+    sink.write(Changes().schema(A).change("c", A, after={"id": 1, "owner": "o", "balance": "1.00"})
+               .table(), 0)  # fmt: skip
+    nulls = {"nulls": {"balance": "0.00"}}
+    sink.write(Changes(pos=2000).alter(A, strict, "ALTER … NOT NULL", nulls).table(), 1)
+    table = DeltaTable(str(tmp_path / "shop" / "accounts"))
+    assert table.version() == 1 and table.transaction_version("p/existing") is None  # untouched
+    sink.write(Changes(pos=3000).alter(strict, A, "ALTER … NULL").change(
+        "c", A, after={"id": 2, "owner": "p", "balance": None}).table(), 2)  # fmt: skip
+    sink.write(Changes(pos=4000).alter(A, strict, "ALTER … NOT NULL", nulls).table(), 3)
+    assert replica(tmp_path, "id", "balance") == [(1, Decimal("1.00")), (2, Decimal("0.00"))]

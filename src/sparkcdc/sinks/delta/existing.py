@@ -9,6 +9,7 @@ that name, dropped at the source, keeps its values in the replica).
 The effects of one table reach two places:
 
 1. the replica's rows as they were before the micro-batch: one ``UPDATE`` of the whole table
+   (of the rows holding a NULL when the effects are only ``nulls``: none in strict SQL mode)
    (:func:`apply_to_replica`) before the batch's MERGE, committed with the transaction id
    ``<pipeline>/existing`` and the batch id, so a replay after a crash skips it and a crash
    between it and the MERGE loses nothing (the MERGE has its own id). The effects compose: a
@@ -178,9 +179,12 @@ def apply_to_replica(
         return False
     types = {f.name: f.type for f in fields}
     updates = {_quote(name): _sql(v, types, types[name]) for name, v in assign.items()}
+    only_nulls = all(isinstance(v, IfNull) and v.source == Ref(n) for n, v in assign.items())
+    # NULLs made NOT NULL: only the files holding such a NULL are rewritten (none in strict mode)
+    predicate = " OR ".join(f"{_quote(n)} IS NULL" for n in assign) if only_nulls else None
     table.update(
-        updates=updates, commit_properties=CommitProperties(app_transactions=[
-            Transaction(txn, batch_id)])
+        updates=updates, predicate=predicate, commit_properties=CommitProperties(
+            app_transactions=[Transaction(txn, batch_id)])
     )  # fmt: skip
     return True
 
