@@ -11,7 +11,10 @@ fill       ``{column: value}``: every row that existed at the DDL holds ``value`
            JSON row-image value of the new schema's column, as :mod:`sparkcdc.core.types`
            writes it) in that column: a constant default, or a NOT NULL column's implicit one
 copy       ``{new column: old column}``: every such row holds the old column's value in the new
-           one (a rename)
+           one (a rename); the old column's value is the one before the DDL
+nulls      ``{column: value}``: every such row whose column is null holds ``value`` (MySQL
+           outside strict mode turns the NULLs of a column made NOT NULL into its implicit
+           default); applied after ``copy``
 resnapshot a sentence: the values cannot be computed from the log (a volatile or expression
            default, a conversion that rounds or truncates, a charset change, a generated
            column); the pipeline reads the table again with an incremental snapshot while the
@@ -19,6 +22,9 @@ resnapshot a sentence: the values cannot be computed from the log (a volatile or
 ========== ===================================================================================
 
 An empty :class:`ExistingRows` (the default) means the DDL leaves existing values as they are.
+A column new to the table's schema that neither ``fill`` nor ``copy`` names is null in every
+existing row (a sink clears what it may still hold of an earlier column of that name). Fill values
+are scalars: a source says ``resnapshot`` for an array default.
 """
 
 from __future__ import annotations
@@ -37,9 +43,10 @@ class ExistingRows:
     fill: dict[str, JsonValue] = field(default_factory=dict)
     copy: dict[str, str] = field(default_factory=dict)
     resnapshot: str | None = None
+    nulls: dict[str, JsonValue] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.fill or self.copy or self.resnapshot)
+        return bool(self.fill or self.copy or self.resnapshot or self.nulls)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -49,6 +56,8 @@ class ExistingRows:
             out["copy"] = dict(self.copy)
         if self.resnapshot:
             out["resnapshot"] = self.resnapshot
+        if self.nulls:
+            out["nulls"] = dict(self.nulls)
         return out
 
     @classmethod
@@ -58,7 +67,8 @@ class ExistingRows:
         return cls(
             fill=dict(value.get("fill", {})),
             copy={str(k): str(v) for k, v in value.get("copy", {}).items()},
-            resnapshot=value.get("resnapshot"),
+            resnapshot=value.get("resnapshot") or None,
+            nulls=dict(value.get("nulls", {})),
         )
 
     @classmethod

@@ -59,6 +59,26 @@ class Lake:
         self._save_schema(schema, schema_id)
         self._evolve((schema.db, schema.table), schema)
 
+    def read_with(self, row: dict[str, Any]) -> None:
+        """A chunk of an incremental snapshot (a ``k`` row) read with the catalog's schema it
+        names: kept and the Delta tables evolved to it when the stream never announced it (the
+        catalog describes a column as the DDL tracker did not)."""
+        try:
+            ref = json.loads(row.get("after") or "null")
+        except ValueError:
+            return
+        schema_id = row.get("schema_id") or ""
+        if not isinstance(ref, dict) or not ref.get("schema") or schema_id in self._schemas:
+            return
+        name = (row["db"], row["table"])
+        folder = Path(self.path) / "_sparkcdc" / "schemas"
+        if (folder / f"{name[0]}.{name[1]}.{schema_id}.json").exists():
+            return
+        schema = TableSchema.from_json(ref["schema"])
+        self._schemas[schema_id] = schema
+        self._save_schema(schema, schema_id)
+        self._evolve(name, schema)
+
     def _save_schema(self, schema: TableSchema, schema_id: str) -> None:
         folder = Path(self.path) / "_sparkcdc" / "schemas"
         target = folder / f"{schema.db}.{schema.table}.{schema_id}.json"

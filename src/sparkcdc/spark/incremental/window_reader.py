@@ -137,6 +137,7 @@ class WindowReader:
             "table": run.table,
             "path": str(path),
             "schema_id": schema.schema_id(),
+            "schema": schema.to_json(),  # the sink keeps it if the stream never announced it
             "row_key": list(schema.key or [k.name for k in keys]),
         }
         run = replace(run, splitter=reads.splitter, rows=run.rows + rows.num_rows,

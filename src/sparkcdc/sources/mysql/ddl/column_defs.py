@@ -3,6 +3,7 @@ constraints (of which only the PRIMARY KEY matters to a schema)."""
 
 from __future__ import annotations
 
+from sparkcdc.sources.mysql.ddl.defaults import default_value
 from sparkcdc.sources.mysql.ddl.lexer import DDLSyntaxError, TokenStream
 from sparkcdc.sources.mysql.ddl.statements import ColumnDef
 
@@ -78,8 +79,16 @@ def column_def(p: TokenStream, in_alter: bool = False) -> ColumnDef:
             col.charset = {"ASCII": "latin1", "UNICODE": "ucs2", "BYTE": "binary"}[p.take().upper]
         elif p.accept("PRIMARY", "KEY") or p.accept("KEY"):
             col.primary = True
-        elif p.accept("DEFAULT") or p.accept("ON", "UPDATE"):
-            _skip_value(p)
+        elif p.accept("DEFAULT"):
+            col.default = default_value(p)
+        elif p.accept("ON", "UPDATE"):
+            default_value(p)  # later updates are logged with their values
+        elif p.accept("AS") or p.accept("GENERATED", "ALWAYS", "AS"):
+            col.generated = True  # AS (expr) [VIRTUAL | STORED | PERSISTENT]
+        elif p.accept("AUTO_INCREMENT"):
+            col.auto_increment = True
+        elif p.accept("SERIAL", "DEFAULT", "VALUE"):  # NOT NULL AUTO_INCREMENT UNIQUE
+            col.auto_increment, col.nullable = True, False
         elif p.accept("COMMENT") or p.accept("COLUMN_FORMAT") or p.accept("STORAGE"):
             p.take()
         elif p.accept("REFERENCES"):
@@ -90,22 +99,7 @@ def column_def(p: TokenStream, in_alter: bool = False) -> ColumnDef:
                 if p.take().upper == "SET" and p.kw() == "DEFAULT":
                     p.take()
         elif p.text() == "(":
-            p.skip_parens()  # AS (expr), CHECK (expr), REFERENCES t (cols)
+            p.skip_parens()  # AS (expr), CHECK (expr)
         else:
-            p.take()  # GENERATED ALWAYS, VIRTUAL, STORED, AUTO_INCREMENT, UNIQUE, INVISIBLE …
+            p.take()  # VIRTUAL, STORED, UNIQUE, INVISIBLE …
     return col
-
-
-def _skip_value(p: TokenStream) -> None:
-    """Skip one DEFAULT / ON UPDATE value: literal, signed number, call or (expression)."""
-    if p.text() == "(":
-        p.skip_parens()
-        return
-    if p.accept_punct("-") or p.accept_punct("+"):
-        pass
-    tok = p.take()
-    nxt = p.peek()
-    if tok.kind == "word" and nxt is not None and nxt.kind == "string":
-        p.take()  # _utf8mb4'x', b'101', x'ff', DATE '2020-01-01'
-    elif nxt is not None and nxt.text == "(" and tok.kind == "word":
-        p.skip_parens()  # CURRENT_TIMESTAMP(6), uuid()

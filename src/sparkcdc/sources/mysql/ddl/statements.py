@@ -8,9 +8,34 @@ from dataclasses import dataclass, field
 Name = tuple[str, str]
 
 
+@dataclass(frozen=True)
+class Default:
+    """A column's DEFAULT as declared. ``kind``:
+
+    =========  =============================================================================
+    null       ``DEFAULT NULL``
+    string     a string literal (``'x'``, ``_utf8mb4'x'``, ``'a' 'b'``, ``DATE '2024-01-02'``):
+               ``text`` is its value
+    number     a numeric literal, ``text`` as written with its sign (``-1.50``, ``2e3``)
+    bits       a hexadecimal or bit literal (``x'ff'``, ``0x1F``, ``b'101'``): ``bits`` its
+               value as bytes, ``text`` the charset of an introducer (``_latin1 x'41'``)
+    boolean    ``TRUE`` / ``FALSE`` (``text`` is ``1`` or ``0``)
+    expression anything else: a function (``CURRENT_TIMESTAMP``, ``uuid()``), an expression
+               (``(a + 1)``, ``1 + 1``); ``text`` is its SQL
+    =========  =============================================================================
+
+    A literal in parentheses (MySQL 8's ``DEFAULT ('x')``) is the literal."""
+
+    kind: str
+    text: str = ""
+    bits: bytes = b""
+
+
 @dataclass
 class ColumnDef:
-    """A column as declared; charset defaults are resolved by the tracker."""
+    """A column as declared; charset defaults are resolved by the tracker. ``default`` is its
+    DEFAULT (None when it has none), ``generated`` whether its values are computed (``AS
+    (expr)``), ``auto_increment`` whether the server numbers new rows."""
 
     name: str
     type_name: str
@@ -22,6 +47,9 @@ class ColumnDef:
     nullable: bool | None = None
     primary: bool = False
     position: tuple[str, str] | None = None  # ("first", "") or ("after", column)
+    default: Default | None = None
+    generated: bool = False
+    auto_increment: bool = False
 
 
 @dataclass

@@ -19,6 +19,7 @@ from sparkcdc.sources.mysql.schema.column_types import (
     charset_of_collation,
     mapped,
 )
+from sparkcdc.sources.mysql.schema.existing import RowEffects
 
 
 class Diverged(ValueError):
@@ -116,9 +117,15 @@ def _table_charset(actions: list[Action], charset: str) -> tuple[str, list[str]]
 
 
 def alter_schema(
-    schema: TableSchema, actions: list[Action], charset: str, native_json: bool = False
+    schema: TableSchema,
+    actions: list[Action],
+    charset: str,
+    native_json: bool = False,
+    effects: RowEffects | None = None,
 ) -> tuple[TableSchema, str]:
-    """The schema after the ALTER TABLE ``actions``, and the table's default charset after."""
+    """The schema after the ALTER TABLE ``actions``, and the table's default charset after;
+    ``effects`` is told each column clause (what the rows become: :mod:`.existing`)."""
+    effects = effects or RowEffects(schema)
     columns = list(schema.columns)
     key, keys = schema.primary_key, schema.key_columns
     db, table = schema.db, schema.table
@@ -130,7 +137,9 @@ def alter_schema(
                 if a.if_exists:
                     continue
                 raise Diverged(f"column {a.column.name} exists already")
-            _place(columns, resolve(a.column, charset, native_json), a.column.position, -1)
+            added = resolve(a.column, charset, native_json)
+            _place(columns, added, a.column.position, -1)
+            effects.added(a.column, added)
             fresh.add(a.column.name.lower())
             if a.column.primary:
                 key = (a.column.name,)
@@ -144,6 +153,7 @@ def alter_schema(
                 col = replace(col, nullable=False)
             del columns[i]
             _place(columns, col, a.column.position, i)
+            effects.redefined(old_name, a.column, col)
             fresh.add(col.name.lower())
             key = _rename(key, old_name, col.name)
             keys = _rename(keys, old_name, col.name)
@@ -153,9 +163,11 @@ def alter_schema(
             i = _index(columns, a.name, must=not a.if_exists)
             if i >= 0:
                 del columns[i]
+                effects.dropped(a.name)
         elif a.kind == "rename_column":
             i = _index(columns, a.name)
             columns[i] = replace(columns[i], name=a.new_name)
+            effects.renamed(a.name, a.new_name)
             if a.name.lower() in fresh:
                 fresh.add(a.new_name.lower())
             key, keys = _rename(key, a.name, a.new_name), _rename(keys, a.name, a.new_name)

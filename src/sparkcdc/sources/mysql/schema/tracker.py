@@ -14,6 +14,11 @@ truncate  TRUNCATE TABLE (all rows gone; ``schema`` unchanged)
 unknown   a statement about the table that could not be followed; ``schema`` is the catalog's
           current schema when a loader is given, else None: never a silent guess
 ========  ===============================================================================
+
+Each change also says what the statement did to the rows the table holds (``existing``,
+:class:`~sparkcdc.core.existing_rows.ExistingRows`): an ALTER's defaults, renames and type
+changes (:mod:`.existing`); a table renamed, or renamed into the capture, and a statement that
+could not be followed but changed the table's schema are read again (``resnapshot``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sparkcdc.core.existing_rows import ExistingRows
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sources.mysql.ddl.parser import DDLSyntaxError, parse, table_names
 from sparkcdc.sources.mysql.ddl.statements import (
@@ -35,6 +41,7 @@ from sparkcdc.sources.mysql.ddl.statements import (
 )
 from sparkcdc.sources.mysql.schema.alter import Diverged, alter_schema, create_schema
 from sparkcdc.sources.mysql.schema.column_types import charset_name
+from sparkcdc.sources.mysql.schema.existing import RowEffects
 
 Include = Callable[[str, str], bool]
 Loader = Callable[[str, str], TableSchema]
@@ -50,6 +57,7 @@ class SchemaChange:
     schema: TableSchema | None
     old_name: Name | None
     ddl: str
+    existing: ExistingRows = ExistingRows()
 
 
 class SchemaTracker:
@@ -158,8 +166,9 @@ class SchemaTracker:
         if old is None:
             return self._unknown([stmt.name], sql)
         charset = self.table_charset(*stmt.name)
+        effects = RowEffects(old)
         try:
-            new, new_charset = alter_schema(old, stmt.actions, charset, self.native_json)
+            new, new_charset = alter_schema(old, stmt.actions, charset, self.native_json, effects)
         except Diverged:
             return self._unknown([stmt.name], sql)
         self._charsets[stmt.name] = new_charset
@@ -170,7 +179,7 @@ class SchemaTracker:
         self._schemas[stmt.name] = new
         if new == old or not self.include(*stmt.name):
             return []
-        return [SchemaChange("alter", *stmt.name, new, None, sql)]
+        return [SchemaChange("alter", *stmt.name, new, None, sql, effects.result(new))]
 
     def _move(
         self, old: Name, new: Name, schema: TableSchema | None, sql: str
@@ -184,11 +193,13 @@ class SchemaTracker:
             return self._unknown([new], sql) if now else []
         schema = schema.renamed(*new)
         self._schemas[new] = schema
+        # the new name's replica starts empty: its rows are read again
+        again = ExistingRows(resnapshot=f"the table was renamed from {old[0]}.{old[1]}")
         if was and now:
-            return [SchemaChange("rename", *new, schema, old, sql)]
+            return [SchemaChange("rename", *new, schema, old, sql, again)]
         changes = [SchemaChange("drop", *old, None, None, sql)] if was else []
         if now:
-            changes.append(SchemaChange("create", *new, schema, old, sql))
+            changes.append(SchemaChange("create", *new, schema, old, sql, again))
         return changes
 
     def _drop(self, name: Name, sql: str) -> list[SchemaChange]:
@@ -213,13 +224,17 @@ class SchemaTracker:
         loader is given."""
         changes = []
         for name in names:
-            self._schemas.pop(name, None)
+            before = self._schemas.pop(name, None)
             if name[0] and name[1] and not self.include(*name):
                 continue  # an uncaptured table: forgetting it is enough
             schema = self._load(*name) if name[0] and name[1] else None
+            existing = ExistingRows()
             if schema is not None:
                 self._schemas[name] = schema
-            changes.append(SchemaChange("unknown", *name, schema, None, sql))
+                if schema != before:  # the statement may have rewritten its rows
+                    existing = ExistingRows(resnapshot="a statement sparkcdc could not follow "
+                                            "changed the table")  # fmt: skip
+            changes.append(SchemaChange("unknown", *name, schema, None, sql, existing))
         return changes
 
     def _load(self, db: str, table: str) -> TableSchema | None:
