@@ -75,6 +75,17 @@ class Changes:
             )  # fmt: skip
         return self
 
+    def alter(
+        self, old: TableSchema, new: TableSchema, ddl: str, existing: dict[str, Any] | None = None
+    ) -> Changes:
+        """The ``s`` row of an ALTER TABLE from ``old`` to ``new`` whose change JSON carries
+        ``existing`` (:class:`~sparkcdc.core.existing_rows.ExistingRows` as JSON)."""
+        change = {"kind": "alter", **({"existing": existing} if existing else {})}
+        add(self.builder, [("s", None, json.dumps(old.to_json()), json.dumps(change))], new.db,
+            new.table, new.schema_id(), file=self.file, pos=self._next(), gtid="0-1-1", ddl=ddl,
+            schema=json.dumps(new.to_json()))  # fmt: skip
+        return self
+
     def change(
         self,
         op: str,

@@ -12,6 +12,9 @@ Spark is not started, nor the source asked: what the checkpoint holds is read as
     position     mysql-bin.000003:1300 gtid 0-1-43 (as of 2025-05-01T10:02:06.002Z)
     lag          0.8s
     snapshot     shop.orders  24/24 chunks · 96,000 rows · done
+    incremental  shop.items ~40% · 400 of ~1,000 rows
+                 shop.items read again: a schema change rewrote rows the log does not show
+                 (column m: decimal(10,3) to decimal(10,1) may round, truncate or convert values)
 
 ``--json`` prints the same as one JSON object (the fields of
 :class:`~sparkcdc.spark.pipeline.state.PipelineState`).
@@ -113,6 +116,10 @@ def _describe_source(source: SourceState) -> list[tuple[str, str]]:
     lines += [("snapshot" if i == 0 else "", text) for i, text in enumerate(_snapshot(source))]
     if source.incremental:
         lines.append(("incremental", _incremental(source.incremental)))
+        reasons = dict(source.incremental.get("reasons") or {})
+        if source.incremental.get("reason") and source.incremental.get("table"):
+            reasons = {source.incremental["table"]: source.incremental["reason"], **reasons}
+        lines += [("", f"{table} read again: {why}") for table, why in reasons.items()]
     if source.error:
         lines.append(("error", f"{source.error.get('type')}: {source.error.get('message')}"))
     return lines

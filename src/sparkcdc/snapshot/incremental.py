@@ -18,7 +18,11 @@ resume-snapshot   chunks are read again, from where the run stopped
 log               a notification with the signal's message
 
 Tables added to ``source.tables`` between two runs are queued like an execute-snapshot of them
-(``known`` holds the tables captured when the state was last saved).
+(``known`` holds the tables captured when the state was last saved). A schema change that
+rewrote a table's rows in a way the log does not tell (``resnapshot`` in its ``s`` row,
+:class:`~sparkcdc.core.existing_rows.ExistingRows`) queues the whole table the same way
+(:func:`resnapshot`), and restarts from the beginning a snapshot of it under way: its rows
+read so far are from before the change.
 """
 
 from __future__ import annotations
@@ -35,18 +39,24 @@ Notice = tuple[str, str, dict[str, Any]]
 @dataclass(frozen=True)
 class Request:
     """One table to snapshot: ``where`` is its additional condition, ``origin`` the signal id
-    (or ``added`` for a table new to ``source.tables``)."""
+    (``added`` for a table new to ``source.tables``, ``schema-change`` for a table whose rows a
+    schema change rewrote, with the ``reason``)."""
 
     table: str
     where: str | None = None
     origin: str = ""
+    reason: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"table": self.table, "where": self.where, "origin": self.origin}
+        out = {"table": self.table, "where": self.where, "origin": self.origin}
+        return out if self.reason is None else {**out, "reason": self.reason}
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> Request:
-        return cls(str(value["table"]), value.get("where"), str(value.get("origin", "")))
+        return cls(
+            str(value["table"]), value.get("where"), str(value.get("origin", "")),
+            value.get("reason"),
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -221,3 +231,21 @@ def add_new_tables(state: IncrementalState, captured: list[str]) -> IncrementalS
         queue=state.queue + queued,
         notices=state.notices + tuple(notes),
     )
+
+
+SCHEMA_CHANGE = "schema-change"
+
+
+def resnapshot(state: IncrementalState, table: str, reason: str) -> IncrementalState:
+    """``state`` with the whole of ``table`` queued to be read again because a schema change
+    rewrote its rows (``reason``); a run of it under way is stopped and queued first."""
+    why = f"a schema change rewrote rows the log does not show ({reason})"
+    request = Request(table, None, SCHEMA_CHANGE, why)
+    notes, run, queue = list(state.notices), state.run, list(state.queue)
+    if run is not None and run.table == table:
+        notes.append(notice(table, "stopped", rows=run.rows, reason=f"restarted: {why}"))
+        run, queue = None, [request, *(r for r in queue if r.table != table or r.where)]
+    elif not any(r.table == table and r.where is None for r in queue):
+        queue.append(request)
+    notes.append(notice(table, "queued", where=None, signal=SCHEMA_CHANGE, reason=why))
+    return replace(state, run=run, queue=tuple(queue), notices=tuple(notes))

@@ -1,9 +1,13 @@
 """The replica's side of a verify: its rows in the source's column types, cut into the
 source's chunks.
 
-The replica is read whole at its latest version, its columns cast to the Arrow types of the
-source's columns (a column the replica lacks, or holds in a type that does not cast, is a
-:class:`~sparkcdc.core.errors.SinkError` naming it). Each row is given the index of the chunk its
+The replica is read whole at its latest version, its columns in the Arrow types of the source's
+columns, or, for a column retyped at the source (the replica keeps the Delta type it was created
+with), in a type that holds both sides' values exactly, to which the source's chunks are cast
+too: a ``decimal(10,3)`` replica column and a ``decimal(10,1)`` source column are compared as
+``decimal(10,3)``, ``int32`` and ``int64`` as ``int64``. A column the replica lacks, or holds in
+a type whose values cannot be compared with the source's, is a
+:class:`~sparkcdc.core.errors.SinkError` naming it. Each row is given the index of the chunk its
 key falls in: by bisecting the chunk bounds in NumPy for a single integer key, else through
 :class:`~sparkcdc.snapshot.keyorder.KeyOrder`, which asks the database for strings, binary and
 temporal keys, so collations place replica rows exactly where the source's chunk reads put
@@ -31,13 +35,15 @@ from sparkcdc.snapshot.keyorder import KeyOrder
 
 
 def read_replica(path: str, schema: TableSchema) -> pa.Table:
-    """The replica at ``path`` (empty if it was never written) in ``schema``'s columns."""
+    """The replica at ``path`` (empty if it was never written) in ``schema``'s columns, each in
+    the type its values are compared in (:func:`compare_type`): the source's where the replica
+    holds that type, else one that holds both sides' values exactly."""
     target = arrow_schema(schema)
     if not (Path(path) / "_delta_log").is_dir():
         return target.empty_table()
     table = DeltaTable(path).to_pyarrow_table()
     by_lower = {n.lower(): n for n in table.column_names}
-    columns = []
+    columns, fields = [], []
     for f in target:
         found = by_lower.get(f.name.lower())
         if found is None:
@@ -46,15 +52,62 @@ def read_replica(path: str, schema: TableSchema) -> pa.Table:
                 "source has; the pipeline adds columns as it reads their DDL, so let it run "
                 "past the change (or snapshot the table again)."
             )
+        held = table.column(found)
+        kind = compare_type(f.type, held.type) or f.type
         try:
-            columns.append(table.column(found).cast(f.type))
+            columns.append(held.cast(kind))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise SinkError(
-                f"the replica column {schema.name}.{f.name} is {table.schema.field(found).type}, "
-                f"which does not read as the source's {f.type} ({exc}); snapshot the table "
-                "again to rewrite it."
+                f"the replica column {schema.name}.{f.name} is {held.type} and the source's is "
+                f"now {f.type}; the replica keeps the type the column was created with, and "
+                f"its values cannot be compared with the source's ({exc}). Snapshot the table "
+                "into a new replica to change the column's type."
             ) from exc
-    return pa.Table.from_arrays(columns, schema=target)
+        fields.append(pa.field(f.name, kind))
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def in_types(chunk: pa.Table, target: pa.Schema) -> pa.Table:
+    """A typed chunk of the source in the types of ``target`` (the replica's compare types:
+    a source type widened so it holds the replica's values too)."""
+    if chunk.schema.equals(target):
+        return chunk
+    return pa.Table.from_arrays([chunk.column(f.name).cast(f.type) for f in target], schema=target)
+
+
+def compare_type(source: pa.DataType, replica: pa.DataType) -> pa.DataType | None:
+    """A type that holds every value of both ``source`` and ``replica`` exactly (a column
+    retyped at the source keeps its Delta type): the wider integer, a decimal with the more
+    integer digits and the larger scale, float64; None when there is none such."""
+    if source == replica:
+        return source
+    if pa.types.is_signed_integer(source) and pa.types.is_signed_integer(replica):
+        return max(source, replica, key=lambda t: t.bit_width)
+    ours, theirs = _decimal_shape(source), _decimal_shape(replica)
+    if ours is not None and theirs is not None:
+        digits, scale = max(ours[0], theirs[0]), max(ours[1], theirs[1])
+        return pa.decimal128(digits + scale, scale) if digits + scale <= 38 else None
+    floats = (pa.float32(), pa.float64())
+    if source in floats and replica in floats:
+        return pa.float64()
+    for kinds, plain in ((_STRINGS, pa.string()), (_BINARIES, pa.binary())):
+        if any(k(source) for k in kinds) and any(k(replica) for k in kinds):
+            return plain
+    return None
+
+
+_STRINGS = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
+_BINARIES = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_binary_view)
+_INT_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
+
+
+def _decimal_shape(kind: pa.DataType) -> tuple[int, int] | None:
+    """(integer digits, scale) of an integer or decimal type; None for any other."""
+    if pa.types.is_integer(kind):
+        return _INT_DIGITS[kind.bit_width], 0
+    if pa.types.is_decimal(kind):
+        return kind.precision - kind.scale, kind.scale
+    return None
 
 
 def chunk_indexes(

@@ -30,7 +30,13 @@ from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
 from sparkcdc.verify.changed import changed_keys
 from sparkcdc.verify.committed import CommittedPosition
 from sparkcdc.verify.compare import ChunkDiff, compare_chunk
-from sparkcdc.verify.replica import chunk_indexes, group_rows, read_replica, without_key_text
+from sparkcdc.verify.replica import (
+    chunk_indexes,
+    group_rows,
+    in_types,
+    read_replica,
+    without_key_text,
+)
 
 Progress = Callable[[str, int, int], None]
 """(table, chunks done, chunks in all)"""
@@ -105,9 +111,8 @@ class TableVerifier:
         found = Pass(replica_rows=sum(t.num_rows for t in replica))
         for i in indexes:
             low = self.dialect.watermark()
-            rows = without_key_text(
-                self.dialect.read_chunk(schema, keys, splits[i].lo, splits[i].hi, typed=True)
-            )
+            read = self.dialect.read_chunk(schema, keys, splits[i].lo, splits[i].hi, typed=True)
+            rows = in_types(without_key_text(read), replica[i].schema)
             found.high = max(found.high or low, self.dialect.watermark())
             found.since = min(found.since, low.position())
             found.source_rows += rows.num_rows

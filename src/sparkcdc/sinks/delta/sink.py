@@ -62,13 +62,21 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from deltalake import DeltaTable
 
 from sparkcdc.core.chunk import refuse_array_key
 from sparkcdc.core.errors import ConfigError, SinkError
 from sparkcdc.core.event import OP_CREATE, OP_NOTICE, OP_READ, OP_SCHEMA
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.sinks.delta import chunk_files, chunk_rows, commits, notifications, unchanged
+from sparkcdc.sinks.delta import (
+    chunk_files,
+    chunk_rows,
+    commits,
+    existing,
+    notifications,
+    unchanged,
+)
 from sparkcdc.sinks.delta.lake import Lake, TableName
 from sparkcdc.sinks.delta.replica import latest_changes
 from sparkcdc.store import batch_files
@@ -155,8 +163,16 @@ class DeltaSink:
         self.lake.source = envelope.schema.field("source").type
         ops = envelope.column("op").to_pylist() if envelope.num_rows else []
         resets: dict[TableName, int] = {}
+        effects: dict[TableName, list[existing.Effect]] = {}
         for i in (i for i, op in enumerate(ops) if op == OP_SCHEMA):
-            self.lake.announce(envelope.slice(i, 1).to_pylist()[0], i, resets)
+            row = envelope.slice(i, 1).to_pylist()[0]
+            had = existing.replica_columns(self.lake, (row["db"], row["table"]))
+            self.lake.announce(row, i, resets)
+            found = existing.effect_of(row, i, self.lake, had)
+            if found is not None:
+                effects.setdefault(found.table, []).append(found)
+        for name, found_effects in effects.items():  # the rows held before this batch
+            self._existing_rows(name, found_effects, batch_id)
         kept = pa.array([OP_SCHEMA, OP_NOTICE])
         changes = pc.invert(pc.is_in(envelope.column("op"), kept)) if envelope.num_rows else None
         tables: list[str] = []
@@ -176,8 +192,9 @@ class DeltaSink:
                     self._touch_mark()
                 db, table = name.split("\x00", 1)
                 wrote, counts = self._table_changes(
-                    (db, table), part, batch_id, resets.get((db, table)), chunk
-                )
+                    (db, table), part, batch_id, resets.get((db, table)), chunk,
+                    effects.get((db, table), []),
+                )  # fmt: skip
                 (tables if wrote else skipped).append(f"{db}.{table}")
                 written.update({(f"{db}.{table}", op): n for op, n in counts.items()})
             ts = pc.max(rows.column("source").combine_chunks().field("ts_ms")).as_py()
@@ -233,9 +250,11 @@ class DeltaSink:
         batch_id: int,
         reset_at: int | None,
         incremental_only: bool,
+        effects: list[existing.Effect],
     ) -> tuple[bool, dict[str, int]]:
         """Write one table's changes (``incremental_only``: nothing but chunks of an incremental
-        snapshot); (whether anything was written, how many changes of each op)."""
+        snapshot; ``effects``: of its schema changes on the rows before them); (whether anything
+        was written, how many changes of each op)."""
         latest = self.lake.schema(name, rows.column("schema_id")[-1].as_py())
         _check_key(latest)
         columns = self.lake.columns(name, latest)
@@ -254,6 +273,10 @@ class DeltaSink:
             replica = unchanged.Replica(self.lake.replica(name), self.app_id, batch_id)
             images = (before, _whole(after))
             after = unchanged.fill(left, rows, images, latest.key, replica, reset_at, label)
+        merged_after = after  # rows changed before a schema change get what it gave the rest
+        if effects:
+            merged_after = existing.apply_to_images(effects, rows.column("_pos").combine_chunks(),
+                                                    _whole(after))  # fmt: skip
         try:
             changelog = pa.Table.from_arrays(
                 [rows.column("op"), before, after, rows.column("source"),
@@ -265,14 +288,14 @@ class DeltaSink:
             # replica's file statistics prove absent: appended, not merged
             appendable = incremental_only or (reset_at is None and _inserts_only(rows))
             if (chunks_only and self._appends.may_append(*name, self.app_id, replica_path)) or (
-                appendable and chunk_rows.disjoint(replica_path, latest.key, after)
+                appendable and chunk_rows.disjoint(replica_path, latest.key, merged_after)
             ):
                 wrote = chunk_rows.append_chunks(
-                    log_path, changelog, replica_path, after, self.app_id, batch_id
+                    log_path, changelog, replica_path, merged_after, self.app_id, batch_id
                 )
                 return wrote, _op_counts(rows)
-            merged = partial(latest_changes, rows, before, _whole(after), columns, latest.key,
-                             reset_at)  # fmt: skip
+            merged = partial(latest_changes, rows, before, _whole(merged_after), columns,
+                             latest.key, reset_at)  # fmt: skip
             wrote = self._log_and_merge(name, changelog, merged, latest.key, batch_id, reset_at)
         except Exception as exc:
             raise SinkError(
@@ -323,6 +346,24 @@ class DeltaSink:
                 self.lake.replica(name), latest(), key, self.app_id, batch_id, reset_at is not None
             )
             return bool(logged.result()) or wrote_replica
+
+    def _existing_rows(
+        self, name: TableName, effects: list[existing.Effect], batch_id: int
+    ) -> None:
+        """The replica's rows as the batch's schema changes of ``name`` left them at the
+        source (:mod:`.existing`), committed before the batch's changes of the table."""
+        self._appends.streamed(*name, self.app_id)
+        label = f"{name[0]}.{name[1]}"
+        path = self.lake.replica(name)
+        fields = commits.arrow_fields(DeltaTable(path)) if commits.open_table(path) else []
+        try:
+            if existing.apply_to_replica(path, effects, fields, self.app_id, batch_id):
+                log.info("batch %d: the rows %s held were changed as its schema change "
+                         "changed them at the source", batch_id, label)  # fmt: skip
+        except Exception as exc:
+            raise SinkError(
+                f"changing the rows of {label} as its schema change did failed: {exc}", table=label
+            ) from exc
 
     def _adopt(self, name: TableName, refs: list[dict[str, Any]], batch_id: int) -> bool:
         """Commit the data files the snapshot tasks wrote for a batch of initial chunks

@@ -26,7 +26,9 @@ time. Here the watermarks are log positions, so a user who may only read works t
 Several chunks in one window keep DBLog's guarantee: each read happens between the same two
 watermarks, and a key the window did not touch has the same row at every moment in it. A DDL of
 the table inside the window discards the window (its chunks are read again). Signals found in
-the batch's log events (the signal table) or in the signal folder apply at the batch's end.
+the batch's log events (the signal table) or in the signal folder apply at the batch's end, as
+do the schema changes among them that rewrote their table's rows without row events: each
+queues the table whole (:func:`~sparkcdc.snapshot.incremental.resnapshot`), signal table or not.
 """
 
 from __future__ import annotations
@@ -47,10 +49,19 @@ from sparkcdc.core.event import OP_CREATE
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.offset_events import notice_batch
-from sparkcdc.snapshot.incremental import IncrementalState, add_new_tables, apply_signal
+from sparkcdc.snapshot.incremental import (
+    IncrementalState,
+    add_new_tables,
+    apply_signal,
+    resnapshot,
+)
 from sparkcdc.snapshot.signals import Signal, parse_signal, read_file_signals, remove_file_signals
 from sparkcdc.sources.port import LogReader
-from sparkcdc.spark.incremental.window_events import schema_changed, window_chunk_event
+from sparkcdc.spark.incremental.window_events import (
+    rewritten,
+    schema_changed,
+    window_chunk_event,
+)
 from sparkcdc.spark.incremental.window_reader import WindowReader
 from sparkcdc.spark.stream.delivery import DeliveryQueue
 from sparkcdc.spark.stream.options import SourceOptions
@@ -105,6 +116,8 @@ class IncrementalSnapshots:
         ddl = schema_changed(planned)
         self.windows.forget(ddl)
         state = self._signals(_created(state, ddl), planned)
+        for table, reason in rewritten(planned):  # the schema changes' rows, read again
+            state = resnapshot(state, table, reason)
         self.latest = state
         for db, table, note in state.notices:
             log.debug("incremental snapshot%s: %s", f" of {db}.{table}" if db else "s", note)
@@ -189,6 +202,8 @@ class IncrementalSnapshots:
             "estimate": None if run is None else run.splitter.get("rows"),
             "queued": [r.table for r in state.queue],
             "paused": state.paused,
+            "reason": None if run is None else run.request.reason,
+            "reasons": {r.table: r.reason for r in state.queue if r.reason},
         }
 
 

@@ -4,7 +4,8 @@ Step 5 of :mod:`sparkcdc.spark.incremental.driver` (DBLog, seed 002): the keys t
 log events touched, old and new, are dropped from the window's chunk rows, since those events
 are newer; the rest follow the events as one ``k`` event naming an Arrow file of typed rows.
 The same events say whether the window's table changed its schema inside the window (the
-window is then read again) and which tables' schemas a reader must load again.
+window is then read again), which tables' schemas a reader must load again, and which tables
+a schema change rewrote so that they are read again whole.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkcdc.core.event import OP_CREATE, OP_DELETE, OP_SCHEMA, OP_UPDATE
+from sparkcdc.core.existing_rows import ExistingRows
 from sparkcdc.core.images import POSITION, TypedImages, json_values
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.offset_events import chunk_event
@@ -98,6 +100,21 @@ def touched(
                 values = json_values(rows.column(side), row_key)
                 out.update(key_text(v) for v in values if v is not None)
     return sorted(out)
+
+
+def rewritten(batches: list[pa.RecordBatch]) -> list[tuple[str, str]]:
+    """(``db.table``, reason) of each schema event among ``batches`` whose change says its
+    table's rows must be read again (``existing.resnapshot``), in log order."""
+    if not batches:
+        return []
+    rows = pa.Table.from_batches(batches).select(["op", "db", "table", "after"])
+    picked = rows.filter(pc.equal(rows.column("op"), OP_SCHEMA)).to_pylist()
+    out = []
+    for row in picked:
+        reason = ExistingRows.of_change(json.loads(row["after"] or "{}")).resnapshot
+        if reason:
+            out.append((f"{row['db']}.{row['table']}", reason))
+    return out
 
 
 def schema_changed(batches: list[pa.RecordBatch]) -> set[str]:

@@ -24,7 +24,9 @@ snapshot               per table of the initial snapshot: ``splits_done``, ``spl
                        (chunks), ``rows``, ``rows_per_s``, ``eta_s``, ``done``
 snapshot_running       whether the stream's offsets are still in the snapshot phase
 incremental            the incremental snapshot running or waiting: ``table``, ``rows``,
-                       ``estimate``, ``queued``, ``paused``
+                       ``estimate``, ``queued``, ``paused``, ``reason`` (why the pipeline
+                       reads the table again by itself: a schema change rewrote its rows) and
+                       ``reasons`` (of the queued tables, by table)
 error                  ``{"type", "message"}`` of the error that stopped the log reader
 updated_ms             when this file was written
 =====================  =================================================================
