@@ -34,6 +34,7 @@ unless the Relation shows the schema in force and nothing changed since the last
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -127,7 +128,10 @@ def judge(
     :class:`Column`) on ``old``'s rows, with the catalog ``now`` (module docstring)."""
     if now is None:
         columns = by_name(old, built)
-        reason = "the table is no longer in the catalog, so what the change did to its rows"
+        reason = (
+            "the table is no longer in the catalog, so what the change did to its rows "
+            "cannot be told"
+        )
         return _answer(old, columns, [reason] if columns != old.columns else [], baseline, ())
     nums = _match(baseline, sent, now) if baseline is not None else None
     if baseline is None or nums is None:
@@ -190,7 +194,8 @@ def _matched(
             attribute = state[n]
             columns.append(replace(col, nullable=not attribute.not_null))
             value, reason = _fill(attribute, col)
-            notes.append(f"{col.name} added" + ("" if value is None else f" (rows: {value!r})"))
+            shown = "" if value is None else f" (rows: {json.dumps(value, ensure_ascii=False)})"
+            notes.append(f"{col.name} added{shown}")
             reasons.extend([reason] if reason else [])
             if value is not None:
                 fill[col.name] = value
@@ -226,8 +231,8 @@ def _unmatched(
     columns = by_name(old, built)
     quiet = baseline is not None and _unchanged(baseline.attributes, now)
     reasons = [] if columns == old.columns and quiet else [
-        "the catalog shows more changes to its columns since than the log, so which column "
-        "each value belongs to"
+        "the catalog shows more changes to its columns than the log has reached, so which "
+        "column holds which value cannot be told"
     ]  # fmt: skip
     live = now.live()
     view = [(a.name, a.type) for a in live] == [(c.name, _sent_type(c)) for c in sent]
