@@ -245,11 +245,12 @@ def test_ddl_mid_stream_comes_in_order_and_later_rows_follow_it(
         for it in ddl_items(h.items)
         for r in it.batch.to_pylist()
     ]
+    again = {"resnapshot": f"the table was renamed from {db}.born"}
     assert changes == [
         ("t", {"kind": "announce"}),
-        ("t", {"kind": "alter"}),
+        ("t", {"kind": "alter", "existing": {"fill": {"note": "x"}}}),
         ("born", {"kind": "create"}),
-        ("grown", {"kind": "rename", "from": f"{db}.born"}),
+        ("grown", {"kind": "rename", "from": f"{db}.born", "existing": again}),
         ("grown", {"kind": "truncate"}),
         ("grown", {"kind": "drop"}),
     ]
@@ -275,6 +276,28 @@ def test_ddl_mid_stream_comes_in_order_and_later_rows_follow_it(
     dropped = ddl_items(h.items)[-1]
     assert dropped.batch.to_pylist()[0]["schema"] is None
     assert set(history.schemas_at(dropped.after) or {}) == {(db, "t")}
+
+
+def test_an_alter_before_the_schemas_were_read_makes_its_table_read_again(
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path, harnesses: list[Harness]
+) -> None:
+    """A stream starting before an ALTER reads today's schema from the catalog, which holds
+    the ALTER already: the ALTER's change asks for the table to be read again."""
+    mariadb.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, m DECIMAL(10,3))")
+    start = latest(mariadb)
+    mariadb.execute("ALTER TABLE t MODIFY m DECIMAL(10,1)", "ALTER TABLE t ADD x INT DEFAULT 1",
+                    database=db)  # fmt: skip
+    h = Harness(source_for(mariadb, rf"{db}\.t"), start, tmp_path / "h.jsonl")
+    harnesses.append(h)
+    h.until(lambda items: len(ddl_items(items)) >= 3)  # both read: an ALTER after is followed
+    mariadb.execute("ALTER TABLE t ADD y INT DEFAULT 2", database=db)
+    h.until(lambda items: len(ddl_items(items)) >= 4)
+    changes = [json.loads(r["after"]) for it in ddl_items(h.items) for r in it.batch.to_pylist()]
+    late = "the table's schema was read from the catalog after this statement ran"
+    assert [c["kind"] for c in changes] == ["announce", "alter", "unknown", "alter"]
+    assert [late in c.get("existing", {}).get("resnapshot", "") for c in changes] == [
+        False, True, True, False]  # fmt: skip
+    assert changes[3]["existing"] == {"fill": {"y": 2}}
 
 
 def test_purged_start_closes_the_store_with_the_error(

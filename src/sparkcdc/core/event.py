@@ -29,7 +29,9 @@ after       JSON object of the row after the change (``c``, ``u``, ``r``), else 
             for ``s``: ``{"kind": kind}``, kind one of ``announce`` (the schema at the start
             offset), ``create``, ``alter``, ``rename`` (plus ``"from": "db.old"``), ``drop``,
             ``truncate`` or ``unknown`` (a statement that could not be followed; ``schema``
-            is then the catalog's current schema, or null)
+            is then the catalog's current schema, or null); plus ``"existing"`` when the
+            change rewrote rows the table held without row events (fill, copy, nulls,
+            resnapshot: :mod:`sparkcdc.core.existing_rows`)
 schema_id   :meth:`~sparkcdc.core.schema.TableSchema.schema_id` of the schema the row images
             follow (for ``s``: of the new schema, or of the dropped one)
 ddl         the DDL statement (``s`` only; null for ``announce``)

@@ -10,15 +10,25 @@ whose file holds them, :mod:`sparkcdc.store.batch_files`):
 
    ===================  ===============================================================
    CREATE TABLE         creates ``<db>/<t>`` and ``<db>/<t>__changelog``
-   ADD COLUMN           adds the column to the replica and to the change log's structs
+   ADD COLUMN           adds the column to the replica and to the change log's structs;
+                        existing rows get the source's ``fill`` (a constant or implicit
+                        default), else null
+   RENAME COLUMN        the new column gets the old one's values (``copy``); the old
+                        column stays, as a dropped one
    DROP COLUMN          keeps the column; rows written afterwards hold null in it
    MODIFY/CHANGE type   keeps the Delta type; values are cast to it (a failing cast stops
                         the batch with SinkError, as a change between an array and any
-                        other type always does)
+                        other type always does); NULLs made NOT NULL get ``nulls``
    TRUNCATE TABLE       deletes every replica row (in the batch's replica commit)
    DROP TABLE           deletes every replica row; the change log stays
    RENAME TABLE         the new name starts new Delta tables; the old ones stay as they were
    ===================  ===============================================================
+
+   What a schema change did to the rows the table held (``fill``, ``copy``, ``nulls`` of the
+   ``s`` row's ``existing``) is applied to the replica's rows before the batch's changes, in a
+   commit of its own transaction id, and to the batch's rows changed before the DDL
+   (:mod:`.existing`); where the source could not compute it (``resnapshot``) the stream reads
+   the table again by itself (an incremental snapshot; docs/schema-changes.md).
 
    A table keyed by an array column (``array<E>``) stops the batch with SinkError: a MERGE
    cannot match rows on arrays.

@@ -10,6 +10,12 @@ change (and once at start) the log reader records the offset and all captured sc
 one JSON object per line, appended with a single write and fsync'd, so a line is either whole or
 the torn tail of a crash (``kill -9``); a torn tail is ignored when reading and cut off before the
 next record is appended.
+
+A record of schemas read from the catalog (at a stream's first start, or for tables new to
+``source.tables``) also says where the log ended when they were read: ``"read_at": {"db.t":
+<offset>}``. Those are today's schemas, not the ones at the record's offset, so a DDL of such a
+table before ``read_at`` is already in them and what it did to the rows cannot be told from them
+(:meth:`SchemaHistory.read_at`).
 """
 
 from __future__ import annotations
@@ -33,20 +39,26 @@ class SchemaHistory:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._records: list[tuple[BinlogOffset, Schemas]] = []
+        self._read_at: dict[tuple[str, str], BinlogOffset] = {}
         self._read_bytes = 0
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._refresh()
 
-    def record(self, offset: BinlogOffset, schemas: Schemas) -> None:
-        """Append one record: from ``offset`` on, these are the captured tables' schemas."""
-        line = json.dumps(
-            {
-                "offset": offset.to_json(),
-                "schemas": [s.to_json() for _, s in sorted(schemas.items())],
-            },
-            separators=(",", ":"),
-            sort_keys=True,
-        )
+    def record(
+        self,
+        offset: BinlogOffset,
+        schemas: Schemas,
+        read_at: dict[tuple[str, str], BinlogOffset] | None = None,
+    ) -> None:
+        """Append one record: from ``offset`` on, these are the captured tables' schemas
+        (``read_at``: of the tables read from the catalog, where the log ended then)."""
+        doc = {
+            "offset": offset.to_json(),
+            "schemas": [s.to_json() for _, s in sorted(schemas.items())],
+        }
+        if read_at:
+            doc["read_at"] = {f"{db}.{t}": o.to_json() for (db, t), o in sorted(read_at.items())}
+        line = json.dumps(doc, separators=(",", ":"), sort_keys=True)
         data = (line + "\n").encode("utf-8")
         with self._lock:
             self._refresh()
@@ -67,6 +79,7 @@ class SchemaHistory:
                 finally:
                     os.close(dir_fd)
             self._records.append((offset, dict(schemas)))
+            self._read_at.update(read_at or {})
             self._read_bytes += len(data)
 
     def schemas_at(self, offset: BinlogOffset) -> Schemas | None:
@@ -81,6 +94,12 @@ class SchemaHistory:
                 if rec_offset <= offset and (best is None or rec_offset >= best[0]):
                     best = (rec_offset, schemas)
             return None if best is None else dict(best[1])
+
+    def read_at(self) -> dict[tuple[str, str], BinlogOffset]:
+        """Per table read from the catalog, where the log ended when it was read (the latest)."""
+        with self._lock:
+            self._refresh()
+            return dict(self._read_at)
 
     def offsets(self) -> list[BinlogOffset]:
         """The offsets of all records, in the order they were written."""
@@ -106,9 +125,14 @@ class SchemaHistory:
                 doc = json.loads(raw)
                 offset = BinlogOffset.from_json(doc["offset"])
                 tables = [mapped_schema(TableSchema.from_json(s)) for s in doc["schemas"]]
+                read_at = {
+                    (name.partition(".")[0], name.partition(".")[2]): BinlogOffset.from_json(at)
+                    for name, at in doc.get("read_at", {}).items()
+                }
             except (ValueError, KeyError, TypeError):
                 continue  # a line torn by a crash and completed by a later append
             self._records.append((offset, {(s.db, s.table): s for s in tables}))
+            self._read_at.update(read_at)
         self._read_bytes += end + 1
 
     def _cut_torn_tail(self) -> None:

@@ -13,7 +13,9 @@ the fallback, and the only source after a process restart).
 Limit: schemas read from the catalog at start are today's; a DDL on a captured table between
 the start offset and that read is applied on top of them again (the rows decoder then stops
 with a clear error when the column counts disagree). Start offsets close to "now" make this
-window small; a locked schema snapshot would close it.
+window small; a locked schema snapshot would close it. What such a DDL did to the table's rows
+cannot be told from today's schema either: its change asks for the table to be read again
+(the history keeps where the log ended when each table was read from the catalog).
 """
 
 from __future__ import annotations
@@ -21,16 +23,20 @@ from __future__ import annotations
 import json
 import logging
 import re
+from dataclasses import replace
 from typing import Any
 
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.event import SchemaRow
+from sparkcdc.core.existing_rows import ExistingRows
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sources.mysql.binlog.rows import RowsDecoder
 from sparkcdc.sources.mysql.binlog.tablemap import TableMap
+from sparkcdc.sources.mysql.ddl.parser import DDLSyntaxError, parse
+from sparkcdc.sources.mysql.ddl.statements import AlterTable
 from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.schema.history import SchemaHistory, Schemas
-from sparkcdc.sources.mysql.schema.tracker import SchemaTracker
+from sparkcdc.sources.mysql.schema.tracker import SchemaChange, SchemaTracker
 from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
 
 log = logging.getLogger("sparkcdc.reader")
@@ -50,6 +56,8 @@ class SchemaState:
         self._decoders: dict[tuple[int, str, bool], RowsDecoder] = {}
         self._unknown: set[tuple[str, str]] = set()
         self._sids: dict[int, tuple[TableSchema, str]] = {}
+        self._read_at: dict[tuple[str, str], BinlogOffset] = {}  # schemas read this late
+        self._loaded: dict[tuple[str, str], BinlogOffset] = {}  # since the last record
         # table id -> (table map, schema, answer of decoder()): valid while both are current
         self._hot: dict[
             tuple[int, bool], tuple[TableMap, TableSchema, tuple[TableMap, RowsDecoder, str]]
@@ -67,8 +75,12 @@ class SchemaState:
         return MySQLCatalog.of(self.source)
 
     def _load_one(self, db: str, table: str) -> TableSchema:
+        """Today's schema of one table (a statement could not be followed), noting where the
+        log ended when it was read (see :meth:`_read_too_late`)."""
         with self._catalog() as cat:
-            return cat.load_schema(db, table, self.source.row_keys.get(f"{db}.{table}", ()))
+            schema = cat.load_schema(db, table, self.source.row_keys.get(f"{db}.{table}", ()))
+            self._loaded[(db, table)] = self._read_at[(db, table)] = cat.log_end()
+            return schema
 
     def _tracker(self, schemas: Schemas) -> SchemaTracker:
         return SchemaTracker(dict(schemas), self.captured, self._load_one, self.source.row_keys)
@@ -84,11 +96,12 @@ class SchemaState:
                     (db, t): cat.load_schema(db, t, self.source.row_keys.get(f"{db}.{t}", ()))
                     for db, t in tables
                 }
-                self.history.record(start, schemas)
+                self.history.record(start, schemas, dict.fromkeys(schemas, cat.log_end()))
             else:
                 cat.check_ready()
                 schemas = self._add_new_tables(cat, start, schemas)
         self.tracker = self._tracker(schemas)
+        self._read_at = self.history.read_at()
         self._snapshots = [(start, self.tracker.to_json())]
         self._table_maps.clear()
         self._decoders.clear()
@@ -113,7 +126,7 @@ class SchemaState:
             ", ".join(f"{db}.{t}" for db, t in sorted(added)),
         )
         schemas = {**schemas, **added}
-        self.history.record(start, schemas)
+        self.history.record(start, schemas, dict.fromkeys(added, cat.log_end()))
         return schemas
 
     def apply(
@@ -125,6 +138,7 @@ class SchemaState:
         self.tracker.native_json = mysql
         previous = self.tracker.captured()
         changes = self.tracker.apply_ddl(default_db or None, sql)
+        changes = self._read_too_late(changes, default_db, sql, after)
         self._snapshots = [*self._snapshots[-255:], (after, self.tracker.to_json())]
         if not changes:
             return []
@@ -146,8 +160,35 @@ class SchemaState:
                 )
             )
             log.info("schema of %s.%s changed (%s): %s", c.db, c.table, c.kind, _short(sql))
-        self.history.record(after, self.tracker.captured())
+        self.history.record(after, self.tracker.captured(), self._loaded)
+        self._loaded = {}
         return rows
+
+    def _read_too_late(
+        self, changes: list[SchemaChange], default_db: str, sql: str, after: BinlogOffset
+    ) -> list[SchemaChange]:
+        """``changes`` where a table's schema was read from the catalog after this statement
+        ran (the stream's start was before it): the schema holds the statement already, so
+        what it did to the rows cannot be told, and the table is read again. An ALTER that
+        then changes nothing tracked is reported all the same."""
+        late = {n for n, at in self._read_at.items() if after <= at}
+        if not late:
+            return changes
+        why = ExistingRows(resnapshot="the table's schema was read from the catalog after this "
+                           "statement ran, so what it did to the rows is not known")  # fmt: skip
+        out = [
+            replace(c, existing=why) if (c.db, c.table) in late and c.kind in _ALTERING else c
+            for c in changes
+        ]
+        try:
+            stmt = parse(sql, default_db or None)
+        except DDLSyntaxError:
+            return out
+        name = stmt.name if isinstance(stmt, AlterTable) else None
+        schema = self.tracker.get(*name) if name is not None else None
+        if name in late and schema is not None and not any((c.db, c.table) == name for c in out):
+            out.append(SchemaChange("alter", *name, schema, None, sql, why))
+        return out
 
     def has_table_map(self, table_id: int) -> bool:
         """Whether a TABLE_MAP event named ``table_id`` (since the stream opened)."""
@@ -211,6 +252,9 @@ class SchemaState:
         schemas = self.history.schemas_at(offset)
         if schemas is not None:
             self.tracker = self._tracker(schemas)
+
+
+_ALTERING = ("alter", "unknown")  # a CREATE's rows are in the log, a RENAME is read again
 
 
 def _json(schema: TableSchema | None) -> str | None:
