@@ -7,86 +7,31 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
-from typing import Any
 
 import pyarrow as pa
 import pytest
 
-from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.convert import decode_images
 from sparkcdc.core.errors import LogPositionGone, SourceError
 from sparkcdc.core.images import UNCHANGED_KEY, images_of
-from sparkcdc.core.logitem import LogItem
 from sparkcdc.sources.postgres.offset import LsnOffset
-from sparkcdc.sources.postgres.settings import PostgresSettings
 from sparkcdc.sources.postgres.source import PostgresSource
-from sparkcdc.sources.postgres.stream.reader import PgLogReader
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 from sparkcdc.sources.postgres.wire.lsn import parse_lsn
 from sparkcdc.store.ring import EventStore
+from tests.cases.pg_stream import (
+    Items,
+    confirmed_lsn,
+    images,
+    opened,
+    read_until,
+    rows,
+    schema_events,
+    source_of,
+    wait_for,
+)
 
 pytestmark = pytest.mark.postgres
-
-Items = list[LogItem]
-
-
-def source_of(pg: ThrowawayPostgres, database: str, slot: str, **extra: Any) -> SourceConfig:
-    settings = PostgresSettings(database=database, slot=slot, publication=slot)
-    return SourceConfig(
-        pg.host, pg.port, pg.user, pg.password, (r"public\..*",), startup="latest",
-        type="postgres", settings=settings, **extra,
-    )  # fmt: skip
-
-
-def read_until(
-    reader: PgLogReader, store: EventStore, done: Callable[[Items], bool], timeout: float = 20
-) -> Items:
-    """The items the reader puts until ``done`` holds for them (the reader keeps running)."""
-    items: Items = []
-    deadline = time.monotonic() + timeout
-    while not done(items):
-        assert time.monotonic() < deadline, f"timed out with {rows(items)}"
-        if reader.error is not None:
-            raise reader.error
-        batch = store.get(timeout=0.2)
-        if batch is not None:
-            items.extend(batch.items)
-            store.ack(batch)
-    return items
-
-
-def rows(items: Items) -> list[dict[str, Any]]:
-    return [r for i in items if i.batch is not None and not i.is_ddl for r in i.batch.to_pylist()]
-
-
-def schema_events(items: Items) -> list[dict[str, Any]]:
-    return [r for i in items if i.batch is not None and i.is_ddl for r in i.batch.to_pylist()]
-
-
-def images(r: dict[str, Any]) -> tuple[Any, Any]:
-    load = json.loads
-    return (None if r["before"] is None else load(r["before"]),
-            None if r["after"] is None else load(r["after"]))  # fmt: skip
-
-
-def opened(
-    pg: ThrowawayPostgres, db: str, slot: str, typed: bool = False, item_rows: int = 2048,
-    start: LsnOffset | None = None, **extra: Any,
-) -> tuple[PgLogReader, EventStore, LsnOffset]:  # fmt: skip
-    source = PostgresSource(source_of(pg, db, slot))
-    begin = start or source.startup_offset("latest")
-    store = EventStore()
-    reader = source.open_reader(begin, store, "", item_rows, typed=typed)
-    reader = replace_reader(reader, **extra)
-    reader.start()
-    return reader, store, begin
-
-
-def replace_reader(reader: PgLogReader, **extra: Any) -> PgLogReader:
-    for name, value in extra.items():
-        setattr(reader, name, value)
-    return reader
 
 
 def test_inserts_updates_deletes_and_a_key_change_arrive_in_commit_order(
@@ -170,17 +115,27 @@ def test_columns_added_and_dropped_and_truncate_come_from_the_stream(
 ) -> None:
     postgres.execute("CREATE TABLE evo (id int PRIMARY KEY, a text)", database=pgdb)
     reader, store, _ = opened(postgres, pgdb, "s_evo")
+    items: Items = []
+
+    def step(*statements: str, changes: int, events: int) -> None:
+        """Run statements and read their changes before the next step: the reader's catalog
+        then says what the log says (no DDL beyond the Relation message read)."""
+        postgres.execute(*statements, database=pgdb)
+        done = items + read_until(
+            reader, store,
+            lambda got: len(rows(items + got)) >= changes
+            and len(schema_events(items + got)) >= events,
+        )  # fmt: skip
+        items[:] = done
+
     try:
-        postgres.execute(
-            "INSERT INTO evo VALUES (1, 'x')",
-            "ALTER TABLE evo ADD COLUMN b numeric(5,1)",
-            "INSERT INTO evo VALUES (2, 'y', 2.5)",
-            "ALTER TABLE evo DROP COLUMN a",
-            "INSERT INTO evo VALUES (3, 3.5)",
-            "TRUNCATE evo",
-            database=pgdb,
+        step("INSERT INTO evo VALUES (1, 'x')", changes=1, events=1)
+        step("ALTER TABLE evo ADD COLUMN b numeric(5,1)", "INSERT INTO evo VALUES (2, 'y', 2.5)",
+             changes=2, events=2)  # fmt: skip
+        step(
+            "ALTER TABLE evo DROP COLUMN a", "INSERT INTO evo VALUES (3, 3.5)", changes=3, events=3
         )
-        items = read_until(reader, store, lambda got: len(schema_events(got)) >= 4)
+        step("TRUNCATE evo", changes=3, events=4)
     finally:
         reader.stop()
     assert [images(r)[1] for r in rows(items)] == [
@@ -191,20 +146,6 @@ def test_columns_added_and_dropped_and_truncate_come_from_the_stream(
     altered = [json.loads(r["schema"]) for r in schema_events(items)[1:3]]
     assert [[c["name"] for c in s["columns"]] for s in altered] == [["id", "a", "b"], ["id", "b"]]
     assert schema_events(items)[3]["ddl"] == "TRUNCATE public.evo"
-
-
-def confirmed_lsn(pg: ThrowawayPostgres, slot: str) -> int:
-    [(text,)] = pg.query(
-        f"SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = '{slot}'"
-    )
-    return parse_lsn(text)
-
-
-def wait_for(check: Callable[[], bool], timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def test_the_slot_moves_only_to_what_was_acknowledged_and_follows_the_wal_when_idle(

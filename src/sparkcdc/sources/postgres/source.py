@@ -39,6 +39,7 @@ from sparkcdc.sources.postgres.server.publication import (
 )
 from sparkcdc.sources.postgres.settings import PostgresSettings
 from sparkcdc.sources.postgres.stream.reader import PgLogReader
+from sparkcdc.sources.postgres.stream.tables import first_baseline
 from sparkcdc.sources.postgres.wire.lsn import format_lsn, parse_lsn
 from sparkcdc.store.ring import EventStore
 
@@ -126,6 +127,7 @@ class PostgresSource(Source):
         slot, publication = self.settings.names()
         with self.catalog() as catalog:
             schemas, state = self._prepare_server(catalog)
+            baselines = {name: first_baseline(catalog, s) for name, s in schemas.items()}
         confirmed = state.confirmed_flush_lsn or 0
         if confirmed > LsnOffset.of(start).lsn:
             raise LogPositionGone(
@@ -139,6 +141,7 @@ class PostgresSource(Source):
         return PgLogReader(
             self.config, LsnOffset.of(start), store, schemas, slot=slot, publication=publication,
             item_rows=item_rows, typed=typed, change_filter=change_filter,
+            schema_history=schema_history, baselines=baselines,
         )  # fmt: skip
 
     def pin_snapshot(self) -> ExportedSnapshot:

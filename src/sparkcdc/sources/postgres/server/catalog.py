@@ -27,6 +27,7 @@ from sparkcdc.sources.postgres.pgoutput.types import (
     PgType,
     column,
 )
+from sparkcdc.sources.postgres.server.attributes import TableAttributes, read_attributes
 from sparkcdc.sources.postgres.server.connect import Session, connect
 from sparkcdc.sources.postgres.server.publication import plan_publication, slot_state
 from sparkcdc.sources.postgres.server.readiness import check_access, check_identity, check_server
@@ -206,6 +207,24 @@ class PostgresCatalog:
                 key="source.key_columns",
             )
         return tuple(names.get(k) or names[k.lower()] for k in wanted)
+
+    def table_oid(self, db: str, table: str) -> int | None:
+        """The OID of table ``db.table`` (None: no such table)."""
+        rows = self.session.query(_RELATION_SQL, (db, table))
+        return int(rows[0][0]) if rows else None
+
+    def is_partition(self, oid: int) -> bool:
+        """Whether relation ``oid`` is a partition of a partitioned table."""
+        rows = self.session.query("SELECT relispartition FROM pg_class WHERE oid = %s", (oid,))
+        return bool(rows and rows[0][0])
+
+    def attributes(self, oid: int) -> TableAttributes | None:
+        """Relation ``oid``'s attributes now (:mod:`.attributes`; None: no such table)."""
+        return read_attributes(self.session, oid)
+
+    def resolve(self, oid: int) -> PgType | None:
+        """A type that is not built in, from ``pg_type`` (kept for the connection's life)."""
+        return self._resolve(oid)
 
     def _resolve(self, oid: int) -> PgType | None:
         """A type that is not built in, from ``pg_type`` (kept for the connection's life)."""

@@ -8,7 +8,10 @@ until its commit, :mod:`.streamed`). Begin opens a transaction in the
 kept as texts (:class:`~.rows.TextRows`, :mod:`.row_texts`) and handed over as one log record,
 whose position is the transaction's commit LSN and the index of its first change in the
 transaction; Commit ends the transaction at its end LSN, the next boundary. Relation messages
-keep the captured tables' schemas (:mod:`.tables`), TRUNCATE empties a replica.
+keep the captured tables' schemas (:mod:`.tables`), judged against the catalog for what they did
+to the rows a table holds (:mod:`.existing`, one catalog connection of the reader's own) and
+kept in the schema history (:mod:`.history`), from which a restarted reader starts; TRUNCATE
+empties a replica.
 
 The slot is acknowledged only through :meth:`PgLogReader.ack`, which the stream reader calls
 after the Spark batch holding an offset committed; a new connection starts reporting that
@@ -20,9 +23,11 @@ database where nothing is written WAL to follow).
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
+from collections.abc import Mapping
 
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.errors import SourceError
@@ -36,13 +41,21 @@ from sparkcdc.sources.log_thread import LogThread, Stopped
 from sparkcdc.sources.port import ChangeFilter, TableName
 from sparkcdc.sources.postgres.offset import LsnOffset
 from sparkcdc.sources.postgres.pgoutput import messages as pm
-from sparkcdc.sources.postgres.pgoutput.types import type_message_resolver
+from sparkcdc.sources.postgres.pgoutput.types import PgType, type_message_resolver
+from sparkcdc.sources.postgres.server.catalog import PostgresCatalog
 from sparkcdc.sources.postgres.settings import PostgresSettings
+from sparkcdc.sources.postgres.stream.existing import Baseline, TableState
 from sparkcdc.sources.postgres.stream.heartbeat import WalHeartbeat
+from sparkcdc.sources.postgres.stream.history import RelationHistory
 from sparkcdc.sources.postgres.stream.row_texts import json_changes, key_text, row_texts, stretches
 from sparkcdc.sources.postgres.stream.rows import TextRows
 from sparkcdc.sources.postgres.stream.streamed import CONTROL, StreamedTransactions
-from sparkcdc.sources.postgres.stream.tables import Captured, CapturedTables, schema_row
+from sparkcdc.sources.postgres.stream.tables import (
+    Captured,
+    CapturedTables,
+    RelationChange,
+    schema_row,
+)
 from sparkcdc.sources.postgres.wire.connection import PgConnection
 from sparkcdc.sources.postgres.wire.lsn import format_lsn
 from sparkcdc.sources.postgres.wire.replication import publication_names, start_logical
@@ -59,7 +72,9 @@ _OPS = {pm.Insert: "c", pm.Update: "u", pm.Delete: "d"}
 
 class PgLogReader(LogThread):
     """Streams slot ``slot`` of publication ``publication`` from ``start`` into ``store``
-    (see the module docstring); ``schemas`` are the captured tables at ``start``."""
+    (see the module docstring); ``schemas`` are the captured tables now and ``baselines``
+    the catalog's description of them then (:func:`~.tables.first_baseline`), which the schema
+    history's (file ``schema_history``, none if empty) replace for a restart at ``start``."""
 
     def __init__(
         self,
@@ -77,6 +92,8 @@ class PgLogReader(LogThread):
         status_interval: float = 10.0,
         reconnect_timeout: float = 300.0,
         progress_interval: float = 0.2,
+        schema_history: str = "",
+        baselines: Mapping[TableName, Baseline | None] | None = None,
     ) -> None:
         super().__init__(
             f"{source.host}:{source.port}", store, reconnect_timeout=reconnect_timeout,
@@ -91,7 +108,10 @@ class PgLogReader(LogThread):
         self.json_table = source.signal_table  # its rows are read as JSON (signals)
         database = PostgresSettings.of(source).database
         self.cutter = TransactionCutter(item_rows, self._put, LsnOffset, database)
-        self.tables = CapturedTables(schemas, source.tables)
+        self.tables = CapturedTables(schemas, source.tables)  # with the catalog: _prepare
+        self.history = RelationHistory(schema_history) if schema_history else None
+        self._catalog: PostgresCatalog | None = None
+        self._baselines = dict(baselines or {})
         self._conn: PgConnection | None = None
         self._stream_now: ReplicationStream | None = None
         self._acked = start.lsn  # what the last committed Spark batch covers
@@ -127,8 +147,23 @@ class PgLogReader(LogThread):
 
     # ------------------------------------------------------------------ LogThread
     def _prepare(self) -> LsnOffset:
-        rows = [schema_row(None, s, "announce") for _, s in sorted(self.schemas.items())]
         start = self.start_offset
+        self._catalog = catalog = PostgresCatalog.of(self.source)
+        restored = self.history.states_at(start) if self.history is not None else {}
+        states: dict[TableName, TableState] = {}
+        for name, schema in sorted(self.schemas.items()):
+            state = restored.get(name)
+            if state is None:
+                state = TableState(schema, self._baselines.get(name))
+                if self.history is not None:
+                    self.history.record(start, name, state)
+            states[name] = state
+        self.schemas = {name: state.schema for name, state in states.items()}
+        self.tables = CapturedTables(
+            self.schemas, self.source.tables, catalog,
+            {name: state.baseline for name, state in states.items()},
+        )  # fmt: skip
+        rows = [schema_row(None, s, "announce") for _, s in sorted(self.schemas.items())]
         if rows:
             batch = schema_batch(
                 rows, LsnOffset, position=start.position(), own=own_values(LsnOffset, start),
@@ -145,6 +180,8 @@ class PgLogReader(LogThread):
 
     def _finish(self) -> None:
         super()._finish()
+        if self._catalog is not None:
+            self._catalog.close()
         self._close_filter()
         self._wal_beat.close()
         self._streamed.close()
@@ -316,11 +353,20 @@ class PgLogReader(LogThread):
 
     def _relation(self, message: pm.Relation) -> None:
         self._flush_run()
-        resolve = type_message_resolver(self._types)
-        change = self.tables.relation(message, resolve)
-        if change is not None:
-            ddl = f"-- columns of {message.namespace}.{message.name} changed in the log"
-            self._ddl([change], ddl)
+        change = self.tables.relation(message, self._resolve)
+        if change is None:
+            return
+        if change.row is not None:
+            self._ddl([change.row], _ddl_text(change))
+            _log_change(change)
+        if change.state is not None and self.history is not None:
+            inside = LsnOffset.of(self.cutter.inner_offset())
+            self.history.record(inside.with_skip(inside.skip + 1), change.name, change.state)
+
+    def _resolve(self, oid: int) -> PgType | None:
+        """A type a Relation message names: from the catalog, else the stream's Type message."""
+        found = None if self._catalog is None else self._catalog.resolve(oid)
+        return found if found is not None else type_message_resolver(self._types)(oid)
 
     def _truncate(self, message: pm.Truncate) -> None:
         """One ``s`` event of kind ``truncate`` per captured table the message names (a
@@ -402,3 +448,20 @@ class PgLogReader(LogThread):
         self.change_filter = None
         if close is not None:
             close()  # the hand-off filter's connection, if it opened one
+
+
+def _ddl_text(change: RelationChange) -> str:
+    """The ``ddl`` of a Relation's ``s`` row: what changed, as a SQL comment."""
+    what = "; ".join(change.notes) or "columns changed"
+    return f"-- {change.name[0]}.{change.name[1]}: {what} (a Relation message of the log)"
+
+
+def _log_change(change: RelationChange) -> None:
+    existing, name = change.existing, f"{change.name[0]}.{change.name[1]}"
+    if existing.resnapshot:
+        log.warning("schema change of %s: %s", name, existing.resnapshot)
+    elif existing:
+        log.info(
+            "schema change of %s: %s; the rows it holds take %s", name, "; ".join(change.notes),
+            json.dumps(existing.to_json(), ensure_ascii=False),
+        )  # fmt: skip

@@ -1,11 +1,15 @@
-"""The captured tables as the stream describes them: the catalog's schemas at the start, then
-each pgoutput Relation message.
+"""The captured tables as the stream describes them: the catalog's schemas at the start (the
+schema history's on a restart, :mod:`.history`), then each pgoutput Relation message.
 
-pgoutput sends a Relation message before a table's first change on a connection and again after
-its columns change; it describes the columns as decoding saw them at that point of the log (the
-historic catalog), so comparing it with the schema in force tells ADD COLUMN, DROP COLUMN and
-type changes apart without a DDL statement. A change becomes an ``op = 's'`` row of kind
-``alter`` (``ddl`` a one-line description), as the binlog's ALTER TABLE does.
+pgoutput sends a Relation message before a table's first change on a connection and again before
+its first change after any invalidation of its definition; it describes the columns as decoding
+saw them at that point of the log (the historic catalog): names, type OIDs and typmods. Comparing
+it with the schema in force tells ADD, DROP and RENAME COLUMN and type changes apart (typmods
+too: numeric(10,3) to numeric(10,1), varchar(10) to varchar(4)) without a DDL statement; the
+catalog, read then, tells what each did to the rows the table already holds (:mod:`.existing`).
+A change becomes an ``op = 's'`` row of kind ``alter`` (``ddl`` a one-line description), as the
+binlog's ALTER TABLE does, its change JSON carrying ``existing``
+(:class:`~sparkcdc.core.existing_rows.ExistingRows`).
 """
 
 from __future__ import annotations
@@ -13,15 +17,51 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Protocol
 
 from sparkcdc.core.errors import SourceError
 from sparkcdc.core.event import SchemaRow
+from sparkcdc.core.existing_rows import ExistingRows
 from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.core.types import is_integer
 from sparkcdc.sources.port import TableName
 from sparkcdc.sources.postgres.pgoutput.messages import Relation
-from sparkcdc.sources.postgres.pgoutput.types import Resolver, relation_columns
+from sparkcdc.sources.postgres.pgoutput.types import PgType, Resolver, column, relation_columns
+from sparkcdc.sources.postgres.server.attributes import TableAttributes
+from sparkcdc.sources.postgres.stream.existing import (
+    Baseline,
+    Judgement,
+    TableState,
+    by_name,
+    judge,
+)
+
+
+class RelationCatalog(Protocol):
+    """What the stream asks the catalog about a table a Relation message describes
+    (:class:`~..server.catalog.PostgresCatalog`)."""
+
+    def attributes(self, oid: int) -> TableAttributes | None: ...
+
+    def table_oid(self, db: str, table: str) -> int | None: ...
+
+    def resolve(self, oid: int) -> PgType | None: ...
+
+    def is_partition(self, oid: int) -> bool: ...
+
+
+def first_baseline(catalog: RelationCatalog, schema: TableSchema) -> Baseline | None:
+    """The catalog's baseline of a table whose schema it just described (None: gone)."""
+    oid = catalog.table_oid(schema.db, schema.table)
+    attributes = None if oid is None else catalog.attributes(oid)
+    if attributes is None:
+        return None
+    columns = [
+        column(a.name, a.type_oid, a.typmod, catalog.resolve, nullable=not a.not_null)
+        for a in attributes.live()
+    ]
+    return Baseline.first(schema, attributes, columns)
 
 
 @dataclass(frozen=True)
@@ -41,9 +81,28 @@ class Captured:
         return cls(schema, index, schema.schema_id(), integer)
 
 
-def schema_row(old: TableSchema | None, new: TableSchema, kind: str) -> SchemaRow:
-    """The ``op = 's'`` row of ``new`` (replacing ``old``) with the change ``kind``."""
-    change = json.dumps({"kind": kind}, separators=(",", ":"))
+@dataclass(frozen=True)
+class RelationChange:
+    """What a Relation message changed: the ``s`` row (None: neither the schema nor its rows),
+    what changed (short phrases), and the table's new state when it differs (schema or
+    baseline: the schema history keeps it)."""
+
+    name: TableName
+    row: SchemaRow | None
+    notes: tuple[str, ...] = ()
+    existing: ExistingRows = ExistingRows()
+    state: TableState | None = None
+
+
+def schema_row(
+    old: TableSchema | None, new: TableSchema, kind: str, existing: ExistingRows | None = None
+) -> SchemaRow:
+    """The ``op = 's'`` row of ``new`` (replacing ``old``) with the change ``kind`` and what it
+    did to the rows the table holds (``existing``)."""
+    body: dict[str, object] = {"kind": kind}
+    if existing:
+        body["existing"] = existing.to_json()
+    change = json.dumps(body, separators=(",", ":"))
     return (
         new.db, new.table, _json(new), _json(old), change, new.schema_id()
     )  # fmt: skip
@@ -57,14 +116,21 @@ class CapturedTables:
     """Relation OIDs to the captured tables' schemas (module docstring). ``patterns`` are
     ``source.tables``: a table the stream names that matches them but is not captured (a
     table renamed to such a name, one added to the publication since the start) stops the
-    stream, as does a captured table renamed, rather than its rows being passed over."""
+    stream, as does a captured table renamed, rather than its rows being passed over. With a
+    ``catalog``, each table's :class:`~.existing.Baseline` (``baselines``) follows it."""
 
     def __init__(
-        self, schemas: Mapping[TableName, TableSchema], patterns: Sequence[str] = ()
+        self,
+        schemas: Mapping[TableName, TableSchema],
+        patterns: Sequence[str] = (),
+        catalog: RelationCatalog | None = None,
+        baselines: Mapping[TableName, Baseline | None] | None = None,
     ) -> None:
         self.by_name = {name: Captured.of(s) for name, s in schemas.items()}
         self.by_oid: dict[int, Captured | None] = {}  # None: a table not captured
         self.patterns = [re.compile(p) for p in patterns]
+        self.catalog = catalog
+        self.baselines: dict[TableName, Baseline | None] = dict(baselines or {})
 
     def get(self, oid: int) -> Captured | None:
         """The captured table of relation ``oid`` (None: not captured)."""
@@ -75,8 +141,9 @@ class CapturedTables:
             )
         return self.by_oid[oid]
 
-    def relation(self, message: Relation, resolve: Resolver | None) -> SchemaRow | None:
-        """Take a Relation message; the ``s`` row of its table's schema change, if any."""
+    def relation(self, message: Relation, resolve: Resolver | None) -> RelationChange | None:
+        """Take a Relation message (``resolve``: the types it names); what it changed of a
+        captured table (None: not captured)."""
         name = f"{message.namespace}.{message.name}"
         found = self.by_name.get((message.namespace, message.name))
         before = self.by_oid.get(message.oid)
@@ -87,7 +154,7 @@ class CapturedTables:
                 "(startup: initial) with source.tables naming the new table."
             )
         if found is None:
-            if any(p.fullmatch(name) for p in self.patterns):
+            if any(p.fullmatch(name) for p in self.patterns) and not self._partition(message):
                 raise SourceError(
                     f"{name} matches source.tables but was not captured when the stream "
                     "started (created, renamed or published since); restart the pipeline to "
@@ -96,35 +163,53 @@ class CapturedTables:
             self.by_oid[message.oid] = None
             return None
         old = found.schema
-        columns = _merged(old, relation_columns(message, resolve))
-        if [(c.name, c.logical) for c in columns] == [(c.name, c.logical) for c in old.columns]:
+        key = (old.db, old.table)
+        judgement = self._judge(key, old, message, resolve)
+        baseline = self.baselines.get(key)
+        self.baselines[key] = judgement.baseline
+        moved = judgement.baseline != baseline
+        if judgement.columns == old.columns and not judgement.existing:
             self.by_oid[message.oid] = found
-            return None
-        new = old.with_columns(columns)
-        missing = [k for k in old.key if k not in new.column_names()]
-        if missing:
-            raise SourceError(
-                f"the key column(s) {', '.join(missing)} of {old.name} left the table in the "
-                "log; a table's key cannot change while it is captured, so start the pipeline "
-                "afresh (startup: initial)."
-            )
+            state = TableState(old, judgement.baseline) if moved else None
+            return RelationChange(key, None, judgement.notes, state=state)
+        new = _keyed(old, judgement.columns, judgement.existing)
         captured = Captured.of(new)
-        self.by_name[(old.db, old.table)] = self.by_oid[message.oid] = captured
-        return schema_row(old, new, "alter")
+        self.by_name[key] = self.by_oid[message.oid] = captured
+        row = schema_row(old, new, "alter", judgement.existing)
+        state = TableState(new, judgement.baseline)
+        return RelationChange(key, row, judgement.notes, judgement.existing, state)
+
+    def _partition(self, message: Relation) -> bool:
+        """Whether the relation is a partition: pgoutput describes a partition after its
+        root, whose name its changes are published under (captured as the root's)."""
+        return self.catalog is not None and self.catalog.is_partition(message.oid)
+
+    def _judge(
+        self, key: TableName, old: TableSchema, message: Relation, resolve: Resolver | None
+    ) -> Judgement:
+        built = relation_columns(message, resolve)
+        if self.catalog is None:
+            return Judgement(by_name(old, built), ExistingRows(), None)
+        now = self.catalog.attributes(message.oid)
+        return judge(old, self.baselines.get(key), message.columns, built, now)
 
 
-def _merged(old: TableSchema, columns: tuple[Column, ...]) -> tuple[Column, ...]:
-    """The Relation's columns, keeping the catalog's description of those that did not change
-    (nullability, lengths the Relation message does not carry) and of those whose type the
-    stream alone cannot name (an enum, a domain over numeric: the stream's Type messages do
-    not say), which are taken as unchanged."""
-    before = {c.name: c for c in old.columns}
-    kept = (
-        before.get(c.name) if not c.logical or c.logical == _logical(before.get(c.name)) else None
-        for c in columns
+def _keyed(old: TableSchema, columns: tuple[Column, ...], existing: ExistingRows) -> TableSchema:
+    """``old`` with ``columns``, its key columns renamed as they were (``existing.copy``); a
+    key column that left the table stops the stream."""
+    renamed = {was: now for now, was in existing.copy.items()}
+    names = {c.name for c in columns}
+    key = tuple(renamed.get(k, k) for k in old.key)
+    missing = [k for k, now in zip(old.key, key, strict=True) if now not in names]
+    if missing:
+        raise SourceError(
+            f"the key column(s) {', '.join(missing)} of {old.name} left the table in the "
+            "log; a table's key cannot change while it is captured, so start the pipeline "
+            "afresh (startup: initial)."
+        )
+    return replace(
+        old,
+        columns=columns,
+        primary_key=tuple(renamed.get(k, k) for k in old.primary_key),
+        key_columns=tuple(renamed.get(k, k) for k in old.key_columns),
     )
-    return tuple(k or c for k, c in zip(kept, columns, strict=True))
-
-
-def _logical(column: Column | None) -> str | None:
-    return None if column is None else column.logical
