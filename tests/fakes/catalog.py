@@ -161,6 +161,9 @@ class FakeChunks(FakeCatalog):
         ordered = [tuple(b) for b in bounds]
         return [bisect.bisect_right(ordered, tuple(v)) for v in values]
 
+    def read_point(self) -> None:
+        return None
+
     def watermark(self) -> FakeOffset:
         return self.db.end()
 

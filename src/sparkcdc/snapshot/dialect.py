@@ -103,6 +103,11 @@ class SnapshotDialect(Protocol):
         """For each value, how many of the ascending ``bounds`` are ``<=`` it (the database
         compares, with each column's collation)."""
 
+    def read_point(self) -> Offset | None:
+        """Where the last :meth:`read_chunk` saw the database exactly (a pinned view: the
+        chunk is the table at that log position and needs no window), or None (it read the
+        latest data between two watermarks)."""
+
     def watermark(self) -> Offset:
         """The current end of the log (a transaction boundary)."""
 

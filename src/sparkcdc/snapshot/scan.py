@@ -8,7 +8,9 @@
     if high != low:               rows changed meanwhile may or may not be in ``rows``:
         replay the window's changes of this table onto the chunk (:mod:`.correct`)
 
-The result is the chunk as of ``high``, tagged with it. The high watermark is taken the way a
+A chunk read in a pinned view (the dialect's ``read_point``) is the table at that one
+position: both its watermarks are that point, and it has no window. The result is the chunk as
+of ``high``, tagged with it. The high watermark is taken the way a
 low one is (every transaction before it visible to reads started later; it is still past
 every change the SELECT saw, as those committed before it), so a task reading splits one after
 another passes each split's ``high`` to the next as its ``low``: one watermark per split where
@@ -113,6 +115,9 @@ def _scan(
     _called(hook, "chunk", splits)
     high = dialect.watermark() if rewind else dialect.low_watermark()
     _called(hook, "high", splits)
+    seen = dialect.read_point()
+    if seen is not None:  # read as of one log position: the chunk has no window
+        low = high = seen
     changes = window(*splits[0].db_table, low, high) if high > low else []
     ended = time.time()
 

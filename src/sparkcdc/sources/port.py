@@ -120,6 +120,11 @@ class PinHolder(Protocol):
 
     pin: SnapshotPin
 
+    def schema(self, name: str) -> TableSchema | None:
+        """The schema the snapshot reads table ``name`` (``db.table``) with: the table as the
+        pinned view sees it, which the source's log reader starting at the pin's point starts
+        from (None: the catalog's now)."""
+
     def close(self) -> None: ...
 
 
@@ -210,11 +215,14 @@ class Source(ABC):
         """The changes of ``db.table`` committed in ``[low, high)`` in log order (a snapshot
         chunk's window); ``worker`` numbers the concurrent readers of a snapshot (from 0)."""
 
-    def pin_snapshot(self) -> PinHolder | None:
+    def pin_snapshot(self, schema_history: str = "") -> PinHolder | None:
         """A view of the database at one log position for every chunk read of a snapshot, so
         that no chunk needs a watermark window, once the log from the point on reaches the
         source's reader (PostgreSQL: a temporary slot's exported snapshot); None where the
-        source has none, and chunks are read between watermarks (MySQL)."""
+        source has none, and chunks are read between watermarks (MySQL). ``schema_history``
+        is the file :meth:`open_reader` is given: the source may record there the tables as
+        the view sees them, for its reader that starts at the view's point, and the holder
+        gives the schemas the chunks are read with (:meth:`PinHolder.schema`)."""
         return None
 
     def pin_snapshot_for_readers(self, readers: int) -> SnapshotPin | None:

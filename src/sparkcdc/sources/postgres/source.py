@@ -10,7 +10,9 @@ startup resolution     ``earliest`` (the slot's confirmed position), ``latest`` 
 log reader             :class:`~.stream.reader.PgLogReader` over a logical replication stream
                        with pgoutput; ``ack`` moves the slot's confirmed position
 back-fill read         none: every chunk is read in a pinned snapshot
-                       (:class:`~.chunks.export.ExportedSnapshot`), so no chunk has a window
+                       (:class:`~.chunks.export.ExportedSnapshot`), so no chunk has a window;
+                       the pin records the tables' schemas as it sees them, which the log
+                       reader starting at its point starts from (:mod:`.chunks.pin_view`)
 chunk dialect          :class:`~.chunks.dialect.PostgresChunks`: keyset chunks read with COPY
 type mapping           :mod:`.pgoutput.types`
 =====================  =====================================================================
@@ -28,6 +30,7 @@ from sparkcdc.sources.port import ChangeFilter, SnapshotPin, Source, TableName
 from sparkcdc.sources.postgres.chunks.dialect import PostgresChunks
 from sparkcdc.sources.postgres.chunks.export import ExportedSnapshot
 from sparkcdc.sources.postgres.chunks.holder import hold_for_readers, release
+from sparkcdc.sources.postgres.chunks.pin_view import PinnedView, pin_view
 from sparkcdc.sources.postgres.offset import LsnOffset
 from sparkcdc.sources.postgres.server.catalog import PostgresCatalog
 from sparkcdc.sources.postgres.server.publication import (
@@ -144,12 +147,19 @@ class PostgresSource(Source):
             schema_history=schema_history, baselines=baselines,
         )  # fmt: skip
 
-    def pin_snapshot(self) -> ExportedSnapshot:
+    def pin_snapshot(self, schema_history: str = "") -> PinnedView:
         """The pipeline's slot and publication first (the slot then holds the log from the
-        pin's point on), then a temporary slot's exported snapshot."""
+        pin's point on), then a temporary slot's exported snapshot, in which the captured
+        tables' schemas are read and recorded in ``schema_history`` at its point
+        (:mod:`.chunks.pin_view`)."""
         with self.catalog() as catalog:
             self._prepare_server(catalog)
-        return ExportedSnapshot(self.config, self.settings.names()[0])
+        held = ExportedSnapshot(self.config, self.settings.names()[0])
+        try:
+            return pin_view(self.config, held, schema_history)
+        except BaseException:
+            held.close()
+            raise
 
     def pin_snapshot_for_readers(self, readers: int) -> SnapshotPin:
         """An exported snapshot held by a process of its own (:mod:`.chunks.holder`); no

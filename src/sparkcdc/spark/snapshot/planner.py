@@ -21,9 +21,12 @@ start in the snapshot phase::
   a thread of its own while it reads the next run of splits, so the sink commits what the tasks
   encoded.
 - Where the source pins a view of the database (:meth:`~sparkcdc.sources.port.Source.pin_snapshot`:
-  PostgreSQL's exported snapshot), the driver holds one pin from the first split task it plans
-  until the phase ends, and every task reads in it, so no chunk has a window to correct; a
-  restarted driver pins anew, and the splits read then carry the new pin's point.
+  PostgreSQL's exported snapshot), the driver holds one pin from the first table it plans until
+  the phase ends, and every task reads in it, so no chunk has a window to correct; a restarted
+  driver pins anew, and the splits read then carry the new pin's point. A table's schema is
+  then the one the pin gives (:meth:`~sparkcdc.sources.port.PinHolder.schema`): as the view
+  sees it, which is where the source's log reader starts from, so a DDL made while the snapshot
+  runs is judged from the log like any later one.
 - When no split is left, the hand-off is written from the finished splits' high watermarks and
   the next offset is an ordinary log offset: the smallest high watermark. The log reader from
   there applies :class:`~sparkcdc.snapshot.handoff.HandoffFilter` until the largest.
@@ -109,9 +112,12 @@ def load_table(options: SourceOptions, name: str) -> TableSchema:
             ) from None
 
 
-def table_meta(options: SourceOptions, dialect: SnapshotDialect, name: str) -> dict[str, Any]:
-    """The schema and chunk key of ``db.table`` at the start of its snapshot."""
-    schema = load_table(options, name)
+def table_meta(
+    options: SourceOptions, dialect: SnapshotDialect, name: str, schema: TableSchema | None = None
+) -> dict[str, Any]:
+    """The schema (``schema``, else the catalog's now) and chunk key of ``db.table`` at the
+    start of its snapshot."""
+    schema = schema or load_table(options, name)
     names = options.source.snapshot.chunk_key_columns.get(name) or schema.key
     keys = dialect.key_columns(schema.db, schema.table, names)
     return {"schema": schema.to_json(), "keys": [k.to_json() for k in keys]}
@@ -157,7 +163,7 @@ class SnapshotPlanner:
             while len(splits) < want and current < len(tables):
                 name = tables[current]
                 if state is None:
-                    meta[name] = table_meta(self.options, dialect, name)
+                    meta[name] = table_meta(self.options, dialect, name, self._pinned_schema(name))
                     announce.append(name)
                 keys = [KeyColumn.from_json(k) for k in meta[name]["keys"]]
                 splitter = ChunkSplitter(dialect, name, keys, self.settings, state)
@@ -231,12 +237,24 @@ class SnapshotPlanner:
         return [SplitTask(i, group, st["meta"], i, pin=pin) for i, group in enumerate(st["groups"])]
 
     def pin(self) -> SnapshotPin | None:
-        """The view every split task reads in, pinned on first use (None: the source has none,
-        its chunks are read between watermarks)."""
+        """The view every split task reads in (None: the source has none, its chunks are read
+        between watermarks)."""
+        holder = self.holder()
+        return None if holder is None else holder.pin
+
+    def holder(self) -> PinHolder | None:
+        """The pinned view's holder, pinned on first use; the source may record the tables as
+        the view sees them in the schema history, for its log reader that starts there."""
         if not self._pinned:
             self._pinned = True
-            self._holder = self.options.open_source().pin_snapshot()
-        return None if self._holder is None else self._holder.pin
+            source = self.options.open_source()
+            self._holder = source.pin_snapshot(self.options.schema_history)
+        return self._holder
+
+    def _pinned_schema(self, name: str) -> TableSchema | None:
+        """The schema the pinned view reads ``name`` with (None: no view, the catalog's)."""
+        holder = self.holder()
+        return None if holder is None else holder.schema(name)
 
     def close(self) -> None:
         """Let the pinned view go (the phase ended, or the stream stops)."""

@@ -269,6 +269,10 @@ class MySQLChunks:
             values, bounds, lambda vs, bs: self._rows(q.locate_query(keys, vs, bs))
         )
 
+    def read_point(self) -> None:
+        """None: chunks are read between watermarks."""
+        return None
+
     def watermark(self) -> BinlogOffset:
         """The catalog's current binlog offset (``SHOW MASTER STATUS`` and the GTID position)."""
         return self.catalog.current_offset()

@@ -15,13 +15,16 @@ connection, which also gives the watermarks (:mod:`.visibility` for the low one)
 
 With a ``pin`` (a snapshot exported by a replication slot's creation, :mod:`.export`) every
 read sees the database as of that snapshot, and both watermarks are the slot's consistent point:
-the chunks need no window; without, each statement sees the latest committed data.
+the chunks need no window; without, each statement sees the latest committed data. A chunk of a
+table whose columns the pin's token names is read as the pin saw them, whatever DDL was made
+since (:mod:`.columns_now`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pyarrow as pa
 
@@ -33,9 +36,11 @@ from sparkcdc.snapshot.correct import CHUNK_SCHEMA
 from sparkcdc.snapshot.dialect import locate_in_batches
 from sparkcdc.sources.port import SnapshotPin
 from sparkcdc.sources.postgres.chunks import sql as q
+from sparkcdc.sources.postgres.chunks.columns_now import PinnedTables
 from sparkcdc.sources.postgres.chunks.copy import ChunkSession, text_columns
 from sparkcdc.sources.postgres.chunks.images import array_text, fragments, object_text
 from sparkcdc.sources.postgres.chunks.keys import TableColumn, chunk_key_columns, table_columns
+from sparkcdc.sources.postgres.chunks.pin_token import PinToken
 from sparkcdc.sources.postgres.chunks.typed import typed_table
 from sparkcdc.sources.postgres.chunks.visibility import visible_lsn
 from sparkcdc.sources.postgres.offset import LsnOffset
@@ -59,8 +64,12 @@ class PostgresChunks:
     def __init__(self, source: SourceConfig, pin: SnapshotPin | None = None) -> None:
         self.source = source
         database = PostgresSettings.of(source).database
-        self.session = ChunkSession(source, database, None if pin is None else pin.token)
+        token = None if pin is None else PinToken.parse(pin.token)
+        self.session = ChunkSession(source, database, None if token is None else token.snapshot)
         self.pinned_at = None if pin is None else LsnOffset.of(pin.point)
+        self.pinned: PinnedTables | None = None
+        if token is not None and self.pinned_at is not None:
+            self.pinned = PinnedTables(source, self.session, token, self.pinned_at)
         self._tables: dict[tuple[str, str], list[TableColumn]] = {}
 
     # -- plumbing --------------------------------------------------------------------------
@@ -187,11 +196,19 @@ class PostgresChunks:
         :func:`.typed.typed_table`."""
         db, table = schema.db, schema.table
         names = schema.column_names()
-        cols = ", ".join(self.session.ident(n) for n in names)
-        select = f"SELECT {cols} FROM {self._table(db, table)} WHERE "
-        select += self._condition(db, table, keys, lo, hi, upto, where)
+
+        def select(exprs: list[str], keys_now: dict[str, str]) -> str:
+            named = [replace(k, name=keys_now.get(k.name, k.name)) for k in keys]
+            condition = self._condition(db, table, named, lo, hi, upto, where)
+            return f"SELECT {', '.join(exprs)} FROM {self._table(db, table)} WHERE {condition}"
+
+        pinned = self.pinned
+        if pinned is not None and pinned.columns(schema.name):
+            data = pinned.read(schema, select)  # as the pin saw its columns
+        else:
+            data = self.session.copy(select([self.session.ident(n) for n in names], {}))
         try:
-            texts = text_columns(self.session.copy(select), len(names))
+            texts = text_columns(data, len(names))
         except pa.ArrowInvalid as exc:
             raise SourceError(f"a chunk of {schema.name} could not be parsed ({exc})") from exc
         key_names = schema.key or tuple(k.name for k in keys)
@@ -225,6 +242,11 @@ class PostgresChunks:
             values, bounds, lambda vs, bs: self.session.query(q.locate_query(keys, vs, bs))
         )
 
+    def read_point(self) -> LsnOffset | None:
+        """Where the last chunk read saw its table: the pin's point, or a later pin of the
+        table's own once it was rewritten since (:mod:`.columns_now`); None without a pin."""
+        return None if self.pinned is None else self.pinned.last_point
+
     def watermark(self) -> LsnOffset:
         """``pg_current_wal_insert_lsn()``: past the commit record of every transaction
         committed so far (the pinned point, with a pin)."""
@@ -242,6 +264,8 @@ class PostgresChunks:
     # -- lifecycle -------------------------------------------------------------------------
 
     def close(self) -> None:
+        if self.pinned is not None:
+            self.pinned.close()
         self.session.close()
 
     def __enter__(self) -> PostgresChunks:

@@ -20,11 +20,12 @@ partitioned table each partition keeps its own, and the partitions must agree.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sparkcdc.sources.postgres.pgoutput.literals import parse_array
-from sparkcdc.sources.postgres.server.connect import Session
+from sparkcdc.sources.postgres.server.connect import Row
 
 _ATTRIBUTES_SQL = (
     "SELECT a.attnum, a.attname, a.atttypid, a.atttypmod, a.attisdropped, a.attnotnull,"
@@ -107,7 +108,17 @@ class TableAttributes:
         )
 
 
-def read_attributes(session: Session, oid: int) -> TableAttributes | None:
+class CatalogReads(Protocol):
+    """Where :func:`read_attributes` queries: a :class:`~.connect.Session` (the catalog now), or
+    one whose queries run in a pinned snapshot (the catalog then)."""
+
+    @property
+    def server_version(self) -> int: ...
+
+    def query(self, sql: str, args: Sequence[object] | None = None) -> list[Row]: ...
+
+
+def read_attributes(session: CatalogReads, oid: int) -> TableAttributes | None:
     """Relation ``oid``'s attributes now (None: no such table any more)."""
     version = session.server_version
     found = session.query(_STORAGE_SQL, (oid,))
@@ -129,7 +140,7 @@ def read_attributes(session: Session, oid: int) -> TableAttributes | None:
 
 
 def _partitions_missing(
-    session: Session, oid: int, attributes: list[Attribute], missing: str
+    session: CatalogReads, oid: int, attributes: list[Attribute], missing: str
 ) -> list[Attribute]:
     """A partitioned table keeps no rows: each column's missing value is its partitions' one,
     unsure where they disagree."""

@@ -69,8 +69,9 @@ _EXISTS_SQL = (
 
 
 class PostgresCatalog:
-    """A catalog connection to one database of a PostgreSQL server (a context manager).
-    ``slot`` is the pipeline's replication slot (default: ``source.slot`` if set): when known,
+    """A catalog connection to one database of a PostgreSQL server (a context manager), or
+    ``session`` (one reading in a snapshot: :mod:`..chunks.pin_view`). ``slot`` is the
+    pipeline's replication slot (default: ``source.slot`` if set): when known,
     :meth:`check_ready` also checks that a slot is free should it still have to be created,
     or that the existing one can serve the pipeline."""
 
@@ -78,13 +79,15 @@ class PostgresCatalog:
     def of(cls, source: SourceConfig, slot: str | None = None) -> Self:
         return cls(source, slot)
 
-    def __init__(self, source: SourceConfig, slot: str | None = None) -> None:
+    def __init__(
+        self, source: SourceConfig, slot: str | None = None, session: Session | None = None
+    ) -> None:
         self.source = source
         settings = PostgresSettings.of(source)
         self.database = settings.database
         self.slot = slot if slot is not None else settings.slot
         self.publication = settings.names()[1]
-        self.session: Session = connect(source, self.database)
+        self.session: Session = session or connect(source, self.database)
         self._matched: list[TableName] = []
         self._types: dict[int, PgType | None] = {}
 

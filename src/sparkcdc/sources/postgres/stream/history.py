@@ -84,6 +84,18 @@ class RelationHistory:
                     best[name] = (at, state)
             return {name: state for name, (_, state) in best.items()}
 
+    def first_states(self) -> dict[TableName, tuple[LsnOffset, TableState]]:
+        """Each table's earliest record (the first written of those at its offset), with its
+        offset: in a new pipeline's history, what its snapshot's first pin recorded."""
+        with self._lock:
+            self._refresh()
+            first: dict[TableName, tuple[LsnOffset, TableState]] = {}
+            for at, name, state in self._records:
+                found = first.get(name)
+                if found is None or at < found[0]:
+                    first[name] = (at, state)
+            return first
+
     def _refresh(self) -> None:
         """Read the whole lines appended since the last look."""
         try:
