@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.sources.port import PinHolder
+from sparkcdc.snapshot.dialect import SnapshotDialect
+from sparkcdc.sources.port import PinHolder, SnapshotPin
+from sparkcdc.sources.postgres.chunks.pin_token import PinToken
 from sparkcdc.sources.postgres.offset import LsnOffset
 from sparkcdc.sources.postgres.source import PostgresSource
 from sparkcdc.sources.postgres.stream.history import RelationHistory
@@ -35,15 +37,14 @@ def make(pg: ThrowawayPostgres, db: str, table: str, columns: str, values: str) 
     )
 
 
-def chunk(source: PostgresSource, holder: PinHolder, name: str) -> tuple[list[Any], LsnOffset]:
-    """Every row of table ``name`` read through ``holder``'s pin with the pin's schema (after
-    images, by id), and where the read saw the table."""
+def chunk(dialect: SnapshotDialect, holder: PinHolder, name: str) -> tuple[list[Any], LsnOffset]:
+    """Every row of table ``name`` read through a dialect of ``holder``'s pin with the pin's
+    schema (after images, by id), and where the read saw the table."""
     schema = holder.schema(name)
     assert isinstance(schema, TableSchema)
-    with source.chunks(holder.pin) as dialect:
-        keys = dialect.key_columns(schema.db, schema.table, ["id"])
-        rows = dialect.read_chunk(schema, keys, None, None)
-        point = dialect.read_point()
+    keys = dialect.key_columns(schema.db, schema.table, ["id"])
+    rows = dialect.read_chunk(schema, keys, None, None)
+    point = dialect.read_point()
     assert point is not None
     after = sorted((json.loads(a) for a in rows.column("after").to_pylist()), key=lambda r: r["id"])
     return after, LsnOffset.of(point)
@@ -91,18 +92,27 @@ def test_chunks_read_after_ddl_show_the_pinned_tables_and_the_log_judges_it(
             "UPDATE w SET v = 0 WHERE id = 3",
             database=pgdb,
         )
-        rows, point = chunk(source, holder, "public.t")
-        assert rows == [{"id": i, "a": f"a{i}", "s": f"s{i}", "k": i} for i in range(1, 11)]
-        assert point == at
-        rows, point = chunk(source, holder, "public.dr")
-        assert rows == [{"id": i, "d": None, "k": i} for i in range(1, 11)] and point == at
-        rows, point = chunk(source, holder, "public.w")  # in a pin of its own, past the rewrite
-        assert [r["id"] for r in rows] == list(range(1, 11)) and point > at
-        assert rows[0]["v"] == "0.100" and rows[2]["v"] == "0.000"  # the pinned type's text
+        with source.chunks(holder.pin) as dialect:  # one task's reads
+            rows, point = chunk(dialect, holder, "public.w")  # a pin of its own, past the rewrite
+            assert [r["id"] for r in rows] == list(range(1, 11)) and point > at
+            assert {r["v"] for r in rows} == {None}  # converted: read when the table is again
+            rows, point = chunk(dialect, holder, "public.t")
+            assert rows == [{"id": i, "a": f"a{i}", "s": f"s{i}", "k": i} for i in range(1, 11)]
+            assert point == at
+            rows, point = chunk(dialect, holder, "public.dr")
+            assert rows == [{"id": i, "d": None, "k": i} for i in range(1, 11)] and point == at
+        token = PinToken.parse(holder.pin.token)  # one naming w's columns, not t's: by name
+        only_w = PinToken(token.snapshot, {"public.w": token.columns["public.w"]})
+        with source.chunks(SnapshotPin(only_w.text(), holder.pin.point)) as dialect:
+            assert chunk(dialect, holder, "public.w")[1] > at
+            renamed = "ALTER TABLE t RENAME COLUMN b TO a"  # the pinned name again
+            postgres.execute(renamed, database=pgdb)
+            rows, point = chunk(dialect, holder, "public.t")
+            assert point == at and len(rows) == ROWS
     finally:
         holder.close()
     judged = alters(postgres, pgdb, "pin_ddl", at, history, {"t", "dr", "w"})
-    assert judged["t"] == {"copy": {"b": "a"}, "fill": {"x": 5}}
+    assert judged["t"] == {"copy": {"b": "a"}, "fill": {"x": 5}}  # at t's first change
     assert judged["dr"] == {}
     assert "reads the table again" in judged["w"]["resnapshot"]
 
@@ -126,7 +136,8 @@ def test_a_pin_taken_again_keeps_the_first_pins_schemas(
     again = source.pin_snapshot(str(history))
     try:
         assert again.schema("public.t") == schema and LsnOffset.of(again.pin.point) > at
-        rows, point = chunk(source, again, "public.t")
+        with source.chunks(again.pin) as dialect:
+            rows, point = chunk(dialect, again, "public.t")
         assert rows == [{"id": i, "a": f"a{i}", "k": i} for i in range(1, 11)]
         assert point == LsnOffset.of(again.pin.point)
     finally:

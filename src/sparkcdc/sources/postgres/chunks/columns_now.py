@@ -1,5 +1,5 @@
-"""Chunks of a pinned table read after DDL made since the pin's point: its pinned columns found
-by ``attnum`` under their names now, and a table rewritten since read in a pin of its own.
+"""Chunks of a pinned table read after DDL made since the pin's point: its pinned columns found by
+``attnum`` under their names now, and a table rewritten since read in a pin of its own.
 
 A query names columns as the catalog names them when it runs (the parser reads the latest
 catalog, not the snapshot's), while the rows it reads are the snapshot's. So each column the pin
@@ -14,9 +14,10 @@ are not MVCC-safe, and the table reads empty to older snapshots. Its chunks are 
 pin of the table's own, taken then (:mod:`.export`), whose point is their high watermark: the
 hand-off keeps the log's changes of their keys from there, and the log reader, judging the
 rewrite against the schema at the first point, reads the whole table again
-(:mod:`..stream.existing`). A rewrite alone (VACUUM FULL, CLUSTER, TRUNCATE) keeps reading in the
-pin: older snapshots still see the rows VACUUM FULL and CLUSTER moved, and a TRUNCATE's empty
-table is what the log says next.
+(:mod:`..stream.existing`); a column whose type the rewrite converted reads null until then. A
+rewrite alone (VACUUM FULL, CLUSTER, TRUNCATE) keeps reading in the pin: older snapshots still
+see the rows VACUUM FULL and CLUSTER moved, and a TRUNCATE's empty table is what the log says
+next.
 """
 
 from __future__ import annotations
@@ -61,20 +62,24 @@ class PinnedTables:
         self._oids: dict[str, int] = {}
         self._types: dict[tuple[int, int], str] = {}
 
-    def columns(self, name: str) -> tuple[PinnedColumn, ...] | None:
-        return self.token.columns.get(name)
-
     def read(self, schema: TableSchema, select: Select) -> pa.Buffer:
-        """COPY's CSV of ``select`` over ``schema``'s pinned columns as they are now."""
-        pinned = self.token.columns[schema.name]
+        """COPY's CSV of ``select`` over ``schema``'s pinned columns as they are now (a table
+        the token names no columns of: its columns by name, in the pin)."""
+        pinned = self.token.columns.get(schema.name)
+        if not pinned:
+            self.last_point = self.point
+            return self.session.copy(select([self.session.ident(c.name) for c in schema.columns],
+                                            {}))  # fmt: skip
         oid = self._oid(schema)
         for _ in range(ATTEMPTS):
             now = self._now(oid, schema)
             snapshot, point = self._pin_of(schema.name)
             if rewritten(self._then_of(snapshot, oid), now):
                 snapshot, point = self._repin(schema.name, point)
-            exprs = selected(pinned, now, self.session.ident, self._type_name)
-            keys = {c.name: a.name for c in pinned if (a := now.by_attnum(c.attnum)) is not None}
+            exprs = selected(pinned, now, self.session.ident, self._type_name,
+                             converted=snapshot != self.token.snapshot)  # fmt: skip
+            keys = {c.name: a.name for c in pinned
+                    if (a := now.by_attnum(c.attnum)) is not None and not a.dropped}  # fmt: skip
             data = _InSnapshot(self.session, snapshot).copy(select(exprs, keys))
             if self._now(oid, schema) == now:
                 self.last_point = point
@@ -171,8 +176,12 @@ def selected(
     now: TableAttributes,
     ident: Callable[[str], str],
     type_name: Callable[[int, int], str],
+    converted: bool = False,
 ) -> list[str]:
-    """The select-list expression of each pinned column (module docstring)."""
+    """The select-list expression of each pinned column (module docstring). ``converted``: the
+    table is read past a rewrite, whose type changes converted the stored values (``USING``
+    any expression), which may not read as the pinned type: such a column is NULL until the
+    table is read again."""
     out = []
     for col in pinned:
         found = now.by_attnum(col.attnum)
@@ -180,7 +189,9 @@ def selected(
             out.append("NULL")
         elif found.type == (col.type_oid, col.typmod):
             out.append(ident(found.name))
-        else:
+        elif converted:
+            out.append("NULL")
+        else:  # no rewrite: the stored values are the pinned type's
             out.append(f"CAST({ident(found.name)} AS {type_name(col.type_oid, col.typmod)})")
     return out
 

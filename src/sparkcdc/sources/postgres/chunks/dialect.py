@@ -202,9 +202,8 @@ class PostgresChunks:
             condition = self._condition(db, table, named, lo, hi, upto, where)
             return f"SELECT {', '.join(exprs)} FROM {self._table(db, table)} WHERE {condition}"
 
-        pinned = self.pinned
-        if pinned is not None and pinned.columns(schema.name):
-            data = pinned.read(schema, select)  # as the pin saw its columns
+        if self.pinned is not None:
+            data = self.pinned.read(schema, select)  # as the pin saw its columns
         else:
             data = self.session.copy(select([self.session.ident(n) for n in names], {}))
         try:
