@@ -101,11 +101,15 @@ def test_chunks_read_after_ddl_show_the_pinned_tables_and_the_log_judges_it(
             assert point == at
             rows, point = chunk(dialect, holder, "public.dr")
             assert rows == [{"id": i, "d": None, "k": i} for i in range(1, 11)] and point == at
+            postgres.execute("ALTER TABLE t RENAME COLUMN b TO c", database=pgdb)
+            again, point = chunk(dialect, holder, "public.t")  # names read before: read again
+            assert again == [{"id": i, "a": f"a{i}", "s": f"s{i}", "k": i} for i in range(1, 11)]
+            assert point == at
         token = PinToken.parse(holder.pin.token)  # one naming w's columns, not t's: by name
         only_w = PinToken(token.snapshot, {"public.w": token.columns["public.w"]})
         with source.chunks(SnapshotPin(only_w.text(), holder.pin.point)) as dialect:
             assert chunk(dialect, holder, "public.w")[1] > at
-            renamed = "ALTER TABLE t RENAME COLUMN b TO a"  # the pinned name again
+            renamed = "ALTER TABLE t RENAME COLUMN c TO a"  # the pinned name again
             postgres.execute(renamed, database=pgdb)
             rows, point = chunk(dialect, holder, "public.t")
             assert point == at and len(rows) == ROWS

@@ -6,7 +6,8 @@ catalog, not the snapshot's), while the rows it reads are the snapshot's. So eac
 recorded (:mod:`.pin_token`) is selected by its attnum's name now (a rename), cast to its type
 at the pin where ``ALTER COLUMN TYPE`` changed it without a rewrite (the stored values are the
 pin's, and the cast gives their text in the pinned type), and as NULL once dropped. The catalog
-is read before and after the COPY; a change in between reads the chunk again.
+is read after each COPY (the names the next one uses); a change since the names were read (the
+COPY fails on a renamed column, or the catalog differs after it) reads the chunk again.
 
 An ``ALTER TABLE`` that rewrote the table since the point (a volatile default, a converting type
 change) made new files whose rows the exported snapshot cannot see: PostgreSQL's table rewrites
@@ -44,6 +45,7 @@ log = logging.getLogger("sparkcdc.snapshot")
 T = TypeVar("T")
 
 ATTEMPTS = 10  # COPYs of one chunk the catalog changed during, before the read gives up
+UNDEFINED_COLUMN = "42703"
 Select = Callable[[list[str], dict[str, str]], str]
 """(select-list expressions, pinned key column -> its name now) -> the chunk's SELECT."""
 
@@ -59,6 +61,7 @@ class PinnedTables:
         self.last_point = point
         self._own: dict[str, tuple[ExportedSnapshot, LsnOffset]] = {}  # rewritten tables
         self._then: dict[tuple[str, int], TableAttributes | None] = {}  # (snapshot, oid)
+        self._seen: dict[int, TableAttributes] = {}  # the catalog after a table's last COPY
         self._oids: dict[str, int] = {}
         self._types: dict[tuple[int, int], str] = {}
 
@@ -71,8 +74,8 @@ class PinnedTables:
             return self.session.copy(select([self.session.ident(c.name) for c in schema.columns],
                                             {}))  # fmt: skip
         oid = self._oid(schema)
+        now = self._seen.get(oid) or self._now(oid, schema)
         for _ in range(ATTEMPTS):
-            now = self._now(oid, schema)
             snapshot, point = self._pin_of(schema.name)
             if rewritten(self._then_of(snapshot, oid), now):
                 snapshot, point = self._repin(schema.name, point)
@@ -80,15 +83,26 @@ class PinnedTables:
                              converted=snapshot != self.token.snapshot)  # fmt: skip
             keys = {c.name: a.name for c in pinned
                     if (a := now.by_attnum(c.attnum)) is not None and not a.dropped}  # fmt: skip
-            data = _InSnapshot(self.session, snapshot).copy(select(exprs, keys))
-            if self._now(oid, schema) == now:
+            data = self._copy(snapshot, select(exprs, keys))
+            self._seen[oid] = after = self._now(oid, schema)
+            if data is not None and after == now:
                 self.last_point = point
                 return data
+            now = after
         raise SourceError(
             f"the columns of {schema.name} changed during each of {ATTEMPTS} reads of one "
             "snapshot chunk; run the pipeline again once the table's DDL is done.",
             table=schema.name,
         )
+
+    def _copy(self, snapshot: str, select: str) -> pa.Buffer | None:
+        """COPY's CSV of ``select`` in ``snapshot`` (None: it names a column renamed since)."""
+        try:
+            return _InSnapshot(self.session, snapshot).copy(select)
+        except SourceError as exc:
+            if exc.fields.get("sqlstate") != UNDEFINED_COLUMN:
+                raise
+            return None
 
     def close(self) -> None:
         for held, _ in self._own.values():

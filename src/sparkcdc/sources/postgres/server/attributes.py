@@ -27,14 +27,15 @@ from typing import Any, Protocol
 from sparkcdc.sources.postgres.pgoutput.literals import parse_array
 from sparkcdc.sources.postgres.server.connect import Row
 
-_ATTRIBUTES_SQL = (
-    "SELECT a.attnum, a.attname, a.atttypid, a.atttypmod, a.attisdropped, a.attnotnull,"
-    " a.xmin::text, {missing}, coalesce(t.typdelim, ',')"
-    " FROM pg_attribute a LEFT JOIN pg_type t ON t.oid = a.atttypid"
-    " WHERE a.attrelid = %s AND a.attnum > 0 {generated} ORDER BY a.attnum"
+_ATTRIBUTES_SQL = (  # one round trip: the table's files, then a row per attribute
+    "SELECT c.relkind, c.relfilenode::text, a.attnum, a.attname, a.atttypid, a.atttypmod,"
+    " a.attisdropped, a.attnotnull, a.xmin::text, {missing}, coalesce(t.typdelim, ',')"
+    " FROM pg_class c LEFT JOIN pg_attribute a"
+    " ON a.attrelid = c.oid AND a.attnum > 0 {generated}"
+    " LEFT JOIN pg_type t ON t.oid = a.atttypid"
+    " WHERE c.oid = %s ORDER BY a.attnum"
 )
 _MISSING = "CASE WHEN a.atthasmissing THEN a.attmissingval::text END"  # PostgreSQL 11+
-_STORAGE_SQL = "SELECT c.relkind, c.relfilenode::text FROM pg_class c WHERE c.oid = %s"
 _PARTITIONS_SQL = (  # PostgreSQL 12+; a partitioned table is captured from 13 on
     "SELECT string_agg(c.oid::text || ':' || c.relfilenode::text, ',' ORDER BY c.oid)"
     " FROM pg_partition_tree(%s) p JOIN pg_class c ON c.oid = p.relid"
@@ -121,17 +122,17 @@ class CatalogReads(Protocol):
 def read_attributes(session: CatalogReads, oid: int) -> TableAttributes | None:
     """Relation ``oid``'s attributes now (None: no such table any more)."""
     version = session.server_version
-    found = session.query(_STORAGE_SQL, (oid,))
-    if not found:
-        return None
-    kind, storage = str(found[0][0]), str(found[0][1])
     missing = _MISSING if version >= 110000 else "NULL"
     generated = "AND a.attgenerated = ''" if version >= 120000 else ""
     rows = session.query(_ATTRIBUTES_SQL.format(missing=missing, generated=generated), (oid,))
+    if not rows:
+        return None
+    kind, storage = str(rows[0][0]), str(rows[0][1])
     attributes = [
         Attribute(int(num), str(name), int(oid_), int(typmod), bool(dropped), bool(not_null),
                   str(xmin), *_one_value(text, str(delim)))
-        for num, name, oid_, typmod, dropped, not_null, xmin, text, delim in rows
+        for _, _, num, name, oid_, typmod, dropped, not_null, xmin, text, delim in rows
+        if num is not None  # a table of no columns: its one row, of its files only
     ]  # fmt: skip
     if kind == "p":
         storage = str(session.query(_PARTITIONS_SQL, (oid,))[0][0] or "")
