@@ -32,6 +32,9 @@ import psycopg2.extensions
 from sparkcdc.config.model import SourceConfig, TlsConfig
 from sparkcdc.core.errors import ConnectionFailed, MissingPrivilege, SourceError
 from sparkcdc.sources.postgres.settings import PostgresSettings
+from sparkcdc.sources.postgres.wire.connection import SERVER_TLS_SETTINGS
+from sparkcdc.sources.postgres.wire.errors import CLIENT_CERTIFICATE, TLS_ONLY
+from sparkcdc.sources.tls import handshake_failed, not_encrypted
 
 Row = tuple[Any, ...]
 
@@ -168,12 +171,12 @@ def connect(source: SourceConfig, database: str | None = None) -> Session:
 
 
 def tls_options(tls: TlsConfig) -> dict[str, str]:
-    """libpq's ``sslmode`` and certificate options for ``source.tls``."""
+    """libpq's ``sslmode`` and certificate options for ``source.tls``. The CA goes to the
+    verifying modes only: libpq's ``require`` with a root certificate verifies it, where
+    ``required`` trusts any certificate, as on the replication connection."""
     options = {"sslmode": SSL_MODES.get(tls.mode, "prefer")}
-    if tls.ca:
-        options["sslrootcert"] = tls.ca
-    elif tls.verifies:
-        options["sslrootcert"] = "system"  # the system's authorities (libpq 16+)
+    if tls.verifies:
+        options["sslrootcert"] = tls.ca or "system"  # the system's authorities (libpq 16+)
     if tls.cert:
         options["sslcert"] = tls.cert
     if tls.key:
@@ -204,6 +207,8 @@ def login_error(text: str, source: SourceConfig, database: str) -> ConnectionFai
         )
     elif "database" in lower and "does not exist" in lower:
         message = f"{where} has no database '{database}'; check source.database."
+    elif "no pg_hba.conf entry" in lower and "no encryption" in lower:
+        message = TLS_ONLY.format(where=where, user=user, message=detail)
     elif "no pg_hba.conf entry" in lower:
         found = _CLIENT_HOST.search(detail)
         client = found[1] if found else "<this host's address>"
@@ -226,13 +231,18 @@ def login_error(text: str, source: SourceConfig, database: str) -> ConnectionFai
 
 def _other_login_error(where: str, detail: str, source: SourceConfig) -> str:
     lower = detail.lower()
+    if "does not support ssl" in lower:
+        address = f"{source.host}:{source.port}"
+        return not_encrypted(address, source.tls, SERVER_TLS_SETTINGS).message
+    if "client certificate" in lower:
+        return CLIENT_CERTIFICATE.format(where=where, user=source.user, message=detail)
     if "timeout expired" in lower:
         return (
             f"{where} did not answer within {source.connect_timeout:g}s; check source.host, "
             "source.port and any firewall in between."
         )
     if "ssl" in lower or "certificate" in lower:
-        return f"The TLS handshake with {where} failed ({detail}); check source.tls."
+        return handshake_failed(where, detail).message
     if "too many" in lower or "connection slots" in lower:
         return (
             f"{where} has no free connection ({detail}); raise max_connections or close idle "

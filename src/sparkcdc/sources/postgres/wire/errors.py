@@ -52,6 +52,15 @@ class Rule:
     text: str
 
 
+# also the catalog's (libpq's) refusals, :func:`..server.connect.login_error`
+TLS_ONLY = (
+    "{where} lets user '{user}' in only over TLS ({message}); set source.tls to preferred or a "
+    "stronger mode."
+)
+CLIENT_CERTIFICATE = (
+    "{where} asks user '{user}' for a client certificate ({message}); set source.tls's cert and "
+    "key to a certificate signed by a CA the server trusts (its ssl_ca_file)."
+)
 _AFRESH = "drop the slot and start the pipeline afresh with a new snapshot"
 _SLOT_STATE = "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots"
 _REFUSED = "{where} refused user '{user}' ({message}); check source.user and source.password."
@@ -62,6 +71,8 @@ RULES: tuple[Rule, ...] = (
     Rule(("42501", "28000"), ("replication role", "wal sender", "walsender"), MissingPrivilege,
          "user '{user}' may not open a replication connection to {where} ({message}); run "
          'ALTER ROLE "{user}" WITH REPLICATION (or connect as a role that has it).'),
+    Rule(("28000",), ("no encryption",), ConnectionFailed, TLS_ONLY),
+    Rule(("28000",), ("client certificate",), ConnectionFailed, CLIENT_CERTIFICATE),
     Rule(("28000",), ("pg_hba.conf",), ConnectionFailed,
          "{where} has no pg_hba.conf line letting user '{user}' into database '{database}' "
          "from here ({message}); add one (method scram-sha-256) and reload the server."),
