@@ -53,7 +53,10 @@ SERVER_TLS_SETTINGS = "ssl = on, ssl_cert_file, ssl_key_file"  # postgresql.conf
 class PgConnection:
     """A logged-in session; ``parameters`` holds what the server reported (server_version,
     integer_datetimes, server_encoding, ...), ``status`` the last ReadyForQuery state (``I``
-    idle, ``T`` in a transaction, ``E`` in a failed one)."""
+    idle, ``T`` in a transaction, ``E`` in a failed one); ``tls_off``: a TCP session that did
+    not ask for TLS (``source.tls: disabled``)."""
+
+    tls_off = False
 
     def __init__(
         self,
@@ -75,11 +78,13 @@ class PgConnection:
         self.parameters: dict[str, str] = {}
         self.columns: list[tuple[str, int]] = []  # the last result's (name, type OID)
         self.backend_pid, self.cancel_key, self.status = 0, b"", "I"
+        tls = tls or TlsConfig()
+        self.tls_off = tls.mode == "disabled" and not host.startswith("/")
         raw = _open_socket(host, port, connect_timeout, self.where)
         self.sock: socket.socket | TlsSocket = raw
         try:
             if not host.startswith("/"):
-                self._start_tls(raw, tls or TlsConfig(), host)
+                self._start_tls(raw, tls, host)
             self.reader = m.MessageReader(self.sock, self.where)
             startup = {"user": user, "database": database, "application_name": application_name}
             if replication:
@@ -174,6 +179,7 @@ class PgConnection:
             database=self.database,
             slot=slot,
             statement=statement,
+            tls_off=self.tls_off,
         )
 
     def _login(self, password: str) -> None:

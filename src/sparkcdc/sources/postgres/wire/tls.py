@@ -45,6 +45,10 @@ class TlsSocket:
                 self._flush()
                 if not self._fill(0):
                     raise ConnectionResetError("the server closed the connection") from None
+            except ssl.SSLError:
+                with contextlib.suppress(OSError):
+                    self._flush()  # the alert saying why, for the server's log
+                raise
         self._flush()
 
     def version(self) -> str | None:
