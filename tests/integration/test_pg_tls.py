@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+import psycopg2
 import pytest
 
 from sparkcdc.config.model import SourceConfig, TlsConfig
@@ -93,7 +94,7 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
 
 def test_the_server_lets_nobody_in_without_tls(secure: Secure) -> None:
     """The fixture is what the other tests rely on: a clear-text login is refused."""
-    with pytest.raises(Exception, match="no encryption"):
+    with pytest.raises(psycopg2.OperationalError, match="no encryption"):
         secure.server.connect(DATABASE, sslmode="disable")
 
 
