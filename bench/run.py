@@ -343,6 +343,11 @@ def main() -> int:
         default=1_000_000,
         help="changes of the pg-stream section (inserts, then --update-rounds updates of each row)",
     )
+    parser.add_argument(
+        "--pg-no-profile",
+        action="store_true",
+        help="skip the pg-stream section's py-spy run of the reader",
+    )
     parser.add_argument("--only", choices=list(SECTIONS), action="append")
     args = parser.parse_args()
     sections = args.only or list(SECTIONS)

@@ -204,6 +204,25 @@ def test_error_table(
     assert err.fields["sqlstate"] == code and err.fields["server_message"] == message
 
 
+def test_tls_refusals_name_source_tls() -> None:
+    """Clear text refused: the sentence names source.tls only where it was disabled (a server
+    without a matching line says "no encryption" to every clear-text login)."""
+    clear = m.ServerError("FATAL", "28000", 'no pg_hba.conf entry for host "10.0.0.1", user '
+                          '"cdc", database "shop", no encryption')  # fmt: skip
+    off = pg_error(clear, W, user="cdc", database="shop", tls_off=True)
+    assert "in without TLS" in str(off) and "source.tls is disabled; set source.tls" in str(off)
+    assert "source.tls" not in str(pg_error(clear, W, user="cdc", database="shop"))
+    cert = m.ServerError("FATAL", "28000", "connection requires a valid client certificate")
+    err = pg_error(cert, W, user="cdc", database="shop")
+    assert type(err) is ConnectionFailed
+    assert str(err) == (
+        "PostgreSQL at db:5432 asks user 'cdc' for a client certificate (connection requires a "
+        "valid client certificate); set source.tls's cert and key to a certificate signed by a "
+        "CA the server trusts (its ssl_ca_file)."
+    )
+    assert str(off).count("; ") == str(err).count("; ") == 1
+
+
 def test_error_fallback() -> None:
     err = pg_error(
         m.ServerError("ERROR", "42P01", 'relation "t" does not exist', "", "Create it."),

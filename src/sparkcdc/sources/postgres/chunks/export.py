@@ -38,7 +38,7 @@ class ExportedSnapshot:
         self._conn = PgConnection(
             source.host, source.port, source.user, source.password.reveal(),
             PostgresSettings.of(source).database, replication=True,
-            connect_timeout=source.connect_timeout,
+            connect_timeout=source.connect_timeout, tls=source.tls,
         )  # fmt: skip
         name = f"{slot[:48]}_pin_{secrets.token_hex(4)}"
         try:

@@ -18,6 +18,10 @@ flush and apply positions are all the position the consumer confirmed (:meth:`co
 more. A status update also goes out every ``status_interval`` seconds (asking for a reply when
 the server has been silent, so a dead link shows), also from :meth:`send_status` when the
 consumer is busy, so ``wal_sender_timeout`` never ends the session.
+
+Inside TLS the connection's socket is a :class:`~.tls.TlsSocket`: a read without waiting
+decrypts the whole records it holds before it reads the socket, so the socket is polled only
+once such a read found nothing, as in clear text.
 """
 
 from __future__ import annotations
@@ -238,6 +242,10 @@ class ReplicationStream:
                 self._status(now)
             if now >= deadline:
                 return False
+
+    def close(self) -> None:
+        """Close the connection at once (no CopyDone: from another thread, to unblock)."""
+        self.conn.close()
 
     def _failed(self) -> Exception:
         """The sparkcdc error for the ErrorResponse received, once the session is idle again."""
