@@ -156,6 +156,29 @@ def test_reader_joins_pieces_and_grows() -> None:
             reader.read()
 
 
+@pytest.mark.parametrize("size", [0, 3, m.MAX_MESSAGE + 1, 0xFFFFFFFF])
+def test_reader_refuses_a_length_no_server_sends(size: int) -> None:
+    """A damaged length word is a connection out of step: one sentence, not a read of
+    gigabytes nor a loop on a message of no length."""
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        reader = m.MessageReader(ours, "PostgreSQL at test", bufsize=16)
+        theirs.sendall(b"d" + struct.pack(">I", size) + b"xyz")
+        with pytest.raises(ConnectionFailed, match="whose length word says .* out of step"):
+            reader.read()
+        assert len(reader.buf) == 16
+
+
+def test_stream_refuses_a_length_no_server_sends() -> None:
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        stream = stream_on(ours)
+        sender = feed(theirs, xlog(0x200, b"B" * 30) + b"d\0\0\0\x02" + b"\0" * 40, 64)
+        with pytest.raises(ConnectionFailed, match="out of step"):
+            list(stream.batches(wait=None))
+        sender.join()
+
+
 # -- errors -------------------------------------------------------------------------------------
 
 W = "PostgreSQL at db:5432"

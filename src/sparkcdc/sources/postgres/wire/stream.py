@@ -172,7 +172,7 @@ class ReplicationStream:
         if end - s < 5:
             self._need = 5
             return []
-        self._need = 1 + _U32.unpack_from(reader.buf, s + 1)[0]
+        self._need = 1 + m.message_size(reader.buf, s, reader.where)
         if self._need > end - s:
             return []
         data = reader.view[s:end].tobytes()  # one copy, so each item is a plain slice
@@ -181,7 +181,9 @@ class ReplicationStream:
         stop, p = len(data), 0
         while stop - p > 5:
             q = p + 1 + unpack(data, p + 1)[0]
-            if q > stop:
+            if q > stop or q < p + 5:
+                if q < p + 5:
+                    m.message_size(data, p, reader.where)  # raises: no message is that short
                 break
             if data[p] == 100 and data[p + 5] == 119:  # CopyData holding XLogData
                 append(data[p + 5 : q])
