@@ -32,7 +32,13 @@ import psycopg2.errors
 import psycopg2.extensions
 
 from sparkcdc.config.model import SourceConfig, TlsConfig
-from sparkcdc.core.errors import ConnectionFailed, MissingPrivilege, SourceError
+from sparkcdc.core.errors import (
+    ConfigError,
+    ConnectionFailed,
+    MissingPrivilege,
+    SourceError,
+    SparkCDCError,
+)
 from sparkcdc.sources.postgres.settings import PostgresSettings
 from sparkcdc.sources.postgres.wire.connection import SERVER_TLS_SETTINGS
 from sparkcdc.sources.postgres.wire.errors import CLEAR_TEXT_REFUSED, CLIENT_CERTIFICATE
@@ -196,8 +202,9 @@ def system_authorities() -> str:
     return cafile if cafile and os.path.isfile(cafile) else "system"
 
 
-def login_error(text: str, source: SourceConfig, database: str) -> ConnectionFailed:
-    """The sentence for libpq's message ``text`` about a failed login."""
+def login_error(text: str, source: SourceConfig, database: str) -> SparkCDCError:
+    """The sentence for libpq's message ``text`` about a failed login; a database the server
+    does not have is the pipeline file's error (ConfigError naming ``source.database``)."""
     where, user = f"PostgreSQL at {source.host}:{source.port}", source.user
     detail = _libpq_words(text)
     lower = detail.lower()
@@ -218,7 +225,10 @@ def login_error(text: str, source: SourceConfig, database: str) -> ConnectionFai
             f'ALTER ROLE "{user}" LOGIN, or check source.user.'
         )
     elif "database" in lower and "does not exist" in lower:
-        message = f"{where} has no database '{database}'; check source.database."
+        return ConfigError(
+            f"{where} has no database '{database}'; check source.database.",
+            key="source.database", **fields,
+        )  # fmt: skip
     elif (
         "no pg_hba.conf entry" in lower
         and "no encryption" in lower
