@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import select
 import struct
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -130,21 +129,6 @@ def reader_over(
             config, start, store, schemas, slot=slot, publication=publication, item_rows=2048,
             typed=True, open_stream=open_stream,
         )  # fmt: skip
-        seen = 0
-        started = time.perf_counter()
-        reader.start()
-        try:
-            while seen < rows:
-                if reader.error is not None:
-                    raise reader.error
-                batch = store.get(timeout=1.0)
-                if batch is None:
-                    continue
-                seen += sum(item.rows for item in batch.items if not item.is_ddl)
-                store.ack(batch)
-            elapsed = time.perf_counter() - started
-        finally:
-            reader.stop()
-        return baselines.Measurement(name, seen, elapsed)
+        return baselines.drain_reader(name, reader, store, rows)
 
     return measure
