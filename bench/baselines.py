@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
+from sparkcdc.sources.port import LogReader
+from sparkcdc.store.ring import EventStore
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,27 @@ def alternating(repeats: int, *measures: Callable[[], Measurement]) -> list[Meas
         middle = sorted(taken, key=lambda m: m.seconds)[len(taken) // 2]
         out.append(replace(middle, runs=tuple(m.seconds for m in taken)))
     return out
+
+
+def drain_reader(name: str, reader: LogReader, store: EventStore, rows: int) -> Measurement:
+    """Start ``reader`` and take its items from ``store`` until ``rows`` row changes came: the
+    log reader alone, timed from its start."""
+    seen = 0
+    started = time.perf_counter()
+    reader.start()
+    try:
+        while seen < rows:
+            if reader.error is not None:
+                raise reader.error
+            batch = store.get(timeout=1.0)
+            if batch is None:
+                continue
+            seen += sum(item.rows for item in batch.items if not item.is_ddl)
+            store.ack(batch)
+        elapsed = time.perf_counter() - started
+    finally:
+        reader.stop()
+    return Measurement(name, seen, elapsed)
 
 
 def mariadb_binlog(server: ThrowawayMariaDB, rows: int) -> Measurement:

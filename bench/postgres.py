@@ -15,7 +15,11 @@ Measured, taking turns (:func:`bench.baselines.alternating`):
   typed images, the store drained) until every change arrived;
 - ``pg_recvlogical --endpos`` (PostgreSQL's C client): binary pgoutput to ``/dev/null``;
 - :class:`PlainPgoutputReader`: what a Python user writes with psycopg2's replication support,
-  every pgoutput message decoded with :mod:`struct` into one dict per change.
+  every pgoutput message decoded with :mod:`struct` into one dict per change;
+- the transports (:mod:`bench.pg_transport`): sparkcdc's reader once more over psycopg2's
+  ``LogicalReplicationConnection`` in place of its own wire client, and both inside TLS
+  (``source.tls: required``; the server runs with ``ssl=on`` and a certificate made for the
+  run, the baselines above connect without TLS).
 
 CPU seconds per run: the bench process's, its children's (``pg_recvlogical``) and the server's
 (the postmaster and its backends: mostly the WAL sender decoding the WAL for pgoutput). Where
@@ -49,11 +53,13 @@ from typing import Any
 
 import psycopg2
 from psycopg2.extras import LogicalReplicationConnection, StopReplication
+from tests.cases.tls import make_certificates
 
-from bench import baselines
-from sparkcdc.config.model import SourceConfig
+from bench import baselines, pg_transport
+from sparkcdc.config.model import SourceConfig, TlsConfig
 from sparkcdc.sources.postgres.settings import PostgresSettings
-from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
+from sparkcdc.sources.postgres.stream.transport import LogStream, OpenStream, open_wire_stream
+from sparkcdc.sources.postgres.throwaway import ServerTls, ThrowawayPostgres
 from sparkcdc.sources.postgres.wire.lsn import format_lsn, parse_lsn
 
 ReaderOnly = Callable[[Any, int, Path], baselines.Measurement]  # (server or config, rows, folder)
@@ -61,7 +67,14 @@ Cpu = list[tuple[float, float, float]]  # per run: bench process, its children, 
 
 DATABASE = "bench"
 PUBLICATION = "bench_events"
-KINDS = ("sparkcdc", "recvlogical", "python")  # the measured readers, one slot each per run
+# the measured readers, one slot each per run; the last three: sparkcdc's reader over the
+# other transports (TRANSPORTS)
+KINDS = ("sparkcdc", "recvlogical", "python", "psycopg2", "wire-tls", "psycopg2-tls")
+TRANSPORT_NAMES = {
+    "psycopg2": "sparkcdc log reader over psycopg2 (libpq), clear text",
+    "wire-tls": "sparkcdc log reader over its wire client, TLS",
+    "psycopg2-tls": "sparkcdc log reader over psycopg2 (libpq), TLS",
+}
 PROFILE_SLOT = "bench_profile"
 SPY_RATE = 97  # samples per second, off the beat of timers
 TABLE_DDL = (
@@ -81,7 +94,7 @@ END $$"""
 
 def slot_name(kind: str, run: int) -> str:
     """The slot of run ``run`` (from 0) of reader ``kind``."""
-    return f"bench_{kind}_{run}"
+    return f"bench_{kind.replace('-', '_')}_{run}"
 
 
 # -- the server and the workload -------------------------------------------------------------
@@ -143,13 +156,36 @@ def write_workload(server: ThrowawayPostgres, inserts: int, update_rounds: int) 
     return Load(inserts, update_rounds, seconds, parse_lsn(end))
 
 
-def source_config(slot: str, host: str, port: int, user: str, password: str) -> SourceConfig:
+def source_config(
+    slot: str, host: str, port: int, user: str, password: str, tls: str = "disabled"
+) -> SourceConfig:
     """sparkcdc's source configuration reading ``public.events`` from ``slot``."""
     settings = PostgresSettings(database=DATABASE, slot=slot, publication=PUBLICATION)
     return SourceConfig(
         host, port, user, password, (r"public\.events",), startup="earliest", type="postgres",
-        settings=settings,
+        settings=settings, tls=TlsConfig(tls),
     )  # fmt: skip
+
+
+def checked(open_stream: OpenStream, encrypted: bool) -> OpenStream:
+    """``open_stream``, checking that each stream it opens is (or is not) inside TLS."""
+
+    def opened(*args: Any) -> LogStream:
+        stream: Any = open_stream(*args)
+        inside = stream.encrypted if hasattr(stream, "encrypted") else stream.conn.encrypted
+        if inside != encrypted:
+            stream.close()
+            raise RuntimeError(f"the stream is {'' if inside else 'not '}inside TLS")
+        return stream  # type: ignore[no-any-return]
+
+    return opened
+
+
+TRANSPORTS: dict[str, tuple[OpenStream, str]] = {  # kind: (opener, source.tls)
+    "psycopg2": (checked(pg_transport.Psycopg2Stream, False), "disabled"),
+    "wire-tls": (checked(open_wire_stream, True), "required"),
+    "psycopg2-tls": (checked(pg_transport.Psycopg2Stream, True), "required"),
+}
 
 
 def confirmed_lsn(server: ThrowawayPostgres, slot: str) -> int:
@@ -179,7 +215,10 @@ def recvlogical_tool() -> str:
 def pg_recvlogical(server: ThrowawayPostgres, slot: str, load: Load) -> baselines.Measurement:
     """``pg_recvlogical --start --endpos`` on ``slot``, binary pgoutput to /dev/null; it must
     exit 0 and have confirmed the slot up to the end LSN."""
-    dsn = f"host={server.host} port={server.port} user={server.user} dbname={DATABASE}"
+    dsn = (
+        f"host={server.host} port={server.port} user={server.user} dbname={DATABASE} "
+        "sslmode=disable"
+    )
     command = [
         recvlogical_tool(), "-d", dsn, "--slot", slot, "--start", "--no-loop",
         "-o", "proto_version=1", "-o", f"publication_names={PUBLICATION}",
@@ -321,7 +360,9 @@ def plain_python(server: ThrowawayPostgres, slot: str, load: Load) -> baselines.
     """:class:`PlainPgoutputReader` on ``slot`` through psycopg2's replication connection."""
     reader = PlainPgoutputReader(load.end_lsn, load.changes)
     started = time.perf_counter()
-    conn = psycopg2.connect(server.dsn(DATABASE), connection_factory=LogicalReplicationConnection)
+    conn = psycopg2.connect(
+        server.dsn(DATABASE), connection_factory=LogicalReplicationConnection, sslmode="disable"
+    )
     try:
         cur = conn.cursor()
         options = {"proto_version": "1", "publication_names": PUBLICATION}
@@ -506,8 +547,8 @@ def _profile_main(spec_text: str) -> None:
 
 def measure(
     server: ThrowawayPostgres, load: Load, reader_only: ReaderOnly, repeats: int, work: Path
-) -> tuple[list[baselines.Measurement], tuple[Cpu, Cpu, Cpu]]:
-    """The three readers, taking turns, each run from a slot of its own."""
+) -> tuple[list[baselines.Measurement], tuple[Cpu, ...]]:
+    """The readers, taking turns, each run from a slot of its own."""
     turns = {kind: iter(range(repeats)) for kind in KINDS}
     login = server.host, server.port, server.user, server.password
 
@@ -516,7 +557,13 @@ def measure(
 
     folder = work / "sparkcdc"
     folder.mkdir()
-    cpu: tuple[Cpu, Cpu, Cpu] = ([], [], [])
+    cpu: tuple[Cpu, ...] = tuple([] for _ in KINDS)
+
+    def over(kind: str) -> Callable[[], baselines.Measurement]:
+        open_stream, tls = TRANSPORTS[kind]
+        measure = pg_transport.reader_over(open_stream, TRANSPORT_NAMES[kind])
+        return lambda: measure(source_config(slot(kind), *login, tls), load.changes, folder)
+
     measured = baselines.alternating(
         repeats,
         with_cpu(
@@ -525,6 +572,7 @@ def measure(
         ),
         with_cpu(lambda: pg_recvlogical(server, slot("recvlogical"), load), server, cpu[1]),
         with_cpu(lambda: plain_python(server, slot("python"), load), server, cpu[2]),
+        *(with_cpu(over(kind), server, cpu[i]) for i, kind in enumerate(KINDS) if i >= 3),
     )  # fmt: skip
     return measured, cpu
 
@@ -546,23 +594,31 @@ def _figures(m: baselines.Measurement, cpu: Cpu) -> dict[str, Any]:
 def pg_stream_section(
     args: argparse.Namespace, work: Path, reader_only: ReaderOnly
 ) -> dict[str, Any]:
-    """PostgreSQL log streaming: sparkcdc's reader, pg_recvlogical, plain Python."""
+    """PostgreSQL log streaming: sparkcdc's reader, pg_recvlogical, plain Python; sparkcdc's
+    reader over psycopg2, and both transports inside TLS."""
     inserts = args.pg_changes // (1 + args.update_rounds)
     slots = [slot_name(k, i) for i in range(args.repeats) for k in KINDS] + [PROFILE_SLOT]
-    server = ThrowawayPostgres.start(base_dir=server_base(work), settings={"autovacuum": "off"})
+    certificates = work / "certificates"
+    certificates.mkdir()
+    certs = make_certificates(certificates)
+    server = ThrowawayPostgres.start(
+        base_dir=server_base(work), settings={"autovacuum": "off"},
+        tls=ServerTls(certs["server"], certs["key"]),
+    )  # fmt: skip
     try:
         prepare(server, slots)
         load = write_workload(server, inserts, args.update_rounds)
         [(version,)] = server.query("SHOW server_version")
         print(f"PostgreSQL {version}: wrote {load.changes:,} changes in {load.seconds:.1f}s, "
               f"to {format_lsn(load.end_lsn)}", flush=True)  # fmt: skip
-        (cdc, recv, plain), cpu = measure(server, load, reader_only, args.repeats, work)
-        for m in (cdc, recv, plain):
+        measured, cpu = measure(server, load, reader_only, args.repeats, work)
+        for m in measured:
             runs = ", ".join(f"{s:.2f}" for s in m.runs)
             print(f"  {m.name}: {m.rows_per_s:,.0f}/s (median of {runs} s)", flush=True)
-        profile = profile_reader(server, load, work)
+        profile = profile_reader(server, load, work) if not args.pg_no_profile else None
     finally:
         server.stop()
+    cdc, recv, plain, over_pq, wire_tls, pq_tls = measured
     return {
         "changes": load.changes,
         "inserts": inserts,
@@ -575,6 +631,17 @@ def pg_stream_section(
         "ratio_recvlogical": cdc.rows_per_s / recv.rows_per_s,
         "ratio_plain_python": cdc.rows_per_s / plain.rows_per_s,
         "profile": profile,
+        "transports": {
+            "wire": _figures(cdc, cpu[0])
+            | {"name": "sparkcdc log reader over its wire client, clear text"},
+            "psycopg2": _figures(over_pq, cpu[3]),
+            "wire_tls": _figures(wire_tls, cpu[4]),
+            "psycopg2_tls": _figures(pq_tls, cpu[5]),
+            "ratio_clear": cdc.rows_per_s / over_pq.rows_per_s,
+            "ratio_tls": wire_tls.rows_per_s / pq_tls.rows_per_s,
+            "tls_cost_wire": wire_tls.seconds / cdc.seconds,
+            "tls_cost_psycopg2": pq_tls.seconds / over_pq.seconds,
+        },
     }
 
 

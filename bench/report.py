@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -570,6 +571,42 @@ def _pg_stream(s: dict[str, Any]) -> list[str]:
         f"sparkcdc/plain Python: **{p:.2f}×** (goal ≥ 10×: {goal(p, 10)}).",
         "",
         *_pg_profile(s.get("profile")),
+        *_pg_transports(s.get("transports"), row),
+    ]
+
+
+def _pg_transports(t: dict[str, Any] | None, row: Callable[[dict[str, Any]], str]) -> list[str]:
+    """Section 7's transports: the same reader over its wire client and over psycopg2."""
+    if not t:
+        return []
+    return [
+        "### The reader's transport: its own wire client or psycopg2, in clear text and TLS",
+        "",
+        "The same runs, taking turns with those above: sparkcdc's log reader (the same "
+        "`PgLogReader`, typed images, the store drained until every change arrived) fed by "
+        "its own wire client (the first row is the table's first) or by psycopg2's "
+        "`LogicalReplicationConnection` (libpq; `bench.pg_transport.Psycopg2Stream`: "
+        "`read_message()` until it has nothing, each XLogData rebuilt as the wire's item, "
+        "about 0.25 µs a message, `select` on the socket), each in clear text and inside TLS "
+        "(`source.tls: required`: TLS 1.3, AES-256-GCM; the server runs with `ssl=on` and a "
+        "certificate made for the run). Command: `python -m bench.run --only pg-stream`.",
+        "",
+        "| reader | changes | seconds (runs) | rate | bench CPU | child CPU | server CPU |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        row(t["wire"]),
+        row(t["psycopg2"]),
+        row(t["wire_tls"]),
+        row(t["psycopg2_tls"]),
+        "",
+        f"Wire client/psycopg2: **{t['ratio_clear']:.2f}×** the rate in clear text, "
+        f"**{t['ratio_tls']:.2f}×** inside TLS; bench CPU "
+        f"{t['wire']['bench_cpu_s'] / t['psycopg2']['bench_cpu_s']:.2f}× and "
+        f"{t['wire_tls']['bench_cpu_s'] / t['psycopg2_tls']['bench_cpu_s']:.2f}× psycopg2's. "
+        f"TLS takes {t['tls_cost_wire']:.2f}× the seconds of clear text over the wire client, "
+        f"{t['tls_cost_psycopg2']:.2f}× over psycopg2. The wire client stays only while it is "
+        "faster end to end (docs/postgres.md): "
+        f"{'met' if min(t['ratio_clear'], t['ratio_tls']) > 1 else '**not met**'} in this run.",
+        "",
     ]
 
 

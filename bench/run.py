@@ -102,22 +102,8 @@ def reader_only(
     start = source.startup_offset("earliest")
     store = EventStore(max_bytes=64 * 1024 * 1024, max_items=16384, batch_mode="MEMSIZE")
     reader = source.open_reader(start, store, str(work / "history.jsonl"), 2048, typed=True)
-    seen = 0
-    started = time.perf_counter()
-    reader.start()
-    try:
-        while seen < rows:
-            if reader.error is not None:
-                raise reader.error
-            batch = store.get(timeout=1.0)
-            if batch is None:
-                continue
-            seen += sum(item.rows for item in batch.items if not item.is_ddl)
-            store.ack(batch)
-        elapsed = time.perf_counter() - started
-    finally:
-        reader.stop()
-    return baselines.Measurement("sparkcdc log reader (protocol + decode to Arrow)", seen, elapsed)
+    name = "sparkcdc log reader (protocol + decode to Arrow)"
+    return baselines.drain_reader(name, reader, store, rows)
 
 
 def throughput(args: argparse.Namespace, work: Path) -> dict[str, Any]:
@@ -342,6 +328,11 @@ def main() -> int:
         type=int,
         default=1_000_000,
         help="changes of the pg-stream section (inserts, then --update-rounds updates of each row)",
+    )
+    parser.add_argument(
+        "--pg-no-profile",
+        action="store_true",
+        help="skip the pg-stream section's py-spy run of the reader",
     )
     parser.add_argument("--only", choices=list(SECTIONS), action="append")
     args = parser.parse_args()

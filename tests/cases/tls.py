@@ -1,4 +1,5 @@
-"""Certificates for TLS tests, made with openssl."""
+"""Certificates for TLS tests, made with openssl: a CA, a server certificate it signs for
+127.0.0.1, and client certificates it signs."""
 
 from __future__ import annotations
 
@@ -22,3 +23,15 @@ def make_certificates(folder: Path) -> dict[str, Path]:
     return {name: folder / f"{name}.pem" for name in ("ca", "server")} | {
         "key": folder / "server.key"
     }
+
+
+def make_client_certificate(folder: Path, name: str = "client") -> dict[str, Path]:
+    """A client certificate for ``name`` (its CN) signed by the CA that
+    :func:`make_certificates` made in ``folder``: ``{"cert": ..., "key": ...}``."""
+    subprocess.run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key",
+                    "-out", f"{name}.csr", "-subj", f"/CN={name}"],
+                   cwd=folder, check=True, capture_output=True)  # fmt: skip
+    subprocess.run(["openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey",
+                    "ca.key", "-out", f"{name}.pem", "-CAcreateserial", "-days", "2"],
+                   cwd=folder, check=True, capture_output=True)  # fmt: skip
+    return {"cert": folder / f"{name}.pem", "key": folder / f"{name}.key"}

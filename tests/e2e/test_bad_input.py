@@ -388,3 +388,12 @@ def test_missing_database_is_named(pg: ThrowawayPostgres, tmp_path: Path) -> Non
                        password=pg.password)  # fmt: skip
     said = refused(cfg, CONFIG, "No table in database 'postgres' on ")
     assert "tables are looked for in source.database only (postgres when it is not set)" in said
+
+
+@POSTGRES
+def test_a_database_the_server_lacks_is_the_files_error(
+    pg: ThrowawayPostgres, tmp_path: Path
+) -> None:
+    cfg = write_config(tmp_path, pg, r"shop\.orders", kind="postgres", user=pg.user,
+                       password=pg.password, extra_source=", database: no_such_db")  # fmt: skip
+    refused(cfg, CONFIG, "has no database 'no_such_db'; check source.database.")

@@ -127,8 +127,9 @@ def test_login_refusals(postgres: ThrowawayPostgres, pgdb: str, role: Role) -> N
         connect(config(postgres, pgdb, password="wrong"))
     assert "refused user 'postgres' (password authentication failed" in str(err.value)
     assert "check source.user and source.password." in str(err.value)
-    with pytest.raises(ConnectionFailed, match="has no database 'nope'; check source.database."):
+    with pytest.raises(ConfigError, match="has no database 'nope'; check source.database.") as bad:
         connect(config(postgres, "nope"))
+    assert bad.value.fields["key"] == "source.database"  # the file's error: exit 78
     port = free_port()
     with pytest.raises(ConnectionFailed) as err:
         connect(config(postgres, pgdb, port=port))

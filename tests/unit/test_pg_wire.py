@@ -156,6 +156,29 @@ def test_reader_joins_pieces_and_grows() -> None:
             reader.read()
 
 
+@pytest.mark.parametrize("size", [0, 3, m.MAX_MESSAGE + 1, 0xFFFFFFFF])
+def test_reader_refuses_a_length_no_server_sends(size: int) -> None:
+    """A damaged length word is a connection out of step: one sentence, not a read of
+    gigabytes nor a loop on a message of no length."""
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        reader = m.MessageReader(ours, "PostgreSQL at test", bufsize=16)
+        theirs.sendall(b"d" + struct.pack(">I", size) + b"xyz")
+        with pytest.raises(ConnectionFailed, match="whose length word says .* out of step"):
+            reader.read()
+        assert len(reader.buf) == 16
+
+
+def test_stream_refuses_a_length_no_server_sends() -> None:
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        stream = stream_on(ours)
+        sender = feed(theirs, xlog(0x200, b"B" * 30) + b"d\0\0\0\x02" + b"\0" * 40, 64)
+        with pytest.raises(ConnectionFailed, match="out of step"):
+            list(stream.batches(wait=None))
+        sender.join()
+
+
 # -- errors -------------------------------------------------------------------------------------
 
 W = "PostgreSQL at db:5432"
@@ -202,6 +225,25 @@ def test_error_table(
     text = str(err)
     assert text.endswith(".") and text.count("; ") == 1 and "\n" not in text
     assert err.fields["sqlstate"] == code and err.fields["server_message"] == message
+
+
+def test_tls_refusals_name_source_tls() -> None:
+    """Clear text refused: the sentence names source.tls only where it was disabled (a server
+    without a matching line says "no encryption" to every clear-text login)."""
+    clear = m.ServerError("FATAL", "28000", 'no pg_hba.conf entry for host "10.0.0.1", user '
+                          '"cdc", database "shop", no encryption')  # fmt: skip
+    off = pg_error(clear, W, user="cdc", database="shop", tls_off=True)
+    assert "in without TLS" in str(off) and "source.tls is disabled; set source.tls" in str(off)
+    assert "source.tls" not in str(pg_error(clear, W, user="cdc", database="shop"))
+    cert = m.ServerError("FATAL", "28000", "connection requires a valid client certificate")
+    err = pg_error(cert, W, user="cdc", database="shop")
+    assert type(err) is ConnectionFailed
+    assert str(err) == (
+        "PostgreSQL at db:5432 asks user 'cdc' for a client certificate (connection requires a "
+        "valid client certificate); set source.tls's cert and key to a certificate signed by a "
+        "CA the server trusts (its ssl_ca_file)."
+    )
+    assert str(off).count("; ") == str(err).count("; ") == 1
 
 
 def test_error_fallback() -> None:

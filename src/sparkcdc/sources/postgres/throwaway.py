@@ -7,6 +7,10 @@ tuned for speed over durability. The superuser ``postgres`` logs in with a passw
 PostgreSQL refuses to run as root: as root, the server runs as the ``postgres`` system user
 (``nobody`` if there is none), which then owns the temporary folder.
 
+With ``tls=ServerTls(cert, key, ca)`` the server runs with ``ssl=on`` and that certificate (and
+checks client certificates against ``ca``); ``hba=`` replaces the pg_hba.conf lines, e.g.
+:data:`HBA_TLS_ONLY` (``hostssl``: TCP connections only inside TLS).
+
     server = ThrowawayPostgres.start()
     server.create_database("shop")
     server.execute("CREATE TABLE t (id int PRIMARY KEY)", database="shop")
@@ -34,7 +38,14 @@ import psycopg2.extensions
 
 from sparkcdc.sources.mysql.throwaway import ThrowawayServerError, free_port
 
-__all__ = ["CDC_SETTINGS", "ThrowawayPostgres", "ThrowawayServerError", "throwaway_postgres"]
+__all__ = [
+    "CDC_SETTINGS",
+    "HBA_TLS_ONLY",
+    "ServerTls",
+    "ThrowawayPostgres",
+    "ThrowawayServerError",
+    "throwaway_postgres",
+]
 
 CDC_SETTINGS: dict[str, str] = {
     "wal_level": "logical",
@@ -59,6 +70,43 @@ local   replication  all                 trust
 host    all          all   127.0.0.1/32  scram-sha-256
 host    replication  all   127.0.0.1/32  scram-sha-256
 """
+HBA_TLS_ONLY = """\
+# TYPE   DATABASE     USER  ADDRESS       METHOD
+local    all          all                 trust
+local    replication  all                 trust
+hostssl  all          all   127.0.0.1/32  scram-sha-256
+hostssl  replication  all   127.0.0.1/32  scram-sha-256
+"""
+
+
+@dataclass(frozen=True)
+class ServerTls:
+    """The server's certificate and key (PEM files), and the CA whose client certificates it
+    accepts (``ssl_ca_file``; a pg_hba.conf line with ``clientcert=verify-ca`` asks for one)."""
+
+    cert: Path
+    key: Path
+    ca: Path | None = None
+
+    def install(self, root: Path, account: pwd.struct_passwd | None) -> dict[str, str]:
+        """Copy the files into ``root/tls``, readable by the server's account only (as
+        PostgreSQL wants its key); the settings that turn TLS on with them."""
+        folder = root / "tls"
+        folder.mkdir(mode=0o700)
+        files = {"ssl_cert_file": self.cert, "ssl_key_file": self.key, "ssl_ca_file": self.ca}
+        settings = {"ssl": "on"}
+        for setting, source in files.items():
+            if source is None:
+                continue
+            copy = folder / f"{setting}.pem"
+            shutil.copyfile(source, copy)
+            copy.chmod(0o600)
+            if account is not None:
+                os.chown(copy, account.pw_uid, account.pw_gid)
+            settings[setting] = str(copy)
+        if account is not None:
+            os.chown(folder, account.pw_uid, account.pw_gid)
+        return settings
 
 
 def _bin_dir() -> Path:
@@ -118,22 +166,25 @@ class ThrowawayPostgres:
         settings: Mapping[str, str] | None = None,
         port: int | None = None,
         timeout: float = 60.0,
+        tls: ServerTls | None = None,
+        hba: str = HBA,
     ) -> ThrowawayPostgres:
         """``initdb`` a fresh folder (under ``base_dir``, which the server's account must be
         able to enter) and start the server with :data:`CDC_SETTINGS` and ``settings`` over
-        them; returns once it accepts connections."""
+        them, ``tls`` and the pg_hba.conf ``hba``; returns once it accepts connections."""
         bin_dir, account = _bin_dir(), _run_as()
         root = Path(tempfile.mkdtemp(prefix="sparkcdc-postgres-", dir=base_dir))
         try:
             if account is not None:
                 os.chown(root, account.pw_uid, account.pw_gid)
-            _initdb(bin_dir, root, cls.user, cls.password, account)
+            _initdb(bin_dir, root, cls.user, cls.password, account, hba)
             port = port or free_port()
             options = {
                 **CDC_SETTINGS,
                 "listen_addresses": "127.0.0.1",
                 "port": str(port),
                 "unix_socket_directories": str(root),
+                **(tls.install(root, account) if tls else {}),
                 **(settings or {}),
             }
             args = [str(bin_dir / "postgres"), "-D", str(root / "data")]
@@ -237,9 +288,14 @@ class ThrowawayPostgres:
 
 
 def _initdb(
-    bin_dir: Path, root: Path, user: str, password: str, account: pwd.struct_passwd | None
+    bin_dir: Path,
+    root: Path,
+    user: str,
+    password: str,
+    account: pwd.struct_passwd | None,
+    hba: str,
 ) -> None:
-    """A new cluster in ``root/data`` with our pg_hba.conf."""
+    """A new cluster in ``root/data`` with the pg_hba.conf ``hba``."""
     pwfile = root / "pwfile"
     pwfile.write_text(password + "\n")
     if account is not None:
@@ -266,7 +322,7 @@ def _initdb(
     if result.returncode != 0:
         hint = "" if account is None else f" (it ran as {account.pw_name}: can it enter {root}?)"
         raise ThrowawayServerError(f"initdb failed{hint}: {result.stderr.strip()[-800:]}")
-    (root / "data" / "pg_hba.conf").write_text(HBA)
+    (root / "data" / "pg_hba.conf").write_text(hba)
 
 
 def _spawn(args: list[str], root: Path) -> subprocess.Popen[bytes]:

@@ -22,8 +22,8 @@ from sparkcdc.config.secret import Secret
 from sparkcdc.core.errors import ConnectionFailed, LogPositionGone, MissingPrivilege, SourceError
 from sparkcdc.sources.mysql.binlog.auth import FIRST_ANSWERS, auth_response, more_data
 from sparkcdc.sources.mysql.binlog.packets import MAX_PACKET, split_events
-from sparkcdc.sources.mysql.server.tls import context as tls_context
-from sparkcdc.sources.mysql.server.tls import not_encrypted
+from sparkcdc.sources.tls import context as tls_context
+from sparkcdc.sources.tls import handshake_failed, not_encrypted
 
 _CAPS = (
     0x00000001  # LONG_PASSWORD
@@ -235,11 +235,7 @@ class ReplicationConnection:
             host = self.host if ctx.check_hostname else None
             self.sock = self.reader.sock = ctx.wrap_socket(self.sock, server_hostname=host)
         except (ssl.SSLError, ssl.CertificateError) as exc:
-            raise ConnectionFailed(
-                f"the TLS handshake with MySQL at {self.where} failed ({exc}); check "
-                "source.tls (its mode and ca)",
-                key="source.tls",
-            ) from exc
+            raise handshake_failed(f"MySQL at {self.where}", exc) from exc
         return _CLIENT_SSL
 
     def query(self, sql: str) -> None:

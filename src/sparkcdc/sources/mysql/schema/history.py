@@ -20,12 +20,11 @@ table before ``read_at`` is already in them and what it did to the rows cannot b
 
 from __future__ import annotations
 
-import json
 import os
-import threading
-from pathlib import Path
+from typing import Any
 
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.sources.json_lines import JsonLinesFile
 from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.schema.column_types import mapped_schema
 
@@ -36,13 +35,13 @@ class SchemaHistory:
     """An append-only JSONL file of (offset, schemas) records."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
         self._records: list[tuple[BinlogOffset, Schemas]] = []
         self._read_at: dict[tuple[str, str], BinlogOffset] = {}
-        self._read_bytes = 0
+        self._file = JsonLinesFile(path, self._absorb)
+        self.path = self._file.path
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._refresh()
+        with self._file.lock:
+            self._file.refresh()
 
     def record(
         self,
@@ -52,43 +51,22 @@ class SchemaHistory:
     ) -> None:
         """Append one record: from ``offset`` on, these are the captured tables' schemas
         (``read_at``: of the tables read from the catalog, where the log ended then)."""
-        doc = {
+        doc: dict[str, Any] = {
             "offset": offset.to_json(),
             "schemas": [s.to_json() for _, s in sorted(schemas.items())],
         }
         if read_at:
             doc["read_at"] = {f"{db}.{t}": o.to_json() for (db, t), o in sorted(read_at.items())}
-        line = json.dumps(doc, separators=(",", ":"), sort_keys=True)
-        data = (line + "\n").encode("utf-8")
-        with self._lock:
-            self._refresh()
-            self._cut_torn_tail()
-            created = not self.path.exists()
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                written = os.write(fd, data)
-                while written < len(data):  # a short write: finish the line
-                    written += os.write(fd, data[written:])
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if created:  # make the new file's name durable too
-                dir_fd = os.open(self.path.parent, os.O_RDONLY)
-                try:
-                    os.fsync(dir_fd)
-                finally:
-                    os.close(dir_fd)
-            self._records.append((offset, dict(schemas)))
-            self._read_at.update(read_at or {})
-            self._read_bytes += len(data)
+        with self._file.lock:
+            self._file.append(doc)
 
     def schemas_at(self, offset: BinlogOffset) -> Schemas | None:
         """The schemas of the latest record at or before ``offset`` (None if there is none).
 
         Of records with equal offsets (a log read twice after a restart) the last one wins.
         """
-        with self._lock:
-            self._refresh()
+        with self._file.lock:
+            self._file.refresh()
             best: tuple[BinlogOffset, Schemas] | None = None
             for rec_offset, schemas in self._records:
                 if rec_offset <= offset and (best is None or rec_offset >= best[0]):
@@ -97,52 +75,22 @@ class SchemaHistory:
 
     def read_at(self) -> dict[tuple[str, str], BinlogOffset]:
         """Per table read from the catalog, where the log ended when it was read (the latest)."""
-        with self._lock:
-            self._refresh()
+        with self._file.lock:
+            self._file.refresh()
             return dict(self._read_at)
 
     def offsets(self) -> list[BinlogOffset]:
         """The offsets of all records, in the order they were written."""
-        with self._lock:
-            self._refresh()
+        with self._file.lock:
+            self._file.refresh()
             return [o for o, _ in self._records]
 
-    def _refresh(self) -> None:
-        """Read whole lines appended since the last look (by this or another process)."""
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self._read_bytes)
-                tail = f.read()
-        except FileNotFoundError:
-            return
-        end = tail.rfind(b"\n")
-        if end < 0:
-            return
-        for raw in tail[: end + 1].splitlines():
-            if not raw.strip():
-                continue
-            try:
-                doc = json.loads(raw)
-                offset = BinlogOffset.from_json(doc["offset"])
-                tables = [mapped_schema(TableSchema.from_json(s)) for s in doc["schemas"]]
-                read_at = {
-                    (name.partition(".")[0], name.partition(".")[2]): BinlogOffset.from_json(at)
-                    for name, at in doc.get("read_at", {}).items()
-                }
-            except (ValueError, KeyError, TypeError):
-                continue  # a line torn by a crash and completed by a later append
-            self._records.append((offset, {(s.db, s.table): s for s in tables}))
-            self._read_at.update(read_at)
-        self._read_bytes += end + 1
-
-    def _cut_torn_tail(self) -> None:
-        """Drop an unfinished last line, so the next record starts on a line of its own."""
-        try:
-            size = self.path.stat().st_size
-        except FileNotFoundError:
-            return
-        if size > self._read_bytes:
-            with open(self.path, "r+b") as f:
-                f.truncate(self._read_bytes)
-                f.flush()
-                os.fsync(f.fileno())
+    def _absorb(self, doc: dict[str, Any]) -> None:
+        offset = BinlogOffset.from_json(doc["offset"])
+        tables = [mapped_schema(TableSchema.from_json(s)) for s in doc["schemas"]]
+        read_at = {
+            (name.partition(".")[0], name.partition(".")[2]): BinlogOffset.from_json(at)
+            for name, at in doc.get("read_at", {}).items()
+        }
+        self._records.append((offset, {(s.db, s.table): s for s in tables}))
+        self._read_at.update(read_at)

@@ -17,7 +17,8 @@ from sparkcdc.config.model import SourceConfig, TlsConfig
 from sparkcdc.config.secret import Secret
 from sparkcdc.core.errors import ConnectionFailed, LogNotReady, MissingPrivilege, SourceError
 from sparkcdc.sources.mysql.server.connect import connect
-from sparkcdc.sources.mysql.server.tls import not_encrypted, pymysql_options
+from sparkcdc.sources.mysql.server.tls import pymysql_options
+from sparkcdc.sources.tls import handshake_failed, not_encrypted
 
 
 class ServerConnection:
@@ -88,11 +89,7 @@ class ServerConnection:
                 **fields,
             )
         if any(word in detail.lower() for word in ("ssl", "certificate", "tls")):
-            return ConnectionFailed(
-                f"The TLS handshake with {self.address} failed ({detail}); check source.tls "
-                "(its mode and ca).",
-                **fields,
-            )
+            return handshake_failed(self.address, detail, **fields)
         if "timed out" in detail.lower():
             return ConnectionFailed(
                 f"The server at {self.address} did not answer within "

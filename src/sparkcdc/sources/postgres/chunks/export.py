@@ -31,14 +31,15 @@ log = logging.getLogger("sparkcdc.snapshot")
 
 
 class ExportedSnapshot:
-    """:class:`~sparkcdc.sources.port.PinHolder`: the replication connection that created the
-    temporary slot ``<slot>_pin_<random>``, kept open and idle until :meth:`close`."""
+    """A pin (the port's :class:`~sparkcdc.sources.port.PinHolder` with :mod:`.pin_view`): the
+    replication connection that created the temporary slot ``<slot>_pin_<random>``, kept open
+    and idle until :meth:`close`."""
 
     def __init__(self, source: SourceConfig, slot: str) -> None:
         self._conn = PgConnection(
             source.host, source.port, source.user, source.password.reveal(),
             PostgresSettings.of(source).database, replication=True,
-            connect_timeout=source.connect_timeout,
+            connect_timeout=source.connect_timeout, tls=source.tls,
         )  # fmt: skip
         name = f"{slot[:48]}_pin_{secrets.token_hex(4)}"
         try:

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import re
+import ssl
 from collections.abc import Sequence
 from typing import Any, Self
 
@@ -30,8 +32,17 @@ import psycopg2.errors
 import psycopg2.extensions
 
 from sparkcdc.config.model import SourceConfig, TlsConfig
-from sparkcdc.core.errors import ConnectionFailed, MissingPrivilege, SourceError
+from sparkcdc.core.errors import (
+    ConfigError,
+    ConnectionFailed,
+    MissingPrivilege,
+    SourceError,
+    SparkCDCError,
+)
 from sparkcdc.sources.postgres.settings import PostgresSettings
+from sparkcdc.sources.postgres.wire.connection import SERVER_TLS_SETTINGS
+from sparkcdc.sources.postgres.wire.errors import CLEAR_TEXT_REFUSED, CLIENT_CERTIFICATE
+from sparkcdc.sources.tls import handshake_failed, not_encrypted
 
 Row = tuple[Any, ...]
 
@@ -169,12 +180,12 @@ def connect(source: SourceConfig, database: str | None = None) -> Session:
 
 
 def tls_options(tls: TlsConfig) -> dict[str, str]:
-    """libpq's ``sslmode`` and certificate options for ``source.tls``."""
+    """libpq's ``sslmode`` and certificate options for ``source.tls``. The CA goes to the
+    verifying modes only: libpq's ``require`` with a root certificate verifies it, where
+    ``required`` trusts any certificate, as on the replication connection."""
     options = {"sslmode": SSL_MODES.get(tls.mode, "prefer")}
-    if tls.ca:
-        options["sslrootcert"] = tls.ca
-    elif tls.verifies:
-        options["sslrootcert"] = "system"  # the system's authorities (libpq 16+)
+    if tls.verifies:
+        options["sslrootcert"] = tls.ca or system_authorities()
     if tls.cert:
         options["sslcert"] = tls.cert
     if tls.key:
@@ -182,8 +193,18 @@ def tls_options(tls: TlsConfig) -> dict[str, str]:
     return options
 
 
-def login_error(text: str, source: SourceConfig, database: str) -> ConnectionFailed:
-    """The sentence for libpq's message ``text`` about a failed login."""
+def system_authorities() -> str:
+    """The system's certificate authorities as libpq's ``sslrootcert``: the file Python's ssl
+    reads them from (libpq refuses its own word for them, ``system``, with ``verify-ca``:
+    ``verify-ca`` without ``ca`` trusts what the replication connection trusts); ``system``
+    where there is no such file."""
+    cafile = ssl.get_default_verify_paths().cafile
+    return cafile if cafile and os.path.isfile(cafile) else "system"
+
+
+def login_error(text: str, source: SourceConfig, database: str) -> SparkCDCError:
+    """The sentence for libpq's message ``text`` about a failed login; a database the server
+    does not have is the pipeline file's error (ConfigError naming ``source.database``)."""
     where, user = f"PostgreSQL at {source.host}:{source.port}", source.user
     detail = _libpq_words(text)
     lower = detail.lower()
@@ -204,7 +225,16 @@ def login_error(text: str, source: SourceConfig, database: str) -> ConnectionFai
             f'ALTER ROLE "{user}" LOGIN, or check source.user.'
         )
     elif "database" in lower and "does not exist" in lower:
-        message = f"{where} has no database '{database}'; check source.database."
+        return ConfigError(
+            f"{where} has no database '{database}'; check source.database.",
+            key="source.database", **fields,
+        )  # fmt: skip
+    elif (
+        "no pg_hba.conf entry" in lower
+        and "no encryption" in lower
+        and source.tls.mode == "disabled"
+    ):
+        message = CLEAR_TEXT_REFUSED.format(where=where, user=user, message=detail)
     elif "no pg_hba.conf entry" in lower:
         found = _CLIENT_HOST.search(detail)
         client = found[1] if found else "<this host's address>"
@@ -227,13 +257,18 @@ def login_error(text: str, source: SourceConfig, database: str) -> ConnectionFai
 
 def _other_login_error(where: str, detail: str, source: SourceConfig) -> str:
     lower = detail.lower()
+    if "does not support ssl" in lower:
+        address = f"{source.host}:{source.port}"
+        return not_encrypted(address, source.tls, SERVER_TLS_SETTINGS).message
+    if "client certificate" in lower:
+        return CLIENT_CERTIFICATE.format(where=where, user=source.user, message=detail)
     if "timeout expired" in lower:
         return (
             f"{where} did not answer within {source.connect_timeout:g}s; check source.host, "
             "source.port and any firewall in between."
         )
     if "ssl" in lower or "certificate" in lower:
-        return f"The TLS handshake with {where} failed ({detail}); check source.tls."
+        return handshake_failed(where, detail).message
     if "too many" in lower or "connection slots" in lower:
         return (
             f"{where} has no free connection ({detail}); raise max_connections or close idle "
@@ -248,9 +283,12 @@ def _other_login_error(where: str, detail: str, source: SourceConfig) -> str:
 
 
 def _libpq_words(text: str) -> str:
-    """libpq's message without its ``connection to server at … failed:`` and ``FATAL:``."""
+    """libpq's message without its ``connection to server at … failed:`` and ``FATAL:``; of a
+    host name's several addresses tried, the last one's (``localhost``: ``::1`` refused, then
+    ``127.0.0.1`` answered)."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    first = lines[0] if lines else text.strip()
+    attempts = [line for line in lines if line.startswith("connection to server")]
+    first = attempts[-1] if attempts else lines[0] if lines else text.strip()
     first = re.sub(r"^connection to server (at|on) .*? failed:\s*", "", first)
     return re.sub(r"^(FATAL|ERROR):\s*", "", first).rstrip(".") or "no reason given"
 

@@ -21,11 +21,10 @@ resume at the change's own item reads it again.
 
 from __future__ import annotations
 
-import json
 import os
-import threading
-from pathlib import Path
+from typing import Any
 
+from sparkcdc.sources.json_lines import JsonLinesFile
 from sparkcdc.sources.port import TableName
 from sparkcdc.sources.postgres.offset import LsnOffset
 from sparkcdc.sources.postgres.stream.existing import TableState
@@ -37,46 +36,23 @@ class RelationHistory:
     """An append-only JSONL file of (offset, table, state) records (module docstring)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
         self._records: list[tuple[LsnOffset, TableName, TableState]] = []
-        self._read_bytes = 0
-        self._refresh()
+        self._file = JsonLinesFile(path, self._absorb)
+        self.path = self._file.path
+        with self._file.lock:
+            self._file.refresh()
 
     def record(self, offset: LsnOffset, name: TableName, state: TableState) -> None:
         """From ``offset`` on, ``state`` is ``name``'s."""
-        line = json.dumps(
-            {"v": VERSION, "offset": offset.to_json(), "table": list(name),
-             "state": state.to_json()},
-            separators=(",", ":"), sort_keys=True,
-        )  # fmt: skip
-        data = (line + "\n").encode("utf-8")
-        with self._lock:
-            self._refresh()
-            self._cut_torn_tail()
-            created = not self.path.exists()
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                written = 0
-                while written < len(data):  # a short write: finish the line
-                    written += os.write(fd, data[written:])
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if created:  # the new file's name made durable too
-                folder = os.open(self.path.parent, os.O_RDONLY)
-                try:
-                    os.fsync(folder)
-                finally:
-                    os.close(folder)
-            self._records.append((offset, name, state))
-            self._read_bytes += len(data)
+        doc = {"v": VERSION, "offset": offset.to_json(), "table": list(name),
+               "state": state.to_json()}  # fmt: skip
+        with self._file.lock:
+            self._file.append(doc)
 
     def states_at(self, offset: LsnOffset) -> dict[TableName, TableState]:
         """Each table's state of the latest record at or before ``offset``."""
-        with self._lock:
-            self._refresh()
+        with self._file.lock:
+            self._file.refresh()
             best: dict[TableName, tuple[LsnOffset, TableState]] = {}
             for at, name, state in self._records:
                 found = best.get(name)
@@ -87,8 +63,8 @@ class RelationHistory:
     def first_states(self) -> dict[TableName, tuple[LsnOffset, TableState]]:
         """Each table's earliest record (the first written of those at its offset), with its
         offset: in a new pipeline's history, what its snapshot's first pin recorded."""
-        with self._lock:
-            self._refresh()
+        with self._file.lock:
+            self._file.refresh()
             first: dict[TableName, tuple[LsnOffset, TableState]] = {}
             for at, name, state in self._records:
                 found = first.get(name)
@@ -96,37 +72,9 @@ class RelationHistory:
                     first[name] = (at, state)
             return first
 
-    def _refresh(self) -> None:
-        """Read the whole lines appended since the last look."""
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self._read_bytes)
-                tail = f.read()
-        except FileNotFoundError:
+    def _absorb(self, doc: dict[str, Any]) -> None:
+        if doc.get("v") != VERSION:
             return
-        end = tail.rfind(b"\n")
-        if end < 0:
-            return
-        for raw in tail[: end + 1].splitlines():
-            try:
-                doc = json.loads(raw)
-                if doc.get("v") != VERSION:
-                    continue
-                offset = LsnOffset.from_json(doc["offset"])
-                db, table = doc["table"]
-                self._records.append((offset, (db, table), TableState.from_json(doc["state"])))
-            except (ValueError, KeyError, TypeError, AttributeError):
-                continue  # a line torn by a crash and completed by a later append
-        self._read_bytes += end + 1
-
-    def _cut_torn_tail(self) -> None:
-        """Drop an unfinished last line, so the next record starts on a line of its own."""
-        try:
-            size = self.path.stat().st_size
-        except FileNotFoundError:
-            return
-        if size > self._read_bytes:
-            with open(self.path, "r+b") as f:
-                f.truncate(self._read_bytes)
-                f.flush()
-                os.fsync(f.fileno())
+        offset = LsnOffset.from_json(doc["offset"])
+        db, table = doc["table"]
+        self._records.append((offset, (db, table), TableState.from_json(doc["state"])))

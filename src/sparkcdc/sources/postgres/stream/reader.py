@@ -56,17 +56,14 @@ from sparkcdc.sources.postgres.stream.tables import (
     RelationChange,
     schema_row,
 )
-from sparkcdc.sources.postgres.wire.connection import PgConnection
+from sparkcdc.sources.postgres.stream.transport import LogStream, OpenStream, open_wire_stream
 from sparkcdc.sources.postgres.wire.lsn import format_lsn
-from sparkcdc.sources.postgres.wire.replication import publication_names, start_logical
-from sparkcdc.sources.postgres.wire.stream import XLOG_HEADER, ReplicationStream, xlog_start
+from sparkcdc.sources.postgres.wire.stream import XLOG_HEADER, xlog_start
 from sparkcdc.store.cutter import TransactionCutter
 from sparkcdc.store.ring import EventStore
 
 log = logging.getLogger("sparkcdc.reader")
 
-STREAM_SETTINGS = {"IntervalStyle": "iso_8601", "bytea_output": "hex"}  # pgoutput's text forms
-STREAMING_VERSION = 140000  # pgoutput streams transactions in progress (protocol version 2)
 _OPS = {pm.Insert: "c", pm.Update: "u", pm.Delete: "d"}
 
 
@@ -94,6 +91,7 @@ class PgLogReader(LogThread):
         progress_interval: float = 0.2,
         schema_history: str = "",
         baselines: Mapping[TableName, Baseline | None] | None = None,
+        open_stream: OpenStream = open_wire_stream,
     ) -> None:
         super().__init__(
             f"{source.host}:{source.port}", store, reconnect_timeout=reconnect_timeout,
@@ -112,8 +110,8 @@ class PgLogReader(LogThread):
         self.history = RelationHistory(schema_history) if schema_history else None
         self._catalog: PostgresCatalog | None = None
         self._baselines = dict(baselines or {})
-        self._conn: PgConnection | None = None
-        self._stream_now: ReplicationStream | None = None
+        self._open_stream = open_stream
+        self._stream_now: LogStream | None = None
         self._acked = start.lsn  # what the last committed Spark batch covers
         self._boundary = start.lsn  # the end of the last transaction read
         self._resume: LsnOffset | None = None
@@ -174,9 +172,9 @@ class PgLogReader(LogThread):
         return start
 
     def _interrupt(self) -> None:
-        conn = self._conn
-        if conn is not None:
-            conn.close()
+        stream = self._stream_now
+        if stream is not None:
+            stream.close()
 
     def _finish(self) -> None:
         super()._finish()
@@ -191,18 +189,9 @@ class PgLogReader(LogThread):
 
     def _stream(self, resume: Offset) -> None:
         assert isinstance(resume, LsnOffset)
-        settings = PostgresSettings.of(self.source)
-        self._conn = PgConnection(
-            self.source.host, self.source.port, self.source.user, self.source.password.reveal(),
-            settings.database, replication=True, connect_timeout=self.source.connect_timeout,
-            settings=STREAM_SETTINGS,
-        )  # fmt: skip
-        options = {"proto_version": "1", "publication_names": publication_names(self.publication)}
-        if self._conn.server_version_num >= STREAMING_VERSION:  # large transactions as they run
-            options |= {"proto_version": "2", "streaming": "on"}
-        stream = start_logical(
-            self._conn, self.slot, resume.lsn, options, status_interval=self.status_interval,
-            confirmed=self._acked,
+        stream = self._open_stream(
+            self.source, self.slot, self.publication, resume.lsn, self._acked,
+            self.status_interval,
         )  # fmt: skip
         self._stream_now = stream
         stream.send_status(force=True)  # the acknowledged position, at once
@@ -259,7 +248,7 @@ class PgLogReader(LogThread):
             thread.join(min(timeout, 2 * self.heartbeat + 1))
         super().stop(timeout)
 
-    def _goodbye(self, stream: ReplicationStream) -> None:
+    def _goodbye(self, stream: LogStream) -> None:
         """The last status update (the acknowledged position), then the end of the stream."""
         try:
             stream.send_status(force=True)
@@ -267,7 +256,7 @@ class PgLogReader(LogThread):
         except (OSError, SourceError) as exc:
             log.debug("the replication stream did not end cleanly: %s", exc)
 
-    def _quiet(self, stream: ReplicationStream) -> None:
+    def _quiet(self, stream: LogStream) -> None:
         """No data for a heartbeat: the pending item goes out, the WAL's end is followed."""
         self.cutter.flush()
         self._follow_wal()

@@ -4,6 +4,14 @@ Protocol": "Start-up", "Simple Query", "Termination"): the StartupMessage, the p
 simple-protocol queries whose rows come back as text. With ``replication=True`` the startup asks
 for a logical replication walsender (``replication=database``), which also runs SQL and takes
 the Streaming Replication Protocol's commands (:mod:`.replication`).
+
+TLS ("SSL Session Encryption"), as ``source.tls`` says (:mod:`sparkcdc.sources.tls`): before the
+StartupMessage an SSLRequest, which the server answers with one byte, ``S`` (the TLS handshake
+follows on the socket, then everything else goes inside TLS: :class:`~.tls.TlsSocket`) or
+``N`` (no TLS: ``preferred`` goes on in clear text, the modes that require TLS stop). That byte
+is read alone from the socket, so nothing the server sent before the handshake can be taken for
+data sent inside it.
+As libpq does, a unix-domain socket (``host`` a folder) is never encrypted.
 """
 
 from __future__ import annotations
@@ -11,13 +19,17 @@ from __future__ import annotations
 import contextlib
 import re
 import socket
+import ssl
 import struct
 from collections.abc import Mapping
 
+from sparkcdc.config.model import TlsConfig
 from sparkcdc.core.errors import ConnectionFailed, SourceError
 from sparkcdc.sources.postgres.wire import messages as m
 from sparkcdc.sources.postgres.wire.auth import SCRAM_SHA_256, ScramSha256, md5_password
 from sparkcdc.sources.postgres.wire.errors import pg_error
+from sparkcdc.sources.postgres.wire.tls import TlsSocket
+from sparkcdc.sources.tls import context, handshake_failed, not_encrypted
 
 Row = tuple[str | None, ...]
 
@@ -34,12 +46,17 @@ _AUTH_OK, _AUTH_CLEARTEXT, _AUTH_MD5 = 0, 3, 5
 _AUTH_SASL, _AUTH_SASL_CONTINUE, _AUTH_SASL_FINAL = 10, 11, 12
 _AUTH_NAMES = {2: "Kerberos V5", 6: "SCM credential", 7: "GSSAPI", 9: "SSPI"}
 _I32 = struct.Struct(">i")
+SSL_REQUEST = struct.pack(">ii", 8, 80877103)  # length, the SSLRequest code
+SERVER_TLS_SETTINGS = "ssl = on, ssl_cert_file, ssl_key_file"  # postgresql.conf's TLS
 
 
 class PgConnection:
     """A logged-in session; ``parameters`` holds what the server reported (server_version,
     integer_datetimes, server_encoding, ...), ``status`` the last ReadyForQuery state (``I``
-    idle, ``T`` in a transaction, ``E`` in a failed one)."""
+    idle, ``T`` in a transaction, ``E`` in a failed one); ``tls_off``: a TCP session that did
+    not ask for TLS (``source.tls: disabled``)."""
+
+    tls_off = False
 
     def __init__(
         self,
@@ -53,18 +70,22 @@ class PgConnection:
         application_name: str = "sparkcdc",
         connect_timeout: float = 10.0,
         settings: Mapping[str, str] | None = None,
+        tls: TlsConfig | None = None,
     ) -> None:
-        self.where = f"PostgreSQL at {host}:{port}"
+        self.address = f"{host}:{port}"
+        self.where = f"PostgreSQL at {self.address}"
         self.user, self.database, self.replication = user, database, replication
         self.parameters: dict[str, str] = {}
         self.columns: list[tuple[str, int]] = []  # the last result's (name, type OID)
         self.backend_pid, self.cancel_key, self.status = 0, b"", "I"
-        self.sock = _open_socket(host, port, connect_timeout, self.where)
-        self.reader = m.MessageReader(self.sock, self.where)
+        tls = tls or TlsConfig()
+        self.tls_off = tls.mode == "disabled" and not host.startswith("/")
+        raw = _open_socket(host, port, connect_timeout, self.where)
+        self.sock: socket.socket | TlsSocket = raw
         try:
-            # TLS (sslmode) goes here, before the StartupMessage: send SSLRequest, read 'S' or
-            # 'N', wrap self.sock and self.reader.sock (the stream's MSG_DONTWAIT reads then
-            # need a non-blocking socket and SSLSocket.pending() instead).
+            if not host.startswith("/"):
+                self._start_tls(raw, tls, host)
+            self.reader = m.MessageReader(self.sock, self.where)
             startup = {"user": user, "database": database, "application_name": application_name}
             if replication:
                 startup["replication"] = "database"
@@ -73,6 +94,8 @@ class PgConnection:
             self._until_ready()
         except ConnectionFailed as exc:
             self._close_socket()
+            if isinstance(exc.__cause__, ssl.SSLError):  # the server refused our certificate
+                raise handshake_failed(self.where, exc.__cause__) from exc
             if isinstance(exc.__cause__, TimeoutError):
                 raise ConnectionFailed(
                     f"{self.where} did not answer within {connect_timeout:g}s; check "
@@ -84,6 +107,46 @@ class PgConnection:
             self._close_socket()
             raise
         self.sock.settimeout(None)
+
+    @property
+    def encrypted(self) -> bool:
+        """Whether the session runs inside TLS."""
+        return isinstance(self.sock, TlsSocket)
+
+    def _start_tls(self, raw: socket.socket, tls: TlsConfig, host: str) -> None:
+        """SSLRequest and, on ``S``, the TLS handshake (see the module docstring)."""
+        ctx = context(tls)
+        if ctx is None:
+            return
+        self.send(SSL_REQUEST)
+        try:
+            answer = raw.recv(1)
+        except OSError as exc:
+            raise ConnectionFailed(
+                f"the connection to {self.where} broke ({exc}); it will be retried",
+                where=self.where,
+            ) from exc
+        if answer == b"N":
+            if tls.required:
+                raise not_encrypted(self.address, tls, SERVER_TLS_SETTINGS)
+            return
+        if answer != b"S":
+            raise ConnectionFailed(
+                f"{self.where} answered the TLS request with {answer!r}; check that "
+                "source.host and source.port name a PostgreSQL server.",
+                where=self.where,
+            )
+        try:
+            name = host if ctx.check_hostname else None
+            self.sock = TlsSocket(raw, ctx, server_hostname=name)
+        except ssl.SSLError as exc:  # a certificate not trusted or not naming the host, too
+            raise handshake_failed(self.where, exc) from exc
+        except OSError as exc:
+            raise ConnectionFailed(
+                f"the connection to {self.where} broke during the TLS handshake ({exc}); it "
+                "will be retried",
+                where=self.where,
+            ) from exc
 
     @property
     def server_version(self) -> str:
@@ -116,6 +179,7 @@ class PgConnection:
             database=self.database,
             slot=slot,
             statement=statement,
+            tls_off=self.tls_off,
         )
 
     def _login(self, password: str) -> None:

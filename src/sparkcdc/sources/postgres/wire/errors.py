@@ -44,14 +44,26 @@ class PgError(SourceError):
 class Rule:
     """SQLSTATEs (empty: any), words one of which the message or detail holds (lower case;
     empty: any), the error class and its sentence (``str.format`` with ``where``, ``user``,
-    ``database``, ``slot``, ``statement``, ``message``, ``detail``)."""
+    ``database``, ``slot``, ``statement``, ``message``, ``detail``); ``tls_off``: only for a
+    TCP connection that did not ask for TLS (``source.tls: disabled``)."""
 
     sqlstates: tuple[str, ...]
     words: tuple[str, ...]
     kind: type[SourceError]
     text: str
+    tls_off: bool = False
 
 
+# also the catalog's (libpq's) refusals, :func:`..server.connect.login_error`
+CLEAR_TEXT_REFUSED = (
+    "{where} has no pg_hba.conf line letting user '{user}' in without TLS ({message}), and "
+    "source.tls is disabled; set source.tls to preferred or a stronger mode if the server takes "
+    "the user over TLS (a hostssl line), else an administrator adds a host line for them."
+)
+CLIENT_CERTIFICATE = (
+    "{where} asks user '{user}' for a client certificate ({message}); set source.tls's cert and "
+    "key to a certificate signed by a CA the server trusts (its ssl_ca_file)."
+)
 _AFRESH = "drop the slot and start the pipeline afresh with a new snapshot"
 _SLOT_STATE = "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots"
 _REFUSED = "{where} refused user '{user}' ({message}); check source.user and source.password."
@@ -62,6 +74,8 @@ RULES: tuple[Rule, ...] = (
     Rule(("42501", "28000"), ("replication role", "wal sender", "walsender"), MissingPrivilege,
          "user '{user}' may not open a replication connection to {where} ({message}); run "
          'ALTER ROLE "{user}" WITH REPLICATION (or connect as a role that has it).'),
+    Rule(("28000",), ("no encryption",), ConnectionFailed, CLEAR_TEXT_REFUSED, tls_off=True),
+    Rule(("28000",), ("client certificate",), ConnectionFailed, CLIENT_CERTIFICATE),
     Rule(("28000",), ("pg_hba.conf",), ConnectionFailed,
          "{where} has no pg_hba.conf line letting user '{user}' into database '{database}' "
          "from here ({message}); add one (method scram-sha-256) and reload the server."),
@@ -120,9 +134,11 @@ def pg_error(
     database: str = "",
     slot: str = "",
     statement: str = "",
+    tls_off: bool = False,
 ) -> SourceError:
-    """The sparkcdc error for ``error`` (from ``where``, e.g. ``PostgreSQL at host:5432``): the
-    first rule of :data:`RULES` that matches, else a :class:`PgError`."""
+    """The sparkcdc error for ``error`` (from ``where``, e.g. ``PostgreSQL at host:5432``; on a
+    TCP connection that did not ask for TLS: ``tls_off``): the first rule of :data:`RULES` that
+    matches, else a :class:`PgError`."""
     found = f"{error.message} {error.detail}".lower()
     rule = next(
         (
@@ -130,6 +146,7 @@ def pg_error(
             for r in RULES
             if (not r.sqlstates or error.sqlstate in r.sqlstates)
             and (not r.words or any(w in found for w in r.words))
+            and (tls_off or not r.tls_off)
         ),
         None,
     )

@@ -45,6 +45,27 @@ _I16 = struct.Struct(">h")
 _HEADER = struct.Struct(">cI")
 
 
+MAX_MESSAGE = (1 << 30) + 64
+"""The longest message a server sends: PostgreSQL allocates no more than 1 GB for one (a
+CopyData holding a whole row of 1 GB values, with its headers)."""
+
+
+def message_size(buf: bytes | bytearray, at: int, where: str) -> int:
+    """The length word of the message whose type byte is ``buf[at]`` (itself included): a
+    length under 4 or over :data:`MAX_MESSAGE` is no message a server sends, so the stream is
+    out of step (ConnectionFailed: the connection is made again) rather than read on, or made
+    to allocate gigabytes, on a wrong length."""
+    size: int = _U32.unpack_from(buf, at + 1)[0]
+    if 4 <= size <= MAX_MESSAGE:
+        return size
+    raise ConnectionFailed(
+        f"{where} sent a message of type {chr(buf[at])!r} whose length word says {size} bytes, "
+        "which no PostgreSQL server sends: the connection is out of step (damaged, or not a "
+        "PostgreSQL server); it will be made again",
+        where=where,
+    )
+
+
 class MessageReader:
     """Backend messages from a socket through one growing receive buffer.
 
@@ -107,8 +128,7 @@ class MessageReader:
     def read(self) -> tuple[int, bytes]:
         """The next message: (type byte, body)."""
         self.fill(5)
-        s = self.start
-        size = _U32.unpack_from(self.buf, s + 1)[0]
+        size = message_size(self.buf, self.start, self.where)
         self.fill(1 + size)
         s = self.start
         self.start = s + 1 + size

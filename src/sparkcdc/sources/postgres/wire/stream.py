@@ -18,6 +18,10 @@ flush and apply positions are all the position the consumer confirmed (:meth:`co
 more. A status update also goes out every ``status_interval`` seconds (asking for a reply when
 the server has been silent, so a dead link shows), also from :meth:`send_status` when the
 consumer is busy, so ``wal_sender_timeout`` never ends the session.
+
+Inside TLS the connection's socket is a :class:`~.tls.TlsSocket`: a read without waiting
+decrypts the whole records it holds before it reads the socket, so the socket is polled only
+once such a read found nothing, as in clear text.
 """
 
 from __future__ import annotations
@@ -168,7 +172,7 @@ class ReplicationStream:
         if end - s < 5:
             self._need = 5
             return []
-        self._need = 1 + _U32.unpack_from(reader.buf, s + 1)[0]
+        self._need = 1 + m.message_size(reader.buf, s, reader.where)
         if self._need > end - s:
             return []
         data = reader.view[s:end].tobytes()  # one copy, so each item is a plain slice
@@ -177,7 +181,9 @@ class ReplicationStream:
         stop, p = len(data), 0
         while stop - p > 5:
             q = p + 1 + unpack(data, p + 1)[0]
-            if q > stop:
+            if q > stop or q < p + 5:
+                if q < p + 5:
+                    m.message_size(data, p, reader.where)  # raises: no message is that short
                 break
             if data[p] == 100 and data[p + 5] == 119:  # CopyData holding XLogData
                 append(data[p + 5 : q])
@@ -238,6 +244,10 @@ class ReplicationStream:
                 self._status(now)
             if now >= deadline:
                 return False
+
+    def close(self) -> None:
+        """Close the connection at once (no CopyDone: from another thread, to unblock)."""
+        self.conn.close()
 
     def _failed(self) -> Exception:
         """The sparkcdc error for the ErrorResponse received, once the session is idle again."""
