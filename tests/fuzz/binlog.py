@@ -200,7 +200,12 @@ def create_table_sql(table_map: tm.TableMap) -> str:
 class _NoHistory(SchemaHistory):
     """A schema history that keeps nothing (a fuzzing run makes thousands of readers)."""
 
-    def record(self, offset: BinlogOffset, schemas: Schemas) -> None:
+    def record(
+        self,
+        offset: BinlogOffset,
+        schemas: Schemas,
+        read_at: dict[tuple[str, str], BinlogOffset] | None = None,
+    ) -> None:
         pass
 
 
