@@ -110,3 +110,11 @@ def test_a_json_run_makes_the_stderr_of_the_processes_it_starts_json() -> None:
         "and this process",
     ]
     assert json.loads(copied[1]) == {"a": 1} and last == "after close"  # stderr is back
+
+
+def test_counted_says_one_table_and_many_tables() -> None:
+    from sparkcdc.core.logs import counted
+
+    assert [counted(n, "table") for n in (0, 1, 2, 12345)] == [
+        "0 tables", "1 table", "2 tables", "12,345 tables",
+    ]  # fmt: skip

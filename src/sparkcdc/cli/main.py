@@ -196,6 +196,7 @@ def _command(args: argparse.Namespace, quiet: bool) -> int:
 def _check(config: Config, quiet: bool) -> None:
     """What ``run`` checks before Spark starts (:func:`~sparkcdc.sources.readiness.check_source`,
     the start position only for a pipeline that has not run yet), changing nothing."""
+    from sparkcdc.core.logs import counted
     from sparkcdc.sources.readiness import check_source
     from sparkcdc.sources.registry import open_source
     from sparkcdc.spark.pipeline.checkpoint import resumes
@@ -204,8 +205,7 @@ def _check(config: Config, quiet: bool) -> None:
     spark_log_level()  # a wrong SPARKCDC_SPARK_LOG_LEVEL, refused as run refuses it
     schemas = check_source(open_source(config.source), not resumes(config.pipeline.checkpoint))
     if not quiet:
-        tables = f"{len(schemas)} table{'' if len(schemas) == 1 else 's'}"
-        print(f"ok: {tables} ready for change data capture")
+        print(f"ok: {counted(len(schemas), 'table')} ready for change data capture")
         for schema in schemas:
             print(f"  {schema.name} (key {', '.join(schema.key)})")
 

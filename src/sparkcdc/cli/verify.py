@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 from sparkcdc.config.model import Config
 from sparkcdc.core.errors import ConfigError
+from sparkcdc.core.logs import counted
 from sparkcdc.verify.table import TableReport
 
 EXAMPLES = 5  # keys shown per kind of difference
@@ -88,8 +89,8 @@ def print_reports(reports: Sequence[TableReport], quiet: bool, out: TextIO) -> b
             print("\n".join(describe(report)), file=out)
     differ = [r for r in reports if not r.equal]
     if not quiet or differ:
-        summary = "every table equal" if not differ else f"{len(differ)} tables differ"
-        print(f"verified {len(reports)} tables: {summary}", file=out)
+        summary = "every table equal" if not differ else f"{counted(len(differ), 'table')} differ"
+        print(f"verified {counted(len(reports), 'table')}: {summary}", file=out)
     return not differ
 
 

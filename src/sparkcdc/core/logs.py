@@ -26,6 +26,11 @@ LOG_FORMATS = ("text", "json")
 DOMAIN_FIELDS = ("table", "position", "batch")
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun`` as a sentence says them: ``1 table``, ``3 tables``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def iso_utc(seconds: float) -> str:
     """``seconds`` since the epoch as ISO-8601 UTC with milliseconds: ``…T10:00:00.123Z``."""
     whole = int(seconds)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sparkcdc.core.logs import iso_utc
+from sparkcdc.core.logs import counted, iso_utc
 from sparkcdc.core.offset import Offset
 from sparkcdc.spark.pipeline.offset_log import newest_batch, read_offset_file
 from sparkcdc.spark.pipeline.run_lock import running_holder
@@ -121,7 +121,7 @@ def describe_offset(raw: dict[str, Any] | None, offsets: type[Offset]) -> str | 
         tables = list(snapshot.get("tables") or [])
         current = int(snapshot.get("current") or 0)
         at = f", at {tables[current]}" if current < len(tables) else ", every table split"
-        return f"initial snapshot of {len(tables)} tables{at}"
+        return f"initial snapshot of {counted(len(tables), 'table')}{at}"
     try:
         return str(offsets.from_json(raw))
     except ValueError:  # not this source's offset (the file names another type): as JSON only
