@@ -95,7 +95,8 @@ class StreamedTable:
                 return result
         raise SourceError(
             f"the columns of {self.schema.name} changed during each of {ATTEMPTS} reads of "
-            "an incremental snapshot's chunk; it is read again once the table's DDL is done.",
+            "one incremental snapshot chunk; run the pipeline again once the table's DDL is "
+            "done.",
             table=self.schema.name,
         )
 
@@ -156,7 +157,8 @@ class StreamedTable:
         found = read_attributes(self.session, self._oid)
         if found is None:
             raise SourceError(
-                f"{self.schema.name} was dropped while an incremental snapshot read it.",
+                f"{self.schema.name} was dropped while an incremental snapshot read it; take it "
+                "out of source.tables, or create it again and start with a new checkpoint.",
                 table=self.schema.name,
             )
         return found
