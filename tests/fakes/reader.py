@@ -17,7 +17,7 @@ from sparkcdc.core import errors
 from sparkcdc.core.logitem import LogItem
 from sparkcdc.core.offset import Offset, position_text
 from sparkcdc.core.offset_events import own_values, schema_batch
-from sparkcdc.sources.port import ChangeFilter, ReaderStats
+from sparkcdc.sources.port import ChangeFilter, ReaderStats, TableView
 from sparkcdc.store.cutter import TransactionCutter
 from sparkcdc.store.ring import EventStore
 from tests.fakes.database import FakeDatabase, Transaction
@@ -69,6 +69,9 @@ class FakeLogReader:
     def ack(self, offset: Offset) -> None:
         with self.acks.open("a") as f:
             f.write(json.dumps(offset.to_json()) + "\n")
+
+    def table_view(self, name: str) -> TableView | None:
+        return None  # the fake database's DDL is in its log in order, as a binlog's
 
     def _run(self) -> None:
         try:

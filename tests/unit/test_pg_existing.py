@@ -1,13 +1,15 @@
 """The judgement of a Relation message against the catalog (``stream/existing.py``) where a real
 server cannot stage it on demand: the catalog read after more DDL than the message shows (the
 pipeline behind the log), changes that look alike in the message, a rewrite with and without a
-column changed; and the schema history file (``stream/history.py``)."""
+column changed; the schema history file (``stream/history.py``); and the column types a table's
+state gives an incremental snapshot's chunks (``chunks/view_token.py``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.sources.postgres.chunks.view_token import ViewToken, view_token
 from sparkcdc.sources.postgres.offset import LsnOffset
 from sparkcdc.sources.postgres.pgoutput.messages import RelationColumn
 from sparkcdc.sources.postgres.pgoutput.types import column
@@ -141,3 +143,22 @@ def test_the_history_gives_each_tables_latest_state_at_or_before_an_offset(tmp_p
     assert again.states_at(LsnOffset(99)) == {}
     again.record(LsnOffset(300), ("public", "u"), TableState(S, None))
     assert len(path.read_text().splitlines()) == 3  # the torn line cut off first
+
+
+def test_a_states_column_types_are_its_relations_else_its_baselines_attributes() -> None:
+    """The types an incremental snapshot casts a retyped column back to: the last Relation
+    message's (kept in the history), else those of the baseline read with the schema (a
+    record written before types were kept); none where the baseline places no column."""
+    relation_types = ((INT, -1), (TEXT, 40))
+    kept = TableState(S, FIRST, relation_types)
+    assert TableState.from_json(kept.to_json()) == kept
+    assert kept.column_types() == relation_types
+    old_record = {k: v for k, v in kept.to_json().items() if k != "types"}
+    assert TableState.from_json(old_record).column_types() == ((INT, -1), (TEXT, -1))
+    assert TableState(S, Baseline(START, None, 2)).column_types() is None
+    assert TableState(S, None).column_types() is None
+    token = view_token(TableState(S, FIRST, relation_types))
+    assert ViewToken.parse(token.text()) == token and token.then == START
+    assert [(c.name, c.attnum, c.typmod) for c in token.columns] == [("id", 1, -1), ("a", 2, 40)]
+    unplaced = view_token(TableState(S, Baseline(START, None, 2)))
+    assert unplaced.columns == () and unplaced.then == START  # read by name

@@ -26,7 +26,7 @@ from sparkcdc.core.errors import ConnectionFailed, SourceError, StoreClosed
 from sparkcdc.core.logitem import LogItem
 from sparkcdc.core.offset import Offset
 from sparkcdc.sources.heartbeat import Heartbeat
-from sparkcdc.sources.port import ReaderStats
+from sparkcdc.sources.port import ReaderStats, TableView
 from sparkcdc.store.cutter import TransactionCutter
 from sparkcdc.store.ring import EventStore
 
@@ -108,6 +108,11 @@ class LogThread(ABC):
             self._events, self._rows, self._position, self._last_ts_ms, self._connected,
             self._reconnects, self.beats.count,
         )  # fmt: skip
+
+    def table_view(self, name: str) -> TableView | None:
+        """:meth:`~sparkcdc.sources.port.LogReader.table_view`: the catalog's schema serves,
+        unless the source's reader says otherwise."""
+        return None
 
     # ------------------------------------------------------------------ for the source
     @abstractmethod

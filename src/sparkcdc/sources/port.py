@@ -129,6 +129,17 @@ class PinHolder(Protocol):
 
 
 @dataclass(frozen=True)
+class TableView:
+    """A captured table as a log reader describes it where it has read to: the schema its
+    changes are decoded with (``schema``), and ``token``, what the source's chunk reads need to
+    read the table's rows in that schema whatever DDL of it the log has not shown yet
+    (:meth:`Source.view_chunks`; PostgreSQL: each column's ``attnum`` and type)."""
+
+    schema: TableSchema
+    token: str
+
+
+@dataclass(frozen=True)
 class ReaderStats:
     """What a log reader reports for the status file and the progress line."""
 
@@ -163,6 +174,13 @@ class LogReader(Protocol):
     def ack(self, offset: Offset) -> None:
         """The Spark batch ending at ``offset`` committed: the source may forget the log before
         it (a PostgreSQL slot advances; a binlog keeps no consumer position)."""
+
+    def table_view(self, name: str) -> TableView | None:
+        """Table ``name`` (``db.table``) as the reader describes it now, for an incremental
+        snapshot's chunks to be read in (:meth:`Source.view_chunks`), where a DDL may reach
+        the log only after them (a PostgreSQL Relation message comes with the table's next
+        change); None: the catalog's schema now serves (MySQL: DDL is in the log in order, and
+        a window holding a DDL of its table is read again)."""
 
 
 class Source(ABC):
@@ -244,6 +262,12 @@ class Source(ABC):
     def chunks(self, pin: SnapshotPin | None = None) -> SnapshotDialect:
         """A new snapshot chunk dialect (a context manager); with ``pin`` (from
         :meth:`pin_snapshot`) its reads see the pinned view and both watermarks are its point."""
+
+    def view_chunks(self, view: TableView) -> SnapshotDialect:
+        """A new chunk dialect (as :meth:`chunks`, unpinned) that reads the table of ``view``
+        (from :meth:`LogReader.table_view`) in the view's schema: its columns named as the
+        view names them, whatever the catalog calls them now."""
+        return self.chunks()
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,9 @@ back-fill read         none: every chunk is read in a pinned snapshot
                        (:class:`~.chunks.export.ExportedSnapshot`), so no chunk has a window;
                        the pin records the tables' schemas as it sees them, which the log
                        reader starting at its point starts from (:mod:`.chunks.pin_view`)
-chunk dialect          :class:`~.chunks.dialect.PostgresChunks`: keyset chunks read with COPY
+chunk dialect          :class:`~.chunks.dialect.PostgresChunks`: keyset chunks read with COPY;
+                       an incremental snapshot's in the log reader's schema of the table
+                       (:mod:`.chunks.stream_view`)
 type mapping           :mod:`.pgoutput.types`
 =====================  =====================================================================
 """
@@ -26,11 +28,12 @@ from sparkcdc.core.errors import ConfigError, LogPositionGone, SourceError
 from sparkcdc.core.event import Change
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.sources.port import ChangeFilter, SnapshotPin, Source, TableName
+from sparkcdc.sources.port import ChangeFilter, SnapshotPin, Source, TableName, TableView
 from sparkcdc.sources.postgres.chunks.dialect import PostgresChunks
 from sparkcdc.sources.postgres.chunks.export import ExportedSnapshot
 from sparkcdc.sources.postgres.chunks.holder import hold_for_readers, release
 from sparkcdc.sources.postgres.chunks.pin_view import PinnedView, pin_view
+from sparkcdc.sources.postgres.chunks.stream_view import StreamedChunks
 from sparkcdc.sources.postgres.offset import LsnOffset
 from sparkcdc.sources.postgres.server.catalog import PostgresCatalog
 from sparkcdc.sources.postgres.server.publication import (
@@ -193,3 +196,8 @@ class PostgresSource(Source):
 
     def chunks(self, pin: SnapshotPin | None = None) -> PostgresChunks:
         return PostgresChunks(self.config, pin)
+
+    def view_chunks(self, view: TableView) -> StreamedChunks:
+        """Chunks of ``view``'s table in the log reader's schema of it, whatever DDL the log
+        has not shown yet (:mod:`.chunks.stream_view`)."""
+        return StreamedChunks(self.config, view)

@@ -124,7 +124,7 @@ class IncrementalSnapshots:
         if state == before and end == begin:
             return None
         if state.active and reader is not None:
-            self.windows.prefetch(state, end)  # read the next window while Spark writes this one
+            self.windows.prefetch(state, end, reader)  # the next window, while Spark writes
         return {**end.to_json(), "incremental": state.to_json()}
 
     def _signals(self, state: IncrementalState, batches: list[pa.RecordBatch]) -> IncrementalState:

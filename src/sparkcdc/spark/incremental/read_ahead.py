@@ -37,6 +37,7 @@ from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.dialect import SnapshotDialect
 from sparkcdc.snapshot.incremental import Run
 from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
+from sparkcdc.sources.port import TableView
 from sparkcdc.spark.incremental.batch_mark import BatchMark
 
 VISIBLE_TIMEOUT = 5.0  # the low watermark must become visible to reads within this
@@ -66,8 +67,10 @@ class ChunkReads:
         settings: SplitterSettings,
         parallel: int,
         seconds: float,
+        view: TableView | None = None,
     ) -> None:
         self.dialect_of = dialect_of
+        self.view = view  # the log reader's view of the table the dialects read in
         self.run_state = run
         self.schema = schema
         self.begin = begin

@@ -73,7 +73,7 @@ def window_chunk_event(
         write_arrow(kept, rows)
     db, _, table = window["table"].partition(".")
     ref = {"path": str(kept), "rows": rows.num_rows, "incremental": True}
-    if window.get("schema"):  # the catalog's schema the chunks were read with
+    if window.get("schema"):  # the schema the chunks were read in (the catalog's, or the stream's)
         ref["schema"] = window["schema"]
     return chunk_event(ref, db, table, window["schema_id"], finish, ts, database)
 

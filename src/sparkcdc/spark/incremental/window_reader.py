@@ -11,10 +11,19 @@ Step 5, the chunk as the micro-batch's ``k`` event, is :mod:`.window_events`.
 The splitter is Flink CDC's (:mod:`sparkcdc.snapshot.splitter`, seed 003) bounded by the
 maximum key the table had when its run started, as Debezium bounds its incremental snapshots
 (seed 000): rows inserted beyond it come from the log.
+
+A window's rows join the replica in the schema the stream has at the window's end. Where the
+log reader describes a table otherwise than the catalog does now (PostgreSQL: a DDL reaches the
+log only with the table's next change), the source reads the chunks in the reader's schema
+(:meth:`~sparkcdc.sources.port.LogReader.table_view`,
+:meth:`~sparkcdc.sources.port.Source.view_chunks`), so that the DDL's effect, judged when the log
+shows it, applies to them as to rows read before it; elsewhere they are read in the catalog's
+schema, which a window holding a DDL of its table reads again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -33,7 +42,7 @@ from sparkcdc.snapshot.correct import typed_chunk_schema
 from sparkcdc.snapshot.dialect import SnapshotDialect
 from sparkcdc.snapshot.incremental import IncrementalState, Notice, Request, Run, notice
 from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
-from sparkcdc.sources.port import LogReader
+from sparkcdc.sources.port import LogReader, TableView
 from sparkcdc.spark.incremental.batch_mark import BatchMark
 from sparkcdc.spark.incremental.read_ahead import ChunkReads, Reads
 from sparkcdc.spark.incremental.window_events import altered, write_arrow
@@ -84,7 +93,7 @@ class WindowReader:
     ) -> tuple[IncrementalState, Offset]:
         """The window of the micro-batch from ``begin`` (module docstring): the state after it
         and the batch's end (``end`` when no window was read)."""
-        state = self._running(state)
+        state = self._running(state, reader)
         run = state.run
         if run is not None and self.options.snapshot_delivery != "store":
             reason = "incremental snapshots need the option snapshot_delivery=store"
@@ -94,14 +103,15 @@ class WindowReader:
             return replace(state, run=None), end
         if run is None or run.max_key is None:
             return finish_run(state), end
+        view = reader.table_view(run.table)  # the reader's own failure is the stream's
         try:
-            schema = self._schema(run.table)
+            schema = self._schema(run.table) if view is None else view.schema
         except SparkCDCError as exc:  # dropped, or its key is gone: the run cannot go on
             stop = notice(run.table, "stopped", rows=run.rows, reason=str(exc))
             return replace(state, run=None, notices=(*state.notices, stop)), end
-        reads = self._take_prefetched(begin, run)
+        reads = self._take_prefetched(begin, run, view)
         if reads is None:  # read while the batch waits: one round (the run's first window)
-            reads = self._reads(run, schema, begin, one_round=True).run()
+            reads = self._reads(run, schema, view, begin, one_round=True).run()
         if not reads.visible:
             log.warning("the server did not make %s visible in time; window skipped", begin)
             return state, end  # the window is tried again in a later micro-batch
@@ -114,12 +124,12 @@ class WindowReader:
         state = self._delivered(state, run, schema, reads)
         return (finish_run(state) if reads.done else state), finish
 
-    def _running(self, state: IncrementalState) -> IncrementalState:
+    def _running(self, state: IncrementalState, reader: LogReader) -> IncrementalState:
         """``state`` with a run: the current one, else the first queued table that can start."""
         notes = list(state.notices)
         run, waiting = state.run, state.queue
         while run is None and waiting:
-            run, opened = self._start(waiting[0])
+            run, opened = self._start(waiting[0], reader)
             waiting = waiting[1:]
             notes.extend(opened)
         return replace(state, run=run, queue=waiting, notices=tuple(notes))
@@ -147,7 +157,7 @@ class WindowReader:
         return replace(state, run=run, version=state.version + 1, window=window,
                        notices=(*state.notices, note))  # fmt: skip
 
-    def prefetch(self, state: IncrementalState, begin: Offset) -> None:
+    def prefetch(self, state: IncrementalState, begin: Offset, reader: LogReader) -> None:
         """Start reading the next window (the one starting at ``begin``, the micro-batch end
         just handed to Spark) while Spark runs the batch; see :mod:`.read_ahead`."""
         if self._ahead is not None:
@@ -159,13 +169,16 @@ class WindowReader:
         if self.options.snapshot_delivery != "store":
             return
         try:
-            schema = self._schema(run.table)
+            view = reader.table_view(run.table)
+            schema = self._schema(run.table) if view is None else view.schema
         except SparkCDCError:
             return  # the foreground read says what is wrong
-        self._ahead = self._reads(run, schema, begin).start(self.mark)
+        self._ahead = self._reads(run, schema, view, begin).start(self.mark)
 
     def _schema(self, name: str) -> TableSchema:
-        """The schema of the table ``name``, loaded once and kept until :meth:`forget`."""
+        """The catalog's schema of the table ``name``, loaded once and kept until
+        :meth:`forget` (where the log reader has no view of the table: the module
+        docstring)."""
         if name not in self._schemas:
             self._schemas[name] = load_table(self.options, name)
         return self._schemas[name]
@@ -176,11 +189,11 @@ class WindowReader:
         for name in tables:
             self._schemas.pop(name, None)
 
-    def _take_prefetched(self, begin: Offset, run: Run) -> Reads | None:
+    def _take_prefetched(self, begin: Offset, run: Run, view: TableView | None) -> Reads | None:
         ahead, self._ahead = self._ahead, None
         if ahead is None:
             return None
-        if not ahead.matches(begin, run):
+        if not ahead.matches(begin, run) or ahead.view != view:
             ahead.cancel()
             log.debug("the chunks read ahead were for another window; reading again")
             return None
@@ -189,36 +202,50 @@ class WindowReader:
         return reads
 
     def _reads(
-        self, run: Run, schema: TableSchema, begin: Offset, one_round: bool = False
+        self,
+        run: Run,
+        schema: TableSchema,
+        view: TableView | None,
+        begin: Offset,
+        one_round: bool = False,
     ) -> ChunkReads:
         return ChunkReads(
-            lambda: open_dialect(self.options),
+            lambda: self._open(view),
             run,
             schema,
             begin,
             self.settings,
             self.parallel,
             0.0 if one_round else self.seconds,
+            view,
         )
 
-    def _start(self, request: Request) -> tuple[Run | None, list[Notice]]:
+    def _open(self, view: TableView | None) -> SnapshotDialect:
+        """A new chunk dialect, reading in ``view`` when given."""
+        return open_dialect(self.options) if view is None else (
+            self.options.open_source().view_chunks(view))  # fmt: skip
+
+    def _start(self, request: Request, reader: LogReader) -> tuple[Run | None, list[Notice]]:
         """A new run of ``request``'s table (None with a ``skipped`` notice if it cannot)."""
         table = request.table
         self._schemas.pop(table, None)  # a run starts from the table as it is now
+        view = reader.table_view(table)  # the reader's own failure is the stream's
         try:
-            schema = self._schema(table)
+            schema = self._schema(table) if view is None else view.schema
             names = self.options.source.snapshot.chunk_key_columns.get(table) or schema.key
-            keys = self.dialect.key_columns(schema.db, schema.table, names)
-            if request.where:
-                why = self.dialect.check_condition(schema.db, schema.table, request.where)
-                if why is not None:
-                    reason = f"the condition {request.where!r} does not work: {why}"
-                    return None, [notice(table, "skipped", reason=reason)]
-            found = self.dialect.key_range(schema.db, schema.table, keys)
+            with contextlib.ExitStack() as opened:
+                dialect = self.dialect if view is None else opened.enter_context(self._open(view))
+                keys = dialect.key_columns(schema.db, schema.table, names)
+                if request.where:
+                    why = dialect.check_condition(schema.db, schema.table, request.where)
+                    if why is not None:
+                        reason = f"the condition {request.where!r} does not work: {why}"
+                        return None, [notice(table, "skipped", reason=reason)]
+                found = dialect.key_range(schema.db, schema.table, keys)
+                top = None if found is None else tuple(found[1])
+                splitter = ChunkSplitter(dialect, table, keys, self.settings, upto=top)
         except SparkCDCError as exc:
             return None, [notice(table, "skipped", reason=str(exc))]
-        top = None if found is None else tuple(found[1])
-        splitter = ChunkSplitter(self.dialect, table, keys, self.settings, upto=top)
         run = Run(request, tuple(k.to_json() for k in keys), top, splitter.state)
         start = notice(
             table,

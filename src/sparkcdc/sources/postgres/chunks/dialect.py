@@ -17,7 +17,8 @@ With a ``pin`` (a snapshot exported by a replication slot's creation, :mod:`.exp
 read sees the database as of that snapshot, and both watermarks are the slot's consistent point:
 the chunks need no window; without, each statement sees the latest committed data. A chunk of a
 table whose columns the pin's token names is read as the pin saw them, whatever DDL was made
-since (:mod:`.columns_now`).
+since (:mod:`.columns_now`). An incremental snapshot's chunks of a table the log reader describes
+otherwise than the catalog does now are read in the reader's schema (:mod:`.stream_view`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Self
 
 import pyarrow as pa
 
@@ -36,7 +38,7 @@ from sparkcdc.snapshot.correct import CHUNK_SCHEMA
 from sparkcdc.snapshot.dialect import locate_in_batches
 from sparkcdc.sources.port import SnapshotPin
 from sparkcdc.sources.postgres.chunks import sql as q
-from sparkcdc.sources.postgres.chunks.columns_now import PinnedTables
+from sparkcdc.sources.postgres.chunks.columns_now import PinnedTables, Select
 from sparkcdc.sources.postgres.chunks.copy import ChunkSession, text_columns
 from sparkcdc.sources.postgres.chunks.images import array_text, fragments, object_text
 from sparkcdc.sources.postgres.chunks.keys import TableColumn, chunk_key_columns, table_columns
@@ -202,10 +204,7 @@ class PostgresChunks:
             condition = self._condition(db, table, named, lo, hi, upto, where)
             return f"SELECT {', '.join(exprs)} FROM {self._table(db, table)} WHERE {condition}"
 
-        if self.pinned is not None:
-            data = self.pinned.read(schema, select)  # as the pin saw its columns
-        else:
-            data = self.session.copy(select([self.session.ident(n) for n in names], {}))
+        data = self._chunk_data(schema, select)
         try:
             texts = text_columns(data, len(names))
         except pa.ArrowInvalid as exc:
@@ -218,6 +217,13 @@ class PostgresChunks:
         parts = [fragments(t, c) for t, c in zip(texts, schema.columns, strict=True)]
         after = object_text(names, parts, len(key))
         return pa.Table.from_arrays([key, after], schema=CHUNK_SCHEMA)
+
+    def _chunk_data(self, schema: TableSchema, select: Select) -> pa.Buffer:
+        """COPY's CSV of ``select`` over ``schema``'s columns: as the pin saw them, with one;
+        else by their names."""
+        if self.pinned is not None:
+            return self.pinned.read(schema, select)
+        return self.session.copy(select([self.session.ident(c.name) for c in schema.columns], {}))
 
     def check_condition(self, db: str, table: str, where: str) -> str | None:
         """Why ``where`` cannot filter ``db.table`` (the server's words, from EXPLAIN), or None."""
@@ -267,7 +273,7 @@ class PostgresChunks:
             self.pinned.close()
         self.session.close()
 
-    def __enter__(self) -> PostgresChunks:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -86,23 +86,43 @@ class Baseline:
         )
 
 
+PgTypes = tuple[tuple[int, int], ...]
+"""Each column's type (OID, typmod), in the order of a schema's columns."""
+
+
 @dataclass(frozen=True)
 class TableState:
-    """A captured table's schema in force and its baseline (what the schema history keeps)."""
+    """A captured table's schema in force, its baseline, and ``types``: each column's type at
+    the schema's point, as the last Relation message gave it (what the schema history keeps)."""
 
     schema: TableSchema
     baseline: Baseline | None
+    types: PgTypes | None = None
+
+    def column_types(self) -> PgTypes | None:
+        """``types``, else the baseline's types of the attributes the columns are: exact for a
+        baseline read with the schema (the start, a pin); None where it does not say which
+        attribute each column is."""
+        if self.types is not None:
+            return self.types
+        baseline = self.baseline
+        if baseline is None or baseline.attnums is None:
+            return None
+        found = [baseline.attributes.by_attnum(n) for n in baseline.attnums]
+        return tuple(a.type for a in found if a is not None) if all(found) else None
 
     def to_json(self) -> dict[str, Any]:
         baseline = None if self.baseline is None else self.baseline.to_json()
-        return {"schema": self.schema.to_json(), "baseline": baseline}
+        out = {"schema": self.schema.to_json(), "baseline": baseline}
+        return out if self.types is None else {**out, "types": [list(t) for t in self.types]}
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> TableState:
-        baseline = value.get("baseline")
+        baseline, types = value.get("baseline"), value.get("types")
         return cls(
             TableSchema.from_json(value["schema"]),
             None if baseline is None else Baseline.from_json(baseline),
+            None if types is None else tuple((int(o), int(m)) for o, m in types),
         )
 
 

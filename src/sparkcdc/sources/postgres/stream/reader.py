@@ -38,7 +38,8 @@ from sparkcdc.core.offset_events import own_values, schema_batch
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sources.decode_errors import decode_error
 from sparkcdc.sources.log_thread import LogThread, Stopped
-from sparkcdc.sources.port import ChangeFilter, TableName
+from sparkcdc.sources.port import ChangeFilter, TableName, TableView
+from sparkcdc.sources.postgres.chunks.view_token import view_token
 from sparkcdc.sources.postgres.offset import LsnOffset
 from sparkcdc.sources.postgres.pgoutput import messages as pm
 from sparkcdc.sources.postgres.pgoutput.types import PgType, type_message_resolver
@@ -63,6 +64,7 @@ from sparkcdc.store.cutter import TransactionCutter
 from sparkcdc.store.ring import EventStore
 
 log = logging.getLogger("sparkcdc.reader")
+READY_TIMEOUT = 60.0  # a table's view waits this long for the reader's start
 
 _OPS = {pm.Insert: "c", pm.Update: "u", pm.Delete: "d"}
 
@@ -124,6 +126,7 @@ class PgLogReader(LogThread):
         self._wal_beat = WalHeartbeat(source, database)
         self._streamed = StreamedTransactions()
         self._decoder = pm.Decoder()
+        self._ready = threading.Event()  # the tables as of the start are known
 
     # ------------------------------------------------------------------ the port
     def passed(self, offset: Offset) -> bool:
@@ -143,6 +146,23 @@ class PgLogReader(LogThread):
             if stream is not None:
                 stream.confirm(offset.lsn)
 
+    def table_view(self, name: str) -> TableView | None:
+        """Table ``name`` in the schema in force where the reader has read to, with the
+        attribute and stored type of each column (:mod:`..chunks.view_token`); None: not
+        captured."""
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not self._ready.wait(0.05):
+            if self.error is not None:
+                raise self.error
+            if time.monotonic() > deadline:
+                raise SourceError(
+                    f"the log reader of slot {self.slot} did not start within "
+                    f"{READY_TIMEOUT:.0f} s, so how it describes {name} is not known."
+                )
+        db, _, table = name.partition(".")
+        state = self.tables.state((db, table))
+        return None if state is None else TableView(state.schema, view_token(state).text())
+
     # ------------------------------------------------------------------ LogThread
     def _prepare(self) -> LsnOffset:
         start = self.start_offset
@@ -160,7 +180,9 @@ class PgLogReader(LogThread):
         self.tables = CapturedTables(
             self.schemas, self.source.tables, catalog,
             {name: state.baseline for name, state in states.items()},
+            {name: state.column_types() for name, state in states.items()},
         )  # fmt: skip
+        self._ready.set()
         rows = [schema_row(None, s, "announce") for _, s in sorted(self.schemas.items())]
         if rows:
             batch = schema_batch(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -32,6 +33,7 @@ from sparkcdc.sources.postgres.server.attributes import TableAttributes
 from sparkcdc.sources.postgres.stream.existing import (
     Baseline,
     Judgement,
+    PgTypes,
     TableState,
     by_name,
     judge,
@@ -117,7 +119,9 @@ class CapturedTables:
     ``source.tables``: a table the stream names that matches them but is not captured (a
     table renamed to such a name, one added to the publication since the start) stops the
     stream, as does a captured table renamed, rather than its rows being passed over. With a
-    ``catalog``, each table's :class:`~.existing.Baseline` (``baselines``) follows it."""
+    ``catalog``, each table's :class:`~.existing.Baseline` (``baselines``) follows it, and its
+    columns' types (``types``, each Relation message's). :meth:`state` may be called from
+    another thread."""
 
     def __init__(
         self,
@@ -125,12 +129,23 @@ class CapturedTables:
         patterns: Sequence[str] = (),
         catalog: RelationCatalog | None = None,
         baselines: Mapping[TableName, Baseline | None] | None = None,
+        types: Mapping[TableName, PgTypes | None] | None = None,
     ) -> None:
         self.by_name = {name: Captured.of(s) for name, s in schemas.items()}
         self.by_oid: dict[int, Captured | None] = {}  # None: a table not captured
         self.patterns = [re.compile(p) for p in patterns]
         self.catalog = catalog
         self.baselines: dict[TableName, Baseline | None] = dict(baselines or {})
+        self.types: dict[TableName, PgTypes | None] = dict(types or {})
+        self._lock = threading.Lock()  # a table's schema, baseline and types change together
+
+    def state(self, name: TableName) -> TableState | None:
+        """Table ``name``'s schema in force, baseline and types (None: not captured)."""
+        with self._lock:
+            found = self.by_name.get(name)
+            if found is None:
+                return None
+            return TableState(found.schema, self.baselines.get(name), self.types.get(name))
 
     def get(self, oid: int) -> Captured | None:
         """The captured table of relation ``oid`` (None: not captured)."""
@@ -144,6 +159,10 @@ class CapturedTables:
     def relation(self, message: Relation, resolve: Resolver | None) -> RelationChange | None:
         """Take a Relation message (``resolve``: the types it names); what it changed of a
         captured table (None: not captured)."""
+        with self._lock:
+            return self._relation(message, resolve)
+
+    def _relation(self, message: Relation, resolve: Resolver | None) -> RelationChange | None:
         name = f"{message.namespace}.{message.name}"
         found = self.by_name.get((message.namespace, message.name))
         before = self.by_oid.get(message.oid)
@@ -165,18 +184,19 @@ class CapturedTables:
         old = found.schema
         key = (old.db, old.table)
         judgement = self._judge(key, old, message, resolve)
-        baseline = self.baselines.get(key)
+        baseline, types = self.baselines.get(key), self.types.get(key)
         self.baselines[key] = judgement.baseline
-        moved = judgement.baseline != baseline
+        self.types[key] = sent = tuple((c.type_oid, c.typmod) for c in message.columns)
+        moved = judgement.baseline != baseline or sent != types
         if judgement.columns == old.columns and not judgement.existing:
             self.by_oid[message.oid] = found
-            state = TableState(old, judgement.baseline) if moved else None
+            state = TableState(old, judgement.baseline, sent) if moved else None
             return RelationChange(key, None, judgement.notes, state=state)
         new = _keyed(old, judgement.columns, judgement.existing)
         captured = Captured.of(new)
         self.by_name[key] = self.by_oid[message.oid] = captured
         row = schema_row(old, new, "alter", judgement.existing)
-        state = TableState(new, judgement.baseline)
+        state = TableState(new, judgement.baseline, sent)
         return RelationChange(key, row, judgement.notes, judgement.existing, state)
 
     def _partition(self, message: Relation) -> bool:
