@@ -25,10 +25,9 @@ from psycopg2.extras import LogicalReplicationConnection
 
 from bench import baselines
 from sparkcdc.config.model import SourceConfig
-from sparkcdc.sources.postgres.offset import LsnOffset
 from sparkcdc.sources.postgres.server.connect import tls_options
 from sparkcdc.sources.postgres.settings import PostgresSettings
-from sparkcdc.sources.postgres.stream.reader import PgLogReader
+from sparkcdc.sources.postgres.source import PostgresSource
 from sparkcdc.sources.postgres.stream.transport import (
     STREAM_SETTINGS,
     OpenStream,
@@ -115,20 +114,15 @@ def reader_over(
     ``open_stream``, as ``bench.run.reader_only`` measures it over the source port."""
 
     def measure(config: SourceConfig, rows: int, work: Path) -> baselines.Measurement:
-        from sparkcdc.sources.registry import open_source
         from sparkcdc.store.ring import EventStore
 
-        source = open_source(config)
-        start = LsnOffset.of(source.startup_offset("earliest"))
-        slot, publication = PostgresSettings.of(config).names()
-        with source.catalog() as catalog:
-            tables = catalog.match_tables(config.tables)
-            schemas = {(s, t): catalog.load_schema(s, t) for s, t in tables}
+        source = PostgresSource(config)
+        start = source.startup_offset("earliest")
         store = EventStore(max_bytes=64 * 1024 * 1024, max_items=16384, batch_mode="MEMSIZE")
-        reader = PgLogReader(
-            config, start, store, schemas, slot=slot, publication=publication, item_rows=2048,
-            typed=True, open_stream=open_stream,
-        )  # fmt: skip
+        history = str(work / f"history-{name.replace(' ', '-')}.jsonl")
+        reader = source.open_reader(
+            start, store, history, 2048, typed=True, open_stream=open_stream
+        )
         return baselines.drain_reader(name, reader, store, rows)
 
     return measure

@@ -46,6 +46,7 @@ from sparkcdc.sources.postgres.server.publication import (
 from sparkcdc.sources.postgres.settings import PostgresSettings
 from sparkcdc.sources.postgres.stream.reader import PgLogReader
 from sparkcdc.sources.postgres.stream.tables import first_baseline
+from sparkcdc.sources.postgres.stream.transport import OpenStream, open_wire_stream
 from sparkcdc.sources.postgres.wire.lsn import format_lsn, parse_lsn
 from sparkcdc.store.ring import EventStore
 
@@ -129,7 +130,10 @@ class PostgresSource(Source):
         item_rows: int,
         change_filter: ChangeFilter | None = None,
         typed: bool = False,
+        open_stream: OpenStream = open_wire_stream,
     ) -> PgLogReader:
+        """The port's log reader; ``open_stream``: what it streams the slot through (the
+        benchmarks compare another client's)."""
         slot, publication = self.settings.names()
         with self.catalog() as catalog:
             schemas, state = self._prepare_server(catalog)
@@ -147,7 +151,7 @@ class PostgresSource(Source):
         return PgLogReader(
             self.config, LsnOffset.of(start), store, schemas, slot=slot, publication=publication,
             item_rows=item_rows, typed=typed, change_filter=change_filter,
-            schema_history=schema_history, baselines=baselines,
+            schema_history=schema_history, baselines=baselines, open_stream=open_stream,
         )  # fmt: skip
 
     def pin_snapshot(self, schema_history: str = "") -> PinnedView:
