@@ -26,6 +26,7 @@ from typing import Any
 
 from sparkcdc.config.model import Config
 from sparkcdc.core.errors import LogPositionGone
+from sparkcdc.core.logs import counted
 from sparkcdc.core.offset import Offset
 from sparkcdc.sinks.delta.gone_keys import delete_gone
 from sparkcdc.sinks.delta.lake import Lake
@@ -81,8 +82,8 @@ def begin(config: Config, checkpoint: Path, gone: LogPositionGone) -> None:
             os.replace(path, aside / path.name)
     source.release_log()
     log.warning(
-        "the log position is gone (%s); source.on_log_gone is resnapshot: reading %d tables "
-        "again (the old checkpoint is kept in %s)", gone, len(keys), aside,
+        "the log position is gone (%s); source.on_log_gone is resnapshot: reading %s "
+        "again (the old checkpoint is kept in %s)", gone, counted(len(keys), "table"), aside,
     )  # fmt: skip
 
 

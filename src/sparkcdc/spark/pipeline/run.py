@@ -47,6 +47,7 @@ from typing import Any
 from sparkcdc.config.model import Config
 from sparkcdc.config.secret import forget_key
 from sparkcdc.core import errors
+from sparkcdc.core.logs import counted
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks.delta.lake import Lake
 from sparkcdc.sinks.delta.sink import DeltaSink
@@ -121,7 +122,9 @@ def _run_locked(
     try:
         server = serve_metrics(config.pipeline.metrics, metrics.page)  # a port in use fails here
         schemas = check_source(config, startup=not has_checkpoint(config))
-        log.info("capturing %d tables: %s", len(schemas), ", ".join(t.name for t in schemas))
+        log.info(
+            "capturing %s: %s", counted(len(schemas), "table"), ", ".join(t.name for t in schemas)
+        )
         started = time.monotonic()
         spark = start_session(config, checkpoint / "sparkcdc", level)
         log.info("Spark session started in %.1fs", time.monotonic() - started)

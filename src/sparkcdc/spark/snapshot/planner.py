@@ -42,6 +42,7 @@ from pyspark.sql.datasource import InputPartition
 
 from sparkcdc.core.chunk import KeyColumn, Split
 from sparkcdc.core.errors import ConfigError, TableWithoutKey
+from sparkcdc.core.logs import counted
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.dialect import SnapshotDialect
@@ -224,8 +225,8 @@ class SnapshotPlanner:
             with open_dialect(self.options) as dialect:
                 lowest = dialect.watermark()
         log.info(
-            "snapshot finished (%d tables); streaming the log from %s, hand-off until %s",
-            len(handoff.tables),
+            "snapshot finished (%s); streaming the log from %s, hand-off until %s",
+            counted(len(handoff.tables), "table"),
             lowest,
             handoff.highest,
         )

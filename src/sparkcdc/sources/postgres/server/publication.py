@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sparkcdc.core.errors import ConfigError, LogPositionGone, MissingPrivilege, SourceError
+from sparkcdc.core.logs import counted
 from sparkcdc.sources.port import TableName
 from sparkcdc.sources.postgres.server.connect import Session
 from sparkcdc.sources.postgres.wire.lsn import parse_lsn
@@ -149,10 +150,10 @@ def ensure_publication(
     if plan.statement is not None:
         conn.query(plan.statement)
         if plan.creates:
-            log.info("created publication %s for %d tables on %s", name, len(plan.added),
+            log.info("created publication %s for %s on %s", name, counted(len(plan.added), "table"),
                      conn.address)  # fmt: skip
         else:
-            log.info("added %d tables to publication %s on %s", len(plan.added), name,
+            log.info("added %s to publication %s on %s", counted(len(plan.added), "table"), name,
                      conn.address)  # fmt: skip
     return list(plan.added)
 
