@@ -285,6 +285,7 @@ def _query(
         signal_dir=str(signal_folder(checkpoint)),
         batch_mark=str(own / "batch.mark"),  # the sink's mark, watched by incremental snapshots
         stop_file=str(own / STOP_FILE),  # no micro-batch is planned once it exists
+        start_file=str(own / "first_offset.json"),  # the initial offset, asked for again
         log_dir=str(own / "log"),  # the sink reads each micro-batch's events from a file
     )
     spark_checkpoint = checkpoint / "spark"

@@ -68,6 +68,7 @@ class SourceOptions:
     batch_mark: str | None = None  # the sink's batch mark (:mod:`..incremental.batch_mark`)
     log_dir: str | None = None  # micro-batches as files (:mod:`sparkcdc.store.batch_files`)
     stop_file: str | None = None  # once it exists, no micro-batch is planned (a run stopping)
+    start_file: str | None = None  # the new stream's first offset, kept (:mod:`.first_offset`)
 
     @property
     def table_stream(self) -> bool:
@@ -123,6 +124,7 @@ class SourceOptions:
             batch_mark=opts.given("batch_mark"),
             log_dir=opts.given("log_dir"),
             stop_file=opts.given("stop_file"),
+            start_file=opts.given("start_file"),
         )
 
 
@@ -323,6 +325,7 @@ def source_options(
     batch_mark: str | None = None,
     log_dir: str | None = None,
     stop_file: str | None = None,
+    start_file: str | None = None,
 ) -> dict[str, str]:
     """The ``.option(...)`` values that describe ``source`` to its ``<type>-cdc`` source; the
     password sealed (``password_sealed``) when this process holds a sealing key
@@ -371,6 +374,7 @@ def source_options(
         "batch_mark": batch_mark,
         "log_dir": log_dir,
         "stop_file": stop_file,
+        "start_file": start_file,
         "signal_table": source.signal_table,
     }
     opts.update({name: value for name, value in paths.items() if value})  # fmt: skip

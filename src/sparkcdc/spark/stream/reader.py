@@ -3,7 +3,7 @@
 Design (PySpark's Python Data Source API, ``pyspark/sql/datasource.py``): Spark runs the stream
 reader in one long-lived driver-side Python process and calls it in this order::
 
-    initialOffset()                 new stream only: resolve ``startup`` to an offset
+    initialOffset()                 new stream only: ``startup`` as an offset, resolved once
     prepareForTriggerAvailableNow() trigger(availableNow=True) only: remember the log end now
     latestOffset(start, limit)      end of the next store batches up to max_bytes, or start
     partitions(start, end)          the change events of (start, end] as Arrow IPC bytes
@@ -53,6 +53,7 @@ from sparkcdc.spark.snapshot.planner import SnapshotPlanner, SplitTask, is_snaps
 from sparkcdc.spark.snapshot.split_task import read_split_task
 from sparkcdc.spark.stream.delivery import DeliveryQueue
 from sparkcdc.spark.stream.feed import IDLE_SECONDS, LogFeed
+from sparkcdc.spark.stream.first_offset import FirstOffset
 from sparkcdc.spark.stream.options import SourceOptions
 from sparkcdc.spark.stream.partitions import EnvelopePartition, to_partitions
 from sparkcdc.spark.stream.status import StatusWriter, peak_rss_bytes
@@ -79,6 +80,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._status: StatusWriter | None = None
         self._snapshot: SnapshotPhase | None = None
         self._handoff_checked = False
+        self._first = FirstOffset(options.source.startup, options.start_file)
         self._incremental: IncrementalSnapshots | None = None
         self._files = None if options.log_dir is None else BatchFiles(options.log_dir)
         self.table_stream = table  # the typed stream of one table (:mod:`.table_stream`)
@@ -126,6 +128,9 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # ------------------------------------------------------------ Spark calls
     def initialOffset(self) -> dict:
         _source_logging()
+        return self._first.get(self._resolve_startup)  # asked for more than once: kept
+
+    def _resolve_startup(self) -> dict:
         if self.snapshots:
             return self.snapshot.initial(captured_tables(self.source))
         return self.source.startup_offset(self.options.source.startup).to_json()
