@@ -1,18 +1,24 @@
 """The source's password never shows: a MariaDB user logs in with a distinctive password (from
 the environment, as the README writes it), and every output a user or an operator sees is
 searched for it: ``check``, ``run`` with a wrong password, a run that streams and then fails
-mid-stream, ``status`` (text and ``--json``), ``/metrics``, the JSON log format, and every file
-the pipeline writes (the checkpoint with its status file, the lake) and Spark's event log. The
-run's sealing key (:mod:`sparkcdc.config.secret`) is searched for as well."""
+mid-stream, ``status`` (text and ``--json``), ``/metrics``, the pages of Spark's web UI (on by
+default: ``status`` names its address, its Structured Streaming tab shows the stream by the
+pipeline's name, on the next port when another process holds 4040), the JSON log format, and
+every file the pipeline writes (the checkpoint with its status file, the lake) and Spark's event
+log. The run's sealing key (:mod:`sparkcdc.config.secret`) is searched for as well."""
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import json
 import os
+import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -77,6 +83,29 @@ def files_holding(root: Path, *texts: str) -> list[str]:
     return found
 
 
+UI_PAGES = ("jobs/", "StreamingQuery/", "SQL/", "environment/", "executors/")
+
+
+def ui_pages(address: str) -> dict[str, str]:
+    """The Spark UI's pages a user looks at while the stream runs (each answered 200)."""
+    pages = {}
+    for page in UI_PAGES:
+        with urllib.request.urlopen(f"{address}/{page}", timeout=10) as answer:
+            assert answer.status == 200, (page, answer.status)
+            pages[f"spark ui {page}"] = answer.read().decode()
+    return pages
+
+
+@contextlib.contextmanager
+def port_4040_taken() -> Iterator[None]:
+    """Port 4040, Spark UI's first choice, held by another process (if none holds it yet)."""
+    with socket.socket() as held:
+        with contextlib.suppress(OSError):
+            held.bind(("", 4040))
+            held.listen()
+        yield
+
+
 def test_the_password_appears_in_no_output_file_or_event_log(
     mariadb: ThrowawayMariaDB, tmp_path: Path
 ) -> None:
@@ -102,7 +131,34 @@ def test_the_password_appears_in_no_output_file_or_event_log(
         assert code == 2 and "refused user 'cdc_secret'" in said, said
         outputs[f"wrong password {form}"] = said
 
-    run = sparkcdc("--log-format", "json", "run", str(cfg))
+    with port_4040_taken():
+        run = sparkcdc("--log-format", "json", "run", str(cfg))
+        out, err = watch_the_run(run, mariadb, db, cfg, outputs, port)
+    outputs["failed run"] = out + err
+    assert run.returncode == 2, outputs["failed run"]
+    assert "source.heartbeat.action_query failed" in err, err
+    said = [json.loads(line)["message"] for line in err.splitlines() if "Spark UI" in line]
+    assert said == [f"Spark UI at {outputs['spark ui']}"], said
+
+    leaked = [name for name, text in outputs.items() if PASSWORD in text or KEY in text]
+    assert not leaked, {name: outputs[name] for name in leaked}
+    events = b"".join(p.read_bytes() for p in (tmp_path / "events").rglob("events_*"))
+    assert b"SparkListenerApplicationStart" in events and b"SparkListenerJobEnd" in events
+    assert f'"spark.executorEnv.{KEY_ENV}":"*********(redacted)"'.encode() in events
+    assert files_holding(tmp_path, PASSWORD, KEY) == []  # checkpoint, lake, event log, file
+
+
+def watch_the_run(
+    run: subprocess.Popen[str],
+    mariadb: ThrowawayMariaDB,
+    db: str,
+    cfg: Path,
+    outputs: dict[str, str],
+    port: int,
+) -> tuple[str, str]:
+    """While the run streams: ``status``, ``/metrics`` and Spark's UI into ``outputs``; then
+    the heartbeat's table dropped, which fails the run: its stdout and stderr."""
+    tmp_path = cfg.parent
     try:
         replica, deadline = tmp_path / "lake" / db / "t", time.monotonic() + 300
         while not (DeltaTable.is_deltatable(str(replica)) and DeltaTable(str(replica)).count()):
@@ -113,22 +169,18 @@ def test_the_password_appears_in_no_output_file_or_event_log(
         assert code == 0 and "running" in outputs["status"], outputs["status"]
         code, outputs["status json"] = finished("status", str(cfg), "--json")
         assert code == 0, outputs["status json"]
+        address = json.loads(outputs["status json"])["spark_ui"]
+        assert address.startswith("http://") and not address.endswith(":4040"), address
+        assert f"\nspark ui     {address}\n" in outputs["status"], outputs["status"]
+        outputs["spark ui"] = address
+        outputs.update(ui_pages(address))
+        assert "sparkcdc-checkpoint" in outputs["spark ui StreamingQuery/"]  # the query's name
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as page:
             outputs["metrics"] = page.read().decode()
         assert "sparkcdc_batches" in outputs["metrics"]
         mariadb.execute(f"DROP TABLE {db}.beat")  # the next heartbeat fails: the run stops
-        out, err = run.communicate(timeout=300)
+        return run.communicate(timeout=300)
     finally:
         if run.poll() is None:
             run.kill()
             run.wait()
-    outputs["failed run"] = out + err
-    assert run.returncode == 2, outputs["failed run"]
-    assert "source.heartbeat.action_query failed" in err, err
-
-    leaked = [name for name, text in outputs.items() if PASSWORD in text or KEY in text]
-    assert not leaked, {name: outputs[name] for name in leaked}
-    events = b"".join(p.read_bytes() for p in (tmp_path / "events").rglob("events_*"))
-    assert b"SparkListenerApplicationStart" in events and b"SparkListenerJobEnd" in events
-    assert f'"spark.executorEnv.{KEY_ENV}":"*********(redacted)"'.encode() in events
-    assert files_holding(tmp_path, PASSWORD, KEY) == []  # checkpoint, lake, event log, file

@@ -4,7 +4,9 @@ One checkpoint goes through a pipeline's life: never run; after an ``--available
 written with ``--log-format json`` (every stderr line a JSON object, the sink's per-batch line
 with its batch and table, the log reader's connect line, from Spark's Python worker, with its
 position); running (its process id), with a second ``run`` on the same checkpoint refused at
-once; and ``kill -9``'d, which reads as stopped.
+once; and ``kill -9``'d, which reads as stopped. The pipeline turns Spark's UI off
+(``pipeline.spark.ui: false``): the run says so, and ``status`` names no UI (``test_secrets``
+runs with the UI on).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ def test_status_through_a_pipelines_life(
 ) -> None:
     mariadb.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT)")
     cfg = write_config(tmp_path, mariadb, rf"{db}\.t", startup=log_end(mariadb))
+    cfg.write_text(cfg.read_text().replace("pipeline: {", "pipeline: {spark: {ui: false}, ", 1))
     checkpoint = tmp_path / "checkpoint"
 
     human, state = status(cfg)
@@ -63,6 +66,8 @@ def test_status_through_a_pipelines_life(
     assert "4 changes" in written["message"]  # two inserts, two updates
     connected = [line for line in logged if line["message"].startswith("connected to")]
     assert connected and connected[0]["position"].startswith("mysql-bin."), logged
+    said = [line["message"] for line in logged if line["message"].startswith("Spark UI")]
+    assert said == ["Spark UI off (pipeline.spark.ui: false)"], said
 
     human, state = status(cfg)
     assert state["state"] == "stopped" and state["pid"] is None and state["planned"] is None
@@ -81,8 +86,15 @@ def test_status_through_a_pipelines_life(
             assert proc.poll() is None and time.monotonic() < deadline, state
             time.sleep(0.2)
             _, state = status(cfg)
+        # the run's source process writes its status once the session is up (UI or not)
+        deadline = time.monotonic() + 120
+        while ((state["source"] or {}).get("updated") or "") <= state["started"]:
+            assert proc.poll() is None and time.monotonic() < deadline, state
+            time.sleep(0.2)
+            _, state = status(cfg)
         human, state = status(cfg)
         assert state["pid"] == proc.pid and state["committed"]["batch"] == committed["batch"]
+        assert state["spark_ui"] is None and "spark ui" not in human, human
         assert human.splitlines()[0].startswith(f"state        running (process {proc.pid}, ")
         started = time.monotonic()
         code, out = run(cfg, "--available-now", timeout=60)

@@ -74,8 +74,8 @@ def test_a_killed_holder_leaves_its_file_but_not_its_lock(
     assert json.loads((own / RUN_LOCK).read_text())["pid"] == holder.pid  # the file stays
     assert running_holder(own) is None
     assert read_pipeline_state(tmp_path / "cp", BinlogOffset).state == NEVER_RUN  # no batch
-    with hold_run_lock(own) as me:  # the next run starts
-        assert running_holder(own) == me and me.pid == os.getpid()
+    with hold_run_lock(own) as lock:  # the next run starts
+        assert running_holder(own) == lock.holder and lock.holder.pid == os.getpid()
     assert running_holder(own) is None
 
 
@@ -143,3 +143,25 @@ def test_a_resnapshot_under_way_is_shown(tmp_path: Path) -> None:
     assert state.resnapshot_since == "0000000003:0000000004"
     assert ("resnapshot", "the log position was gone: tables read again since "
             "0000000003:0000000004") in describe_state(state)  # fmt: skip
+
+
+def test_a_run_names_its_spark_ui_in_its_lock_and_status_shows_it(tmp_path: Path) -> None:
+    own = tmp_path / "cp" / "sparkcdc"
+    with hold_run_lock(own) as lock:  # the session still starts: no address yet
+        state = read_pipeline_state(tmp_path / "cp", BinlogOffset)
+        assert (state.state, state.spark_ui) == (RUNNING, None)
+        assert "spark ui" not in dict(describe_state(state))
+        lock.record_spark_ui("http://host-1:4041")
+        assert json.loads((own / RUN_LOCK).read_text())["spark_ui"] == "http://host-1:4041"
+        state = read_pipeline_state(tmp_path / "cp", BinlogOffset)
+        assert state.spark_ui == "http://host-1:4041" and state.pid == os.getpid()
+        lines = describe_state(state)
+        assert lines[:2] == [("state", lines[0][1]), ("spark ui", "http://host-1:4041")]
+        assert lines[0][1].startswith(f"running (process {os.getpid()}, started ")
+        lock.record_spark_ui(None)  # pipeline.spark.ui: false
+        assert "spark_ui" not in json.loads((own / RUN_LOCK).read_text())
+        assert read_pipeline_state(tmp_path / "cp", BinlogOffset).spark_ui is None
+    with hold_run_lock(own) as lock:  # a later run: the earlier run's address is gone
+        assert running_holder(own) == lock.holder and lock.holder.spark_ui is None
+    state = read_pipeline_state(tmp_path / "cp", BinlogOffset)  # stopped: no address shown
+    assert state.spark_ui is None and "spark ui" not in dict(describe_state(state))

@@ -4,6 +4,7 @@ Spark is not started, nor the source asked: what the checkpoint holds is read as
 (:mod:`sparkcdc.spark.pipeline.state`), in well under a second::
 
     state        running (process 4242, started 2025-05-01T10:00:00.000Z)
+    spark ui     http://host:4040
     checkpoint   /data/checkpoints/shop
     committed    batch 7 at 2025-05-01T10:02:05.120Z
                  ends at mysql-bin.000003:1234 gtid 0-1-42
@@ -15,6 +16,9 @@ Spark is not started, nor the source asked: what the checkpoint holds is read as
     incremental  shop.items ~40% · 400 of ~1,000 rows
                  shop.items read again: a schema change rewrote rows the log does not show
                  (column m: decimal(10,3) to decimal(10,1) may round, truncate or convert values)
+
+``spark ui``: where the running process's Spark web UI is (its Structured Streaming tab shows
+the stream); absent while the session starts, and with ``pipeline.spark.ui: false``.
 
 ``--json`` prints the same as one JSON object (the fields of
 :class:`~sparkcdc.spark.pipeline.state.PipelineState`).
@@ -62,7 +66,10 @@ def pipeline_status(config: Config, as_json: bool) -> str:
 
 def describe_state(state: PipelineState) -> list[tuple[str, str]]:
     """The human block: (label, text) lines."""
-    lines = [("state", _headline(state)), ("checkpoint", state.checkpoint)]
+    lines = [("state", _headline(state))]
+    if state.spark_ui is not None:
+        lines.append(("spark ui", state.spark_ui))
+    lines.append(("checkpoint", state.checkpoint))
     if state.committed is not None:
         lines.append(("committed", f"batch {state.committed.batch} at {state.committed.at}"))
         lines.append(("", f"ends at {_position(state.committed)}"))

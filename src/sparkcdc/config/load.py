@@ -41,6 +41,7 @@ from sparkcdc.config.model import (
 from sparkcdc.config.secret import Secret
 from sparkcdc.config.values import (
     STARTUP_FORMS,
+    as_bool,
     as_duration,
     as_heartbeat,
     as_key_columns,
@@ -93,7 +94,7 @@ MAINTENANCE_KEYS = ("compact_every", "retain")
 PIPELINE_KEYS = ("checkpoint", "trigger", "store", "spark", "metrics")
 STORE_KEYS = ("max_bytes", "max_items", "batch_mode", "item_rows")
 METRICS_KEYS = ("port", "host")
-SPARK_KEYS = ("master", "conf")
+SPARK_KEYS = ("master", "ui", "conf")
 
 __all__ = ["STARTUP_FORMS", "load_config", "load_config_text"]
 
@@ -375,6 +376,7 @@ def _pipeline(s: dict[str, Any], base: Path) -> PipelineConfig:
         store=store,
         metrics=_metrics(_section(s.get("metrics"), f"{p}.metrics", METRICS_KEYS)),
         spark_master=_get(sp, "master", f"{p}.spark", as_text, "local[*]"),
+        spark_ui=_get(sp, "ui", f"{p}.spark", as_bool, True),
         spark_conf={
             str(k): as_text("" if v is None else v, f"{p}.spark.conf.{k}") for k, v in conf.items()
         },

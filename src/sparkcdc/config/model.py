@@ -255,6 +255,7 @@ class PipelineConfig:
     trigger_seconds: float = 1.0
     store: StoreConfig = field(default_factory=StoreConfig)
     spark_master: str = "local[*]"
+    spark_ui: bool = True  # Spark's web UI (its Structured Streaming tab shows the stream)
     spark_conf: dict[str, str] = field(default_factory=dict)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
 

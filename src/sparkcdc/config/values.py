@@ -41,6 +41,17 @@ def as_text(value: Any, key: str) -> str:
     return "" if value is None else str(value)
 
 
+_TRUE, _FALSE = ("true", "yes", "on"), ("false", "no", "off")
+
+
+def as_bool(value: Any, key: str) -> bool:
+    """A switch: true/false (also yes/no, on/off), as YAML writes it."""
+    text = as_text(value, key).strip().lower()
+    if text not in _TRUE + _FALSE:
+        fail(key, f"{text!r} is neither true nor false; use true or false")
+    return text in _TRUE
+
+
 def as_int(value: Any, key: str) -> int:
     text = as_text(value, key).strip()
     if not re.fullmatch(r"[+-]?\d+", text):

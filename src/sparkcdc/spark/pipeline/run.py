@@ -5,7 +5,8 @@
 1. check the source before Spark starts (server ready for CDC, tables matched, every table's
    schema and key loadable): a bad input fails here with its sentence
    (:mod:`sparkcdc.sources.readiness`);
-2. start the SparkSession (:mod:`.session`);
+2. start the SparkSession (:mod:`.session`), its web UI's address logged and named in the run
+   lock for ``sparkcdc status``;
 3. ``readStream.format("<type>-cdc")`` → ``writeStream.foreachBatch(DeltaSink)`` with Spark's
    checkpoint in ``<checkpoint>/spark`` and the source's own files (schema history, status) in
    ``<checkpoint>/sparkcdc``;
@@ -67,8 +68,14 @@ from sparkcdc.spark.pipeline.checkpoint import (
 from sparkcdc.spark.pipeline.metrics import PipelineMetrics
 from sparkcdc.spark.pipeline.metrics_server import serve_metrics
 from sparkcdc.spark.pipeline.progress import Meter, ProgressCallback
-from sparkcdc.spark.pipeline.run_lock import hold_run_lock
-from sparkcdc.spark.pipeline.session import SPARK_LOG_LEVEL, spark_log_level, start_session
+from sparkcdc.spark.pipeline.run_lock import RunLock, hold_run_lock
+from sparkcdc.spark.pipeline.session import (
+    SPARK_LOG_LEVEL,
+    pipeline_name,
+    spark_log_level,
+    start_session,
+    ui_address,
+)
 from sparkcdc.spark.runtime.worker_warmup import warm_in_background, warm_workers
 from sparkcdc.spark.stream.options import source_options
 from sparkcdc.spark.stream.status import STATUS_FILE, read_status
@@ -102,8 +109,8 @@ def run_pipeline(
     letting the batch in flight commit (module docstring)."""
     level = spark_log_level()  # a wrong value is named before anything runs
     checkpoint = Path(config.pipeline.checkpoint)
-    with hold_run_lock(checkpoint / "sparkcdc"):
-        return _run_locked(config, checkpoint, level, available_now, progress)
+    with hold_run_lock(checkpoint / "sparkcdc") as lock:
+        return _run_locked(config, checkpoint, level, available_now, progress, lock)
 
 
 def _run_locked(
@@ -112,6 +119,7 @@ def _run_locked(
     level: str | None,
     available_now: bool,
     progress: ProgressCallback | None,
+    lock: RunLock,
 ) -> int:
     """:func:`run_pipeline` once the run lock is held."""
     if resnapshot.pending(checkpoint) is not None:
@@ -128,6 +136,7 @@ def _run_locked(
         started = time.monotonic()
         spark = start_session(config, checkpoint / "sparkcdc", level)
         log.info("Spark session started in %.1fs", time.monotonic() - started)
+        lock.record_spark_ui(ui_address(spark, config))  # for sparkcdc status
         try:
             if stop.requested:
                 return 0
@@ -295,7 +304,7 @@ def _query(
         .load()
         .writeStream.foreachBatch(sink)
         .option("checkpointLocation", str(spark_checkpoint))
-        .queryName("sparkcdc")
+        .queryName(pipeline_name(config.pipeline.checkpoint))
     )
     if available_now or config.source.startup == "snapshot":
         writer = writer.trigger(availableNow=True)

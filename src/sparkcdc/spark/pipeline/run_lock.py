@@ -1,7 +1,8 @@
 """One run per checkpoint: ``sparkcdc run`` holds a lock on ``<checkpoint>/sparkcdc/run.lock``.
 
 The run takes an exclusive ``flock`` on the file for its whole life and writes its process id
-and start time into it (``{"pid": 4242, "started": "2025-05-01T10:00:00.000Z"}``). The kernel
+and start time into it (``{"pid": 4242, "started": "2025-05-01T10:00:00.000Z"}``), and once
+its Spark session is up, where Spark's web UI is (``"spark_ui": "http://host:4040"``). The kernel
 drops the lock when the process ends, however it ends: a file left by a ``kill -9`` holds no lock,
 so the pipeline reads as stopped and the next run starts. ``sparkcdc status`` tries the lock
 without waiting to tell a running pipeline from a stopped one.
@@ -16,7 +17,7 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sparkcdc.core import errors
@@ -31,10 +32,32 @@ class RunHolder:
 
     pid: int | None
     started: str | None  # ISO-8601 UTC
+    spark_ui: str | None = None  # the address of its Spark web UI, once the session is up
+
+
+class RunLock:
+    """The lock held (:func:`hold_run_lock`): its holder, as its file says it."""
+
+    def __init__(self, fd: int, holder: RunHolder) -> None:
+        self._fd, self.holder = fd, holder
+        self._write()
+
+    def record_spark_ui(self, address: str | None) -> None:
+        """Name the address of the run's Spark web UI in the lock file (None: no UI)."""
+        self.holder = replace(self.holder, spark_ui=address)
+        self._write()
+
+    def _write(self) -> None:
+        fields = {"pid": self.holder.pid, "started": self.holder.started}
+        if self.holder.spark_ui is not None:
+            fields["spark_ui"] = self.holder.spark_ui
+        data = json.dumps(fields).encode()
+        os.pwrite(self._fd, data, 0)  # over the old content, then cut: never an empty file
+        os.ftruncate(self._fd, len(data))
 
 
 @contextlib.contextmanager
-def hold_run_lock(own: Path, wait: float = 1.0) -> Iterator[RunHolder]:
+def hold_run_lock(own: Path, wait: float = 1.0) -> Iterator[RunLock]:
     """Hold the pipeline's lock in ``own`` (``<checkpoint>/sparkcdc``) while the block runs;
     another process holding it past ``wait`` seconds (a ``status`` holds it for an instant)
     stops this run with a sentence naming that process."""
@@ -51,11 +74,7 @@ def hold_run_lock(own: Path, wait: float = 1.0) -> Iterator[RunHolder]:
     try:
         if not _lock(fd, fcntl.LOCK_EX, wait):
             raise errors.SparkCDCError(_running_sentence(own.parent, _holder_of(path)))
-        me = RunHolder(os.getpid(), iso_utc(time.time()))
-        data = json.dumps({"pid": me.pid, "started": me.started}).encode()
-        os.pwrite(fd, data, 0)  # over the old content, then cut: never an empty file
-        os.ftruncate(fd, len(data))
-        yield me
+        yield RunLock(fd, RunHolder(os.getpid(), iso_utc(time.time())))
     finally:
         os.close(fd)  # drops the lock
 
@@ -97,9 +116,11 @@ def _holder_of(path: Path) -> RunHolder:
         return RunHolder(None, None)
     if not isinstance(value, dict):
         return RunHolder(None, None)
-    pid, started = value.get("pid"), value.get("started")
+    pid, started, ui = value.get("pid"), value.get("started"), value.get("spark_ui")
     return RunHolder(
-        pid if isinstance(pid, int) else None, started if isinstance(started, str) else None
+        pid if isinstance(pid, int) else None,
+        started if isinstance(started, str) else None,
+        ui if isinstance(ui, str) else None,
     )
 
 

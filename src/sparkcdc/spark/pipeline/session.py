@@ -1,23 +1,26 @@
-"""The pipeline's SparkSession: its master and settings, quiet logs, Python workers on this
-interpreter, the driver JVM's compiler and collector, Ctrl-C left to the driver, and the key
-that seals the source's password (:mod:`sparkcdc.config.secret`) given to every Python process
-Spark starts."""
+"""The pipeline's SparkSession: its master and settings, its name and web UI, quiet logs,
+Python workers on this interpreter, the driver JVM's compiler and collector, Ctrl-C left to
+the driver, and the key that seals the source's password (:mod:`sparkcdc.config.secret`) given
+to every Python process Spark starts."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import os
+import re
 import signal
 import sys
 import threading
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sparkcdc.config.model import Config
 from sparkcdc.config.secret import KEY_ENV, ensure_key, forget_key
 from sparkcdc.core import errors
+
+log = logging.getLogger("sparkcdc.pipeline")
 
 SPARK_LOG_LEVEL = "SPARKCDC_SPARK_LOG_LEVEL"  # e.g. ERROR: Spark's own log on stderr again
 
@@ -80,11 +83,35 @@ def sigint_left_to_the_driver() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a Ctrl-C meanwhile: now
 
 
+def pipeline_name(checkpoint: str) -> str:
+    """The name Spark's UI shows for the pipeline checkpointed at ``checkpoint``, as its
+    application and its stream query: ``sparkcdc-<the checkpoint folder's name>`` (``shop`` of
+    ``./checkpoints/shop``; one checkpoint per pipeline, so it tells pipelines apart)."""
+    folder = re.sub(r"\s+", "-", PurePosixPath(checkpoint.rstrip("/")).name.strip())
+    return f"sparkcdc-{folder}" if folder else "sparkcdc"
+
+
+def ui_address(spark: Any, config: Config) -> str | None:
+    """Where the session's web UI is (its Structured Streaming tab shows the stream), logged as
+    a run's first lines say it; None when it is off."""
+    address: str | None = spark.sparkContext.uiWebUrl
+    if address is not None:
+        log.info("Spark UI at %s", address)
+    elif not config.pipeline.spark_ui:
+        log.info("Spark UI off (pipeline.spark.ui: false)")
+    else:
+        log.info("Spark UI off (spark.ui.enabled: false)")
+    return address
+
+
 def start_session(config: Config, own: Path, log_level: str | None) -> Any:
     """The session of a pipeline whose own files are in ``own``; Spark's log at ``log_level``
-    (None: off). The sealing key goes to Spark's Python processes as ``spark.executorEnv``
-    (hidden by Spark's ``spark.redaction.regex`` in its UI and event log); a session already
-    running here without it (not started by this function) gets nothing sealed."""
+    (None: off). Spark's web UI is on unless ``pipeline.spark.ui`` is false: at
+    ``spark.ui.port`` (4040), or the next free port after it when another Spark application
+    holds that one (``spark.port.maxRetries``); ``spark.sparkContext.uiWebUrl`` says where.
+    The sealing key goes to Spark's Python processes as ``spark.executorEnv`` (hidden by
+    Spark's ``spark.redaction.regex`` in its UI and event log); a session already running here
+    without it (not started by this function) gets nothing sealed."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -98,8 +125,8 @@ def start_session(config: Config, own: Path, log_level: str | None) -> Any:
     java_opts = f"-Dlog4j2.configurationFile=file:{log4j.resolve()}"
     builder = (
         SparkSession.builder.master(config.pipeline.spark_master)
-        .appName("sparkcdc")
-        .config("spark.ui.enabled", "false")
+        .appName(pipeline_name(config.pipeline.checkpoint))
+        .config("spark.ui.enabled", "true" if config.pipeline.spark_ui else "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.extraJavaOptions", f"{java_opts} {DRIVER_JVM}")

@@ -1,6 +1,7 @@
 """A pipeline's state read from its checkpoint alone, without Spark (``sparkcdc status``).
 
-Four files say it all: the run lock (running or not, :mod:`.run_lock`), Spark's newest
+Four files say it all: the run lock (running or not, and where the run's Spark UI is,
+:mod:`.run_lock`), Spark's newest
 ``commits/<n>`` (the last committed micro-batch, and when: the file's time), the matching
 ``offsets/<n>`` (where that batch ended in the source's log, :mod:`.offset_log`), a newer
 ``offsets/<m>`` with no commit (a batch planned and not committed: it runs now, or a stop came
@@ -63,6 +64,7 @@ class PipelineState:
     planned: BatchState | None  # planned after the last commit, not committed (yet)
     source: SourceState | None
     resnapshot_since: str | None = None  # a re-snapshot under way since this log position
+    spark_ui: str | None = None  # the running process's Spark web UI (None: off, or not up yet)
 
 
 def read_pipeline_state(checkpoint: Path, offsets: type[Offset]) -> PipelineState:
@@ -87,6 +89,7 @@ def read_pipeline_state(checkpoint: Path, offsets: type[Offset]) -> PipelineStat
         planned=ahead,
         source=_source(own / STATUS_FILE),
         resnapshot_since=_resnapshot_since(own / RESNAPSHOT_MARKER),
+        spark_ui=None if holder is None else holder.spark_ui,
     )
 
 
