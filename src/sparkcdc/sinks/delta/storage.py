@@ -99,8 +99,16 @@ class LakeStorage:
 
     def list(self, path: str) -> list[str]:
         """The names of the folders and files right under ``path`` (none if it is missing)."""
+        return sorted(info.base_name for info in self._entries(path))
+
+    def folders(self, path: str) -> list[str]:
+        """The names of the folders (object storage: the prefixes) right under ``path``."""
+        kind = fs.FileType.Directory
+        return sorted(info.base_name for info in self._entries(path) if info.type == kind)
+
+    def _entries(self, path: str) -> list[fs.FileInfo]:
         selector = fs.FileSelector(self._where(path), allow_not_found=True)
-        return sorted(info.base_name for info in self.filesystem.get_file_info(selector))
+        return list(self.filesystem.get_file_info(selector))
 
     def delete(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):

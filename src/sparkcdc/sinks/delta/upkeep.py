@@ -75,10 +75,10 @@ def delta_tables(sink: str | LakeStorage, patterns: Sequence[str] = ()) -> list[
     logs, whose ``db.table`` fully matches one of ``patterns`` (none: all)."""
     lake = as_storage(sink)
     found = []
-    for db in lake.list(lake.join()):
+    for db in lake.folders(lake.join()):
         if db.startswith("_"):
             continue  # the sink's own files (_sparkcdc)
-        for table in lake.list(lake.join(db)):
+        for table in lake.folders(lake.join(db)):
             if not lake.exists(lake.join(db, table, "_delta_log")):
                 continue
             name = f"{db}.{table}"
