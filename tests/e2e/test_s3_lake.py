@@ -30,21 +30,22 @@ def storage_options(options: dict[str, str]) -> str:
 
 
 def test_run_on_s3_through_a_crash(mariadb: ThrowawayMariaDB, s3: MotoS3, tmp_path: Path) -> None:
-    """An initial snapshot of SNAPSHOT_ROWS rows and CHANGES changes streamed meanwhile, the run
-    killed once it wrote and restarted: the lake on S3 holds the source exactly once."""
+    """An initial snapshot of SNAPSHOT_ROWS rows, then CHANGES changes streamed, the run killed
+    once it wrote and restarted: the lake on S3 holds the source exactly once."""
     db = "s3lake"
     mariadb.execute(f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}")
     mariadb.execute(*(s.format(db=db) for s in DDL))
     first = 50_000_000  # the workload's keys start at 1
     mariadb.execute(
         f"INSERT INTO {db}.accounts SELECT {first} + seq, 0, seq / 100, CONCAT('s-', seq), "
-        f"NOW(6), seq % 256 FROM seq_1_to_{SNAPSHOT_ROWS}"
+        f"NOW(6), seq % 256 FROM {db}.seq_1_to_{SNAPSHOT_ROWS}"
     )
     lake = f"s3://{s3.bucket()}/lake"
     options = s3.options()
     cfg = write_config(tmp_path, mariadb, rf"{db}\..*", startup="initial", lake=lake,
                        extra_sink=storage_options(options))  # fmt: skip
 
+    available_now(cfg)  # the initial snapshot, then the stream from its end
     expected = crash_trials(
         cfg, f"{lake}/{db}/accounts__changelog",
         lambda trial: ChangeWorkload(mariadb, db, CHANGES, trial), 1, random.Random(7), options,

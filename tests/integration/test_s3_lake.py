@@ -60,7 +60,7 @@ def test_the_sink_writes_its_tables_and_files_to_s3(s3: MotoS3) -> None:
     ]
     log = DeltaTable(lake.join("shop", "accounts__changelog"), storage_options=s3.options())
     assert log.to_pyarrow_table().num_rows == 10 and log.transaction_version(APP) == 4
-    assert lake.list(lake.join("_sparkcdc", "schemas")) == [f"shop.accounts.{A.schema_id()}.json"]
+    assert lake.names(lake.join("_sparkcdc", "schemas")) == [f"shop.accounts.{A.schema_id()}.json"]
 
     report = DeltaSink(lake, APP).write(batch(4), 4)  # a restarted run writes its last batch again
     assert (report.tables, report.skipped) == ([], ["shop.accounts"])

@@ -97,7 +97,7 @@ class LakeStorage:
     def exists(self, path: str) -> bool:
         return self.filesystem.get_file_info(self._where(path)).type != fs.FileType.NotFound
 
-    def list(self, path: str) -> list[str]:
+    def names(self, path: str) -> list[str]:
         """The names of the folders and files right under ``path`` (none if it is missing)."""
         return sorted(info.base_name for info in self._entries(path))
 
