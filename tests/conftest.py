@@ -14,6 +14,7 @@ import pytest
 
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
+from tests.cases.s3 import MotoS3
 from tests.fakes.mysql_primary import MySQLPrimary
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -24,6 +25,17 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 def mariadb() -> Iterator[ThrowawayMariaDB]:
     """A private MariaDB server for the whole session (root, empty password)."""
     server = ThrowawayMariaDB.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[MotoS3]:
+    """An S3-compatible server (moto's) on loopback for the whole session."""
+    pytest.importorskip("moto.server", reason="moto[server] (the dev extras) is not installed")
+    server = MotoS3()
     try:
         yield server
     finally:

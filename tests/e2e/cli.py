@@ -36,17 +36,18 @@ def write_config(
     extra_source: str = "",
     kind: str = "mysql",
     extra_sink: str = "",
+    lake: str | None = None,
 ) -> Path:
     """A pipeline file for ``tables`` (regular expressions over ``db.table``, or one) of a
-    ``kind`` source with its lake and checkpoint under ``tmp`` (``extra_*``: more keys,
-    ``, key: value``)."""
+    ``kind`` source with its lake (unless ``lake`` names one) and checkpoint under ``tmp``
+    (``extra_*``: more keys, ``, key: value``)."""
     patterns = ", ".join(json.dumps(t) for t in ([tables] if isinstance(tables, str) else tables))
     cfg = tmp / "pipeline.yaml"
     cfg.write_text(
         f"source: {{type: {kind}, host: 127.0.0.1, port: {server.port}, user: {user}, "
         f"password: '{password}', tables: [{patterns}], "
         f"startup: '{startup}'{extra_source}}}\n"
-        f"sink: {{type: delta, path: {tmp / 'lake'}{extra_sink}}}\n"
+        f"sink: {{type: delta, path: '{lake or tmp / 'lake'}'{extra_sink}}}\n"
         f"pipeline: {{checkpoint: {tmp / 'checkpoint'}, trigger: {trigger}, "
         f"store: {{max_bytes: {max_bytes}}}}}\n"
     )

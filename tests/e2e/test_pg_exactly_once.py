@@ -16,7 +16,7 @@ from deltalake import DeltaTable
 
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 from tests.e2e.cli import available_now, write_config
-from tests.e2e.test_exactly_once import crash_trials, replica_rows
+from tests.e2e.crashes import crash_trials, replica_rows
 from tests.e2e.workload import PG_DDL, POSTGRES, ChangeWorkload
 
 pytestmark = [pytest.mark.postgres, pytest.mark.spark, pytest.mark.slow]
@@ -61,7 +61,7 @@ def test_kill_9_mid_stream_then_restart(
     )  # fmt: skip
     changelog = tmp_path / "lake" / "public" / "accounts__changelog"
     written = crash_trials(
-        cfg, changelog,
+        cfg, str(changelog),
         lambda trial: ChangeWorkload(postgres, pgdb, -(-CHANGES // TRIALS), trial, POSTGRES),
         TRIALS, rng,
     )  # fmt: skip

@@ -77,9 +77,11 @@ def run_compact(config: Config, args: argparse.Namespace) -> list[TableUpkeep]:
 
 
 def _compact(config: Config, patterns: list[str], retain: float, quiet: bool) -> list[TableUpkeep]:
+    from sparkcdc.sinks.delta.storage import LakeStorage
     from sparkcdc.sinks.delta.upkeep import delta_tables, describe, upkeep_table  # deltalake
 
-    tables = delta_tables(config.sink.path, patterns)
+    lake = LakeStorage(config.sink.path, config.sink.storage_options)
+    tables = delta_tables(lake, patterns)
     if not tables and patterns:
         raise ConfigError(
             f"--tables: no Delta table under {config.sink.path} matches "

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -39,6 +40,7 @@ from sparkcdc.config.model import (
     TlsConfig,
 )
 from sparkcdc.config.secret import Secret
+from sparkcdc.config.storage import OBJECT_SCHEMES, as_storage_options
 from sparkcdc.config.values import (
     STARTUP_FORMS,
     as_bool,
@@ -89,7 +91,7 @@ SNAPSHOT_KEYS = (
     "incremental_window",
 )
 DISTRIBUTION_KEYS = ("lower", "upper")
-SINK_KEYS = ("type", "path", "maintenance")
+SINK_KEYS = ("type", "path", "maintenance", "storage_options")
 MAINTENANCE_KEYS = ("compact_every", "retain")
 PIPELINE_KEYS = ("checkpoint", "trigger", "store", "spark", "metrics")
 STORE_KEYS = ("max_bytes", "max_items", "batch_mode", "item_rows")
@@ -308,14 +310,30 @@ def _snapshot(s: dict[str, Any]) -> SnapshotConfig:
     return as_snapshot(raw, keys)
 
 
-def _path(base: Path) -> Callable[[Any, str], str]:
+def _path(base: Path, remote: bool = False) -> Callable[[Any, str], str]:
+    """A folder (relative to the pipeline file's), a ``file://`` URI (made a folder), or with
+    ``remote`` a bucket URI (:data:`~sparkcdc.config.storage.OBJECT_SCHEMES`), kept as written."""
+
     def convert(value: Any, key: str) -> str:
         text = as_text(value, key).strip()
         if not text:
             fail(key, "is empty; give a folder path")
-        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", text):
-            return text  # a URI (s3://, abfss://, file://) is used as written
-        path = Path(os.path.expanduser(text))
+        scheme = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", text)
+        if scheme and scheme.group(1).lower() != "file":
+            if not remote:
+                fail(
+                    key,
+                    f"{text!r} is not a folder: Spark's checkpoint must be on a local or "
+                    "shared disk; keep the Delta tables on object storage with sink.path",
+                )
+            if scheme.group(1).lower() not in OBJECT_SCHEMES:
+                fail(
+                    key,
+                    f"{text!r} names a storage delta-rs cannot write; use a folder, "
+                    "file://, s3://, gs:// or abfss://",
+                )
+            return text.rstrip("/")
+        path = Path(os.path.expanduser(urlsplit(text).path if scheme else text))
         return str(path if path.is_absolute() else (base / path).resolve())
 
     return convert
@@ -324,9 +342,10 @@ def _path(base: Path) -> Callable[[Any, str], str]:
 def _sink(s: dict[str, Any], base: Path) -> SinkConfig:
     return SinkConfig(
         type=_get(s, "type", "sink", _one_of("delta"), "delta"),
-        path=_get(s, "path", "sink", _path(base), _REQUIRED),
+        path=(path := _get(s, "path", "sink", _path(base, remote=True), _REQUIRED)),
         maintenance=_maintenance(_section(s.get("maintenance"), "sink.maintenance",
                                           MAINTENANCE_KEYS)),
+        storage_options=as_storage_options(s.get("storage_options"), path),
     )  # fmt: skip
 
 

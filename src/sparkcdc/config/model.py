@@ -220,11 +220,23 @@ class MaintenanceConfig:
 
 @dataclass(frozen=True)
 class SinkConfig:
-    """Where changes go: Delta tables under ``path`` (``<db>/<table>`` and ``__changelog``)."""
+    """Where changes go: Delta tables under ``path`` (``<db>/<table>`` and ``__changelog``), a
+    folder or object storage (``s3://``, ``gs://``, ``abfss://``) reached with delta-rs's
+    ``storage_options``; the options naming a key or token hold a
+    :class:`~sparkcdc.config.secret.Secret` and never print."""
 
     path: str
     type: str = "delta"
     maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
+    storage_options: dict[str, str | Secret] = field(default_factory=dict)
+
+    def redacted(self) -> dict[str, Any]:
+        """The settings with every secret option shown as ``***``, for logs."""
+        return {
+            "type": self.type,
+            "path": self.path,
+            "storage_options": {k: str(v) for k, v in self.storage_options.items()},
+        }
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from deltalake import DeltaTable
-
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.sinks.delta import commits
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 
@@ -88,7 +87,7 @@ def source_rows(server: ThrowawayMariaDB, schema: TableSchema) -> list[tuple[Any
 
 def replica_rows(path: str, schema: TableSchema) -> list[list[Any]]:
     """The replica's rows, columns in the source's order."""
-    table = DeltaTable(path).to_pyarrow_table(columns=schema.column_names())
+    table = commits.table(path).to_pyarrow_table(columns=schema.column_names())
     return [list(r.values()) for r in table.to_pylist()]
 
 

@@ -4,25 +4,23 @@ a difference of such a key may be a change in flight, see :mod:`.table`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
-from deltalake import DeltaTable
 
+from sparkcdc.sinks.delta import commits
 from sparkcdc.verify.compare import labels
 
 
 def changed_keys(changelog: str, key: Sequence[str], since: str) -> set[str]:
     """The labels of the keys (before or after images) of the change log's rows whose
     ``source.position`` sorts after ``since``."""
-    if not (Path(changelog) / "_delta_log").is_dir():
+    table = commits.open_table(changelog)
+    if table is None:
         return set()
-    rows = (
-        DeltaTable(changelog)
-        .to_pyarrow_dataset()
-        .to_table(columns=["before", "after"], filter=ds.field("source", "position") > since)
+    rows = table.to_pyarrow_dataset().to_table(
+        columns=["before", "after"], filter=ds.field("source", "position") > since
     )
     found: set[str] = set()
     for image in ("before", "after"):

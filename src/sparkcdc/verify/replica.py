@@ -20,16 +20,15 @@ import base64
 import datetime as dt
 from collections.abc import Sequence
 from decimal import Decimal
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from deltalake import DeltaTable
 
 from sparkcdc.core.chunk import KeyColumn, KeyValue
 from sparkcdc.core.convert import arrow_schema
 from sparkcdc.core.errors import SinkError
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.sinks.delta import commits
 from sparkcdc.snapshot.dialect import SnapshotDialect
 from sparkcdc.snapshot.keyorder import KeyOrder
 
@@ -39,9 +38,10 @@ def read_replica(path: str, schema: TableSchema) -> pa.Table:
     the type its values are compared in (:func:`compare_type`): the source's where the replica
     holds that type, else one that holds both sides' values exactly."""
     target = arrow_schema(schema)
-    if not (Path(path) / "_delta_log").is_dir():
+    opened = commits.open_table(path)
+    if opened is None:
         return target.empty_table()
-    table = DeltaTable(path).to_pyarrow_table()
+    table = opened.to_pyarrow_table()
     by_lower = {n.lower(): n for n in table.column_names}
     columns, fields = [], []
     for f in target:

@@ -9,6 +9,7 @@ from pathlib import Path
 from sparkcdc.config.model import Config
 from sparkcdc.core.errors import ConfigError
 from sparkcdc.sinks.delta.lake import Lake
+from sparkcdc.sinks.delta.storage import LakeStorage
 from sparkcdc.sources.readiness import captured_tables
 from sparkcdc.sources.registry import open_source
 from sparkcdc.verify.committed import CommittedPosition, pipeline_running
@@ -30,7 +31,7 @@ def verify_pipeline(
     committed = CommittedPosition(
         checkpoint / "spark", source.offset, lambda: pipeline_running(checkpoint), wait
     )
-    lake = Lake(config.sink.path)
+    lake = Lake(LakeStorage(config.sink.path, config.sink.storage_options))
     reports = []
     with source.chunks() as dialect, source.catalog() as catalog:
         verifier = TableVerifier(

@@ -15,7 +15,8 @@ writes, beside the chunks in the split store, the two files the run becomes in t
 exactly what the sink would make of the chunks' ``k`` events (:mod:`.chunk_rows`), each of which
 names its run's files. When the sink may append the chunks of a micro-batch
 (:class:`~.chunk_rows.AppendBook`) and the tables' columns are the chunks', it links these files
-into the tables' folders and commits them as they are (:func:`commit`): the driver encodes
+into the tables' folders (on object storage: uploads them) and commits them as they are
+(:func:`commit`): the driver encodes
 nothing, and the tasks encode while others read. Otherwise it reads each chunk from the store
 and writes it as before; the files are then unused.
 
@@ -50,7 +51,7 @@ from sparkcdc.core.convert import arrow_schema
 from sparkcdc.core.event import TRANSACTION_TYPE, source_type
 from sparkcdc.core.offset_events import offset_source
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.sinks.delta import commits
+from sparkcdc.sinks.delta import commits, storage
 from sparkcdc.snapshot.split_store import SplitResult, SplitStore
 
 KINDS = ("replica", "changelog")
@@ -175,11 +176,12 @@ def adoptable(refs: list[dict[str, Any]], columns: list[pa.Field]) -> bool:
 def commit(
     path: str, kind: str, refs: list[dict[str, Any]], app_id: str, batch_id: int, tag: str
 ) -> bool:
-    """Link the ``kind`` files of the chunks' runs (each once) into the Delta table at
-    ``path`` and commit them as batch ``batch_id`` (one transaction); False if this batch was
-    committed before."""
+    """Link (or upload, :func:`place_file`) the ``kind`` files of the chunks' runs (each once)
+    into the Delta table at ``path`` and commit them as batch ``batch_id`` (one transaction);
+    False if this batch was committed before."""
     if commits.already_applied(path, app_id, batch_id):
         return False
+    lake = storage.at(path)
     adds = []
     named: set[str] = set()
     for ref in refs:
@@ -188,13 +190,22 @@ def commit(
             continue  # another chunk of the same run
         named.add(found["path"])
         name = f"part-{uuid.uuid5(uuid.NAMESPACE_URL, tag + '/' + found['path'])}.snappy.parquet"
-        link_file(Path(found["path"]), Path(path) / name)
+        place_file(lake, found["path"], path, name)
         adds.append(
             AddAction(name, int(found["size"]), {}, int(time.time() * 1000), True,
                       json.dumps(found["stats"], separators=(",", ":")))
         )  # fmt: skip
-    commits.commit_files(path, adds, app_id, batch_id)
-    return True
+    return commits.commit_files(path, adds, app_id, batch_id)
+
+
+def place_file(lake: storage.LakeStorage, source: str, table: str, name: str) -> None:
+    """The local file ``source`` as the data file ``name`` of the table at ``table``: linked
+    into a folder (:func:`link_file`), copied to object storage (one upload: a file of that name
+    an earlier attempt left, never committed, is replaced)."""
+    if lake.remote:
+        lake.copy_in(source, f"{table}/{name}")
+    else:
+        link_file(Path(source), Path(table) / name)
 
 
 def link_file(source: Path, target: Path) -> None:

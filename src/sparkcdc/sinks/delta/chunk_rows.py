@@ -25,10 +25,8 @@ of a table added to a running pipeline or first captured with its snapshot.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -38,6 +36,7 @@ from sparkcdc.core import columns as col
 from sparkcdc.core.convert import cast_struct
 from sparkcdc.core.event import OP_CHUNK, OP_READ, TRANSACTION_TYPE
 from sparkcdc.sinks.delta import commits
+from sparkcdc.sinks.delta.storage import LakeStorage, as_storage
 
 
 def has_chunks(rows: pa.Table) -> bool:
@@ -232,8 +231,8 @@ class AppendBook:
     table's first chunk arrives (yes if the replica has no row), revoked by the first log event
     of the table, and kept in ``<sink>/_sparkcdc/snapshots/`` so a restart decides the same."""
 
-    def __init__(self, sink_path: str) -> None:
-        self.folder = Path(sink_path) / "_sparkcdc" / "snapshots"
+    def __init__(self, lake: str | LakeStorage) -> None:
+        self.storage = as_storage(lake)
         self._known: dict[tuple[str, str, str], bool | None] = {}
 
     def may_append(self, db: str, table: str, app_id: str, replica: str) -> bool:
@@ -250,23 +249,21 @@ class AppendBook:
         if self._read(db, table, app_id) is True:
             self._write(db, table, app_id, False)
 
-    def _path(self, db: str, table: str) -> Path:
-        return self.folder / f"{db}.{table}.json"
+    def _path(self, db: str, table: str) -> str:
+        return self.storage.join("_sparkcdc", "snapshots", f"{db}.{table}.json")
 
     def _read(self, db: str, table: str, app_id: str) -> bool | None:
         key = (db, table, app_id)
         if key not in self._known:
             try:
-                found = json.loads(self._path(db, table).read_text())
-            except (OSError, ValueError):
+                found = json.loads(self.storage.read_text(self._path(db, table)) or "{}")
+            except ValueError:
                 found = {}
             self._known[key] = found.get("append") if found.get("app_id") == app_id else None
         return self._known[key]
 
     def _write(self, db: str, table: str, app_id: str, append: bool) -> None:
-        path = self._path(db, table)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"app_id": app_id, "append": append}))
-        os.replace(tmp, path)
+        self.storage.write_text(
+            self._path(db, table), json.dumps({"app_id": app_id, "append": append})
+        )
         self._known[(db, table, app_id)] = append

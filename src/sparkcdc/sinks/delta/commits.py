@@ -6,23 +6,35 @@ sink reads ``DeltaTable.transaction_version(app_id)``; if it is N or more the ta
 batch N (the run crashed after this commit and Spark replays the batch) and the write is skipped.
 Schema changes (create, add columns) are idempotent by content and need no identifier.
 
+A commit that loses a race for its table version (``CommitFailedError``: another writer committed
+first, which object storage detects with a conditional PUT) is tried again a few times
+(:func:`_once`), each time reading the transaction version anew first: a batch whose commit did
+land is never written twice.
+
 Spark's checkpoint has no Delta on its classpath here, so tables are written with delta-rs
 (``deltalake``); any Delta reader (Spark with Delta, DuckDB, Polars, pandas) reads them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
+import logging
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Field, Transaction, write_deltalake
+from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, RemoveAction
 
 from sparkcdc.core.event import TRANSACTION_TYPE
+from sparkcdc.sinks.delta import storage
+
+log = logging.getLogger("sparkcdc.sink")
 
 OP_COLUMN = "_sparkcdc_op"
 ORDER_COLUMN = "_sparkcdc_order"
+COMMIT_ATTEMPTS = 5  # a commit that lost a race for its version, tried again
 
 
 def changelog_schema(columns: Sequence[pa.Field], source: pa.DataType) -> pa.Schema:
@@ -41,7 +53,15 @@ def changelog_schema(columns: Sequence[pa.Field], source: pa.DataType) -> pa.Sch
 
 
 def open_table(path: str) -> DeltaTable | None:
-    return DeltaTable(path) if DeltaTable.is_deltatable(path) else None
+    options = storage.delta_options(path)
+    if not DeltaTable.is_deltatable(path, storage_options=options):
+        return None
+    return DeltaTable(path, storage_options=options)
+
+
+def table(path: str) -> DeltaTable:
+    """The Delta table at ``path``, opened with its lake's storage options."""
+    return DeltaTable(path, storage_options=storage.delta_options(path))
 
 
 def arrow_fields(table: DeltaTable) -> list[pa.Field]:
@@ -74,8 +94,7 @@ def ensure_replica(path: str, columns: Sequence[pa.Field]) -> list[pa.Field]:
     """Create the replica or add the columns it lacks; returns its columns afterwards."""
     table = open_table(path)
     if table is None:
-        Path(path).mkdir(parents=True, exist_ok=True)
-        DeltaTable.create(path, schema=pa.schema(list(columns)), mode="ignore")
+        _create(path, pa.schema(list(columns)))
         return list(columns)
     have = arrow_fields(table)
     names = {f.name.lower() for f in have}
@@ -91,13 +110,19 @@ def ensure_changelog(path: str, columns: Sequence[pa.Field], source: pa.DataType
     schema = changelog_schema(columns, source)
     table = open_table(path)
     if table is None:
-        Path(path).mkdir(parents=True, exist_ok=True)
-        DeltaTable.create(path, schema=schema, mode="ignore")
+        _create(path, schema)
         return
     after = next(f for f in arrow_fields(table) if f.name == "after").type
     have = {after.field(i).name.lower() for i in range(after.num_fields)}
     if any(f.name.lower() not in have for f in columns):
-        write_deltalake(path, schema.empty_table(), mode="append", schema_mode="merge")
+        write_deltalake(path, schema.empty_table(), mode="append", schema_mode="merge",
+                        storage_options=storage.delta_options(path))  # fmt: skip
+
+
+def _create(path: str, schema: pa.Schema) -> None:
+    lake = storage.at(path)
+    lake.mkdir(path)
+    DeltaTable.create(path, schema=schema, mode="ignore", storage_options=lake.delta_options())
 
 
 def already_applied(path: str, app_id: str, batch_id: int) -> bool:
@@ -120,35 +145,60 @@ def append_changelog(path: str, rows: pa.Table, app_id: str, batch_id: int) -> b
 def append_once(path: str, rows: pa.Table, app_id: str, batch_id: int) -> bool:
     """Append ``rows`` as batch ``batch_id`` (creating the table if there is none); False if
     this batch was appended before."""
-    if already_applied(path, app_id, batch_id):
-        return False
-    write_deltalake(
-        path,
-        rows,
-        mode="append",
-        schema_mode="merge",
-        commit_properties=_commit(app_id, batch_id),
-    )
-    return True
+    write = partial(_append, path, rows, _commit(app_id, batch_id), schema_mode="merge")
+    return _once(path, app_id, batch_id, write)
 
 
 def append_replica(path: str, rows: pa.Table, app_id: str, batch_id: int) -> bool:
     """Append rows no replica row shares a key with (see :mod:`.chunk_rows`); False if this batch
     was written before."""
-    if already_applied(path, app_id, batch_id):
-        return False
-    write_deltalake(path, rows, mode="append", commit_properties=_commit(app_id, batch_id))
-    return True
+    return _once(path, app_id, batch_id, partial(_append, path, rows, _commit(app_id, batch_id)))
 
 
-def commit_files(path: str, adds: list[AddAction], app_id: str, batch_id: int) -> None:
+def _append(
+    path: str, rows: pa.Table, commit: CommitProperties, schema_mode: str | None = None
+) -> None:
+    options = storage.delta_options(path)
+    if schema_mode == "merge":
+        write_deltalake(path, rows, mode="append", schema_mode="merge", commit_properties=commit,
+                        storage_options=options)  # fmt: skip
+    else:
+        write_deltalake(path, rows, mode="append", commit_properties=commit,
+                        storage_options=options)  # fmt: skip
+
+
+def commit_files(path: str, adds: list[AddAction], app_id: str, batch_id: int) -> bool:
     """Commit data files already in the table's folder (written elsewhere, in its columns) as
-    one append of batch ``batch_id``."""
-    table = DeltaTable(path)
-    actions: list[AddAction | RemoveAction] = list(adds)
-    table.create_write_transaction(
-        actions, mode="append", schema=table.schema(), commit_properties=_commit(app_id, batch_id)
-    )
+    one append of batch ``batch_id``; False if this batch was committed before."""
+
+    def commit() -> None:
+        opened = table(path)
+        actions: list[AddAction | RemoveAction] = list(adds)
+        opened.create_write_transaction(
+            actions, mode="append", schema=opened.schema(),
+            commit_properties=_commit(app_id, batch_id),
+        )  # fmt: skip
+
+    return _once(path, app_id, batch_id, commit)
+
+
+def _once(path: str, app_id: str, batch_id: int, write: Callable[[], object]) -> bool:
+    """``write`` batch ``batch_id`` to the table at ``path`` unless it holds it; a commit that
+    lost a race (``CommitFailedError``) is tried again after reading the table's transaction
+    version anew, so a batch is written once. False if the table held the batch."""
+    for attempt in range(1, COMMIT_ATTEMPTS + 1):
+        if already_applied(path, app_id, batch_id):
+            return False
+        try:
+            write()
+            return True
+        except CommitFailedError as exc:
+            if attempt == COMMIT_ATTEMPTS:
+                raise
+            log.warning("batch %d: another writer committed to %s first (%s); trying again",
+                        batch_id, path, exc)  # fmt: skip
+            time.sleep(0.2 * attempt)
+    raise AssertionError("unreachable")
 
 
 def merge_replica(
@@ -164,17 +214,23 @@ def merge_replica(
     ``reset`` (a TRUNCATE or DROP TABLE in the batch) also deletes every row the changes do not
     touch. False if this batch was merged before.
     """
-    if already_applied(path, app_id, batch_id):
-        return False
-    table = DeltaTable(path)
+    return _once(
+        path, app_id, batch_id, partial(_merge, path, changes, key, app_id, batch_id, reset)
+    )
+
+
+def _merge(
+    path: str, changes: pa.Table, key: Sequence[str], app_id: str, batch_id: int, reset: bool
+) -> None:
+    target = table(path)
     commit = _commit(app_id, batch_id)
     if changes.num_rows == 0:
         if reset:
-            table.delete(commit_properties=commit)
-        return True
+            target.delete(commit_properties=commit)
+        return
     predicate = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in key)
     helper = [OP_COLUMN, ORDER_COLUMN]
-    merger = table.merge(
+    merger = target.merge(
         changes,
         predicate,
         source_alias="s",
@@ -190,7 +246,6 @@ def merge_replica(
     if reset:
         merger = merger.when_not_matched_by_source_delete()
     merger.execute()
-    return True
 
 
 def _quote(name: str) -> str:

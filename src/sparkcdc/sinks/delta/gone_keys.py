@@ -17,7 +17,6 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.dataset as ds
-from deltalake import DeltaTable
 
 from sparkcdc.core.event import OP_CREATE, OP_DELETE, OP_READ, OP_UPDATE
 from sparkcdc.core.offset import Offset, position_text
@@ -27,12 +26,12 @@ from sparkcdc.sinks.delta import commits
 def live_keys(changelog: str, key: Sequence[str], since: str) -> pa.Table:
     """The distinct keys of the after images of ``r``/``c``/``u`` rows at or after ``since``."""
     empty = pa.table({k: pa.array([], pa.null()) for k in key})
-    if not DeltaTable.is_deltatable(changelog):
+    if commits.open_table(changelog) is None:
         return empty
     wanted = ds.field("op").isin([OP_READ, OP_CREATE, OP_UPDATE]) & (
         ds.field("source", "position") >= since
     )
-    rows = DeltaTable(changelog).to_pyarrow_dataset().to_table(columns=["after"], filter=wanted)
+    rows = commits.table(changelog).to_pyarrow_dataset().to_table(columns=["after"], filter=wanted)
     after = rows.column("after").combine_chunks()
     if len(after) == 0:
         return empty
@@ -42,9 +41,9 @@ def live_keys(changelog: str, key: Sequence[str], since: str) -> pa.Table:
 
 def gone_rows(replica: str, changelog: str, key: Sequence[str], since: str) -> pa.Table:
     """The replica's rows whose key is not among :func:`live_keys`."""
-    if not DeltaTable.is_deltatable(replica):
+    if commits.open_table(replica) is None:
         return pa.table({})
-    rows = DeltaTable(replica).to_pyarrow_table()
+    rows = commits.table(replica).to_pyarrow_table()
     live = live_keys(changelog, key, since)
     if live.num_rows == 0:
         return rows
@@ -65,7 +64,7 @@ def delete_gone(
     gone = gone_rows(replica, changelog, key, since)
     if gone.num_rows == 0:
         return 0
-    log_schema = pa.schema(DeltaTable(changelog).schema().to_arrow())
+    log_schema = pa.schema(commits.table(changelog).schema().to_arrow())
     log_rows = _delete_rows(gone, log_schema, at, _names(changelog))
     commits.append_once(changelog, log_rows, app_id, 0)
     deletes = gone.select(list(key)).append_column(
@@ -80,7 +79,7 @@ def delete_gone(
 
 def _names(changelog: str) -> tuple[str | None, str | None, str | None]:
     """The ``source`` struct's db, schema and table, as a row of the change log has them."""
-    source = DeltaTable(changelog).to_pyarrow_dataset().head(1, columns=["source"])
+    source = commits.table(changelog).to_pyarrow_dataset().head(1, columns=["source"])
     first = source.column("source").to_pylist()[0] if source.num_rows else {}
     return first.get("db"), first.get("schema"), first.get("table")
 

@@ -11,10 +11,8 @@ text, one schema version per row) into typed structs of the table's current colu
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -26,6 +24,7 @@ from sparkcdc.core.event import OP_CREATE, OP_DELETE, OP_READ, OP_UPDATE
 from sparkcdc.core.images import TypedImages, fill_untyped, images_of
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks.delta import commits
+from sparkcdc.sinks.delta.storage import LakeStorage, as_storage
 
 TableName = tuple[str, str]
 
@@ -33,17 +32,21 @@ TableName = tuple[str, str]
 class Lake:
     """The captured tables under one sink path (see the module docstring)."""
 
-    def __init__(self, path: str) -> None:
-        self.path = path
+    def __init__(self, lake: str | LakeStorage) -> None:
+        self.storage = as_storage(lake)
+        self.path = self.storage.uri
         self.source: pa.DataType = pa.struct([])  # the stream's ``source`` struct (per batch)
         self._schemas: dict[str, TableSchema] = {}  # schema_id -> schema
         self._columns: dict[TableName, list[pa.Field]] = {}
 
     def replica(self, name: TableName) -> str:
-        return str(Path(self.path) / name[0] / name[1])
+        return self.storage.join(name[0], name[1])
 
     def changelog(self, name: TableName) -> str:
-        return str(Path(self.path) / name[0] / f"{name[1]}__changelog")
+        return self.storage.join(name[0], f"{name[1]}__changelog")
+
+    def _schema_file(self, db: str, table: str, schema_id: str) -> str:
+        return self.storage.join("_sparkcdc", "schemas", f"{db}.{table}.{schema_id}.json")
 
     def announce(self, row: dict[str, Any], index: int, resets: dict[TableName, int]) -> None:
         """A schema row (the ``index``-th of the batch): keep its schema, create or evolve the
@@ -71,8 +74,7 @@ class Lake:
         if not isinstance(ref, dict) or not ref.get("schema") or schema_id in self._schemas:
             return
         name = (row["db"], row["table"])
-        folder = Path(self.path) / "_sparkcdc" / "schemas"
-        if (folder / f"{name[0]}.{name[1]}.{schema_id}.json").exists():
+        if self.storage.exists(self._schema_file(name[0], name[1], schema_id)):
             return
         schema = TableSchema.from_json(ref["schema"])
         self._schemas[schema_id] = schema
@@ -80,28 +82,25 @@ class Lake:
         self._evolve(name, schema)
 
     def _save_schema(self, schema: TableSchema, schema_id: str) -> None:
-        folder = Path(self.path) / "_sparkcdc" / "schemas"
-        target = folder / f"{schema.db}.{schema.table}.{schema_id}.json"
-        if target.exists():
-            return
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(schema.to_json(), indent=1, sort_keys=True))
-        os.replace(tmp, target)
+        target = self._schema_file(schema.db, schema.table, schema_id)
+        if not self.storage.exists(target):
+            self.storage.write_text(target, json.dumps(schema.to_json(), indent=1, sort_keys=True))
 
     def schema(self, name: TableName, schema_id: str) -> TableSchema:
         """The schema ``schema_id`` of ``name`` (from the ones announced, else from its file)."""
         found = self._schemas.get(schema_id)
         if found is None:
-            path = (
-                Path(self.path) / "_sparkcdc" / "schemas" / f"{name[0]}.{name[1]}.{schema_id}.json"
-            )
+            path = self._schema_file(name[0], name[1], schema_id)
             try:
-                found = TableSchema.from_json(json.loads(path.read_text()))
+                text = self.storage.read_text(path)
+                if text is None:
+                    raise ValueError(f"{path} is missing")
+                found = TableSchema.from_json(json.loads(text))
             except (OSError, ValueError) as exc:
                 raise SinkError(
                     f"changes to {name[0]}.{name[1]} name schema {schema_id}, which was never "
-                    f"announced in {path.parent}; restart the pipeline with a fresh checkpoint.",
+                    f"announced in {self.storage.join('_sparkcdc', 'schemas')}; restart the "
+                    "pipeline with a fresh checkpoint.",
                     table=f"{name[0]}.{name[1]}",
                 ) from exc
             self._schemas[schema_id] = found

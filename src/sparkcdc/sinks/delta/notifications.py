@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -23,6 +22,7 @@ import pyarrow.compute as pc
 
 from sparkcdc.core.event import OP_NOTICE
 from sparkcdc.sinks.delta import commits
+from sparkcdc.sinks.delta.storage import LakeStorage, as_storage
 
 log = logging.getLogger("sparkcdc.sink")
 
@@ -72,33 +72,36 @@ def notification_rows(envelope: pa.Table) -> pa.Table:
     ).cast(fields)  # whatever string type the batch came with
 
 
-def write_notifications(sink_path: str, rows: pa.Table, app_id: str, batch_id: int) -> bool:
+def write_notifications(
+    lake: str | LakeStorage, rows: pa.Table, app_id: str, batch_id: int
+) -> bool:
     """Append ``rows`` (:func:`notification_rows`) as micro-batch ``batch_id`` of pipeline
     ``app_id``; False if there are none or this batch was written before."""
     if rows.num_rows == 0:
         return False
     ids = pa.repeat(pa.scalar(batch_id, pa.int64()), rows.num_rows)
     table = rows.add_column(0, NOTIFICATIONS_SCHEMA.field("batch_id"), ids)
-    path = Path(sink_path) / NOTIFICATIONS_DIR
-    path.mkdir(parents=True, exist_ok=True)
-    return commits.append_once(str(path), table.cast(NOTIFICATIONS_SCHEMA), app_id, batch_id)
+    where = as_storage(lake)
+    path = where.join(*NOTIFICATIONS_DIR.split("/"))
+    where.mkdir(path)
+    return commits.append_once(path, table.cast(NOTIFICATIONS_SCHEMA), app_id, batch_id)
 
 
-def read_notifications(sink_path: str) -> list[dict[str, Any]]:
+def read_notifications(lake: str | LakeStorage) -> list[dict[str, Any]]:
     """Every notification kept in the sink, by batch and in stream order inside a batch."""
-    table = commits.open_table(str(Path(sink_path) / NOTIFICATIONS_DIR))
+    table = commits.open_table(as_storage(lake).join(*NOTIFICATIONS_DIR.split("/")))
     if table is None:
         return []
     rows = table.to_pyarrow_table().sort_by([("batch_id", "ascending"), ("index", "ascending")])
     return rows.to_pylist()
 
 
-def record(sink_path: str, envelope: pa.Table, app_id: str, batch_id: int) -> int:
+def record(lake: str | LakeStorage, envelope: pa.Table, app_id: str, batch_id: int) -> int:
     """Keep and log the notifications of one micro-batch; how many it holds."""
     if not has_notices(envelope):
         return 0
     rows = notification_rows(envelope)
-    if write_notifications(sink_path, rows, app_id, batch_id):
+    if write_notifications(lake, rows, app_id, batch_id):
         for row in rows.select(["db", "table", "details"]).to_pylist():
             log.info("%s", describe(row["db"], row["table"], row["details"]))
     else:

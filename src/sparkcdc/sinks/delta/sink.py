@@ -79,7 +79,6 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import DeltaTable
 
 from sparkcdc.core.chunk import refuse_array_key
 from sparkcdc.core.errors import ConfigError, SinkError
@@ -97,6 +96,7 @@ from sparkcdc.sinks.delta import (
 )
 from sparkcdc.sinks.delta.lake import Lake, TableName
 from sparkcdc.sinks.delta.replica import latest_changes
+from sparkcdc.sinks.delta.storage import LakeStorage, as_storage
 from sparkcdc.sinks.delta.upkeep import Schedule
 from sparkcdc.store import batch_files
 
@@ -129,21 +129,23 @@ class BatchReport:
 
 
 class DeltaSink:
-    """``writeStream.foreachBatch(DeltaSink(path, app_id))``; see the module docstring."""
+    """``writeStream.foreachBatch(DeltaSink(path, app_id))``; see the module docstring.
+    ``path``: the lake's folder, or its :class:`~.storage.LakeStorage` (object storage)."""
 
     def __init__(
         self,
-        path: str,
+        path: str | LakeStorage,
         app_id: str | Callable[[], str],
         mark: Mark | None = None,
         upkeep: Schedule | None = None,
     ) -> None:
-        self.path = str(path)
+        self.storage = as_storage(path)
+        self.path = self.storage.uri
         self.upkeep = upkeep  # compaction and vacuum between batches (module docstring)
         self.mark = mark  # rewritten once the stream's changes of a batch are committed
         self._marked = False
         self._app_id = app_id
-        self.lake = Lake(self.path)
+        self.lake = Lake(self.storage)
         self.batches = 0
         self.changes = 0
         self.last_event_ts_ms: int | None = None
@@ -153,7 +155,7 @@ class DeltaSink:
         self.last_commit_s: float | None = None  # wall time the last batch was written
         self.last_report: BatchReport | None = None
         self.error: BaseException | None = None
-        self._appends = chunk_rows.AppendBook(self.path)
+        self._appends = chunk_rows.AppendBook(self.storage)
         self._images: Sequence[TypedImages] = ()  # of the batch being written
 
     @property
@@ -235,7 +237,7 @@ class DeltaSink:
             if name not in {tuple(t.split(".", 1)) for t in tables + skipped}:
                 self._reset_only(name, batch_id)
         self._touch_mark()
-        noticed = notifications.record(self.path, envelope, self.app_id, batch_id)
+        noticed = notifications.record(self.storage, envelope, self.app_id, batch_id)
         count = sum(written.values())
         report = BatchReport(batch_id, count, tables, skipped, last_ts, noticed, written)
         took = f"read {read_s:.2f}s, " if read_s is not None else ""
@@ -387,7 +389,8 @@ class DeltaSink:
         self._appends.streamed(*name, self.app_id)
         label = f"{name[0]}.{name[1]}"
         path = self.lake.replica(name)
-        fields = commits.arrow_fields(DeltaTable(path)) if commits.open_table(path) else []
+        opened = commits.open_table(path)
+        fields = commits.arrow_fields(opened) if opened is not None else []
         try:
             if existing.apply_to_replica(path, effects, fields, self.app_id, batch_id):
                 log.info("batch %d: the rows %s held were changed as its schema change "

@@ -37,15 +37,16 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import pyarrow as pa
 from deltalake import DeltaTable
+
+from sparkcdc.sinks.delta.commits import table as delta_table
+from sparkcdc.sinks.delta.storage import LakeStorage, as_storage
 
 CHANGELOG_SUFFIX = "__changelog"
 REPLICA_TARGET = 32 << 20  # bytes: a MERGE rewrites each file it touches whole
@@ -69,26 +70,28 @@ class TableUpkeep:
     bytes: int
 
 
-def delta_tables(sink: str, patterns: Sequence[str] = ()) -> list[tuple[str, str]]:
-    """(name, path) of the Delta tables under the sink folder (``<db>/<table>``), replicas
-    and change logs, whose ``db.table`` fully matches one of ``patterns`` (none: all)."""
-    root = Path(sink)
+def delta_tables(sink: str | LakeStorage, patterns: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """(name, path) of the Delta tables under the sink (``<db>/<table>``), replicas and change
+    logs, whose ``db.table`` fully matches one of ``patterns`` (none: all)."""
+    lake = as_storage(sink)
     found = []
-    for folder in sorted(root.glob("*/*/_delta_log")):
-        table = folder.parent
-        if table.parent.name.startswith("_"):
+    for db in lake.folders(lake.join()):
+        if db.startswith("_"):
             continue  # the sink's own files (_sparkcdc)
-        name = f"{table.parent.name}.{table.name}"
-        base = name.removesuffix(CHANGELOG_SUFFIX)
-        if not patterns or any(re.fullmatch(p, base) for p in patterns):
-            found.append((name, str(table)))
+        for table in lake.folders(lake.join(db)):
+            if not lake.exists(lake.join(db, table, "_delta_log")):
+                continue
+            name = f"{db}.{table}"
+            base = name.removesuffix(CHANGELOG_SUFFIX)
+            if not patterns or any(re.fullmatch(p, base) for p in patterns):
+                found.append((name, lake.join(db, table)))
     return found
 
 
 def upkeep_table(name: str, path: str, retain: float, small_files: int) -> TableUpkeep:
     """Steps 1–3 of the module docstring on the Delta table at ``path``; ``small_files``:
     how many files below the target make it compact (2: any two)."""
-    table = DeltaTable(path)
+    table = delta_table(path)
     _keep_for(table, retain)
     target = CHANGELOG_TARGET if name.endswith(CHANGELOG_SUFFIX) else REPLICA_TARGET
     sizes = _sizes(table)
@@ -101,7 +104,7 @@ def upkeep_table(name: str, path: str, retain: float, small_files: int) -> Table
     )
     freed = _vacuumed_bytes(table) if deleted else 0
     table.cleanup_metadata()  # log files older than retain, before a checkpoint
-    sizes = _sizes(DeltaTable(path))
+    sizes = _sizes(delta_table(path))
     return TableUpkeep(name, compacted, written, len(deleted), freed, len(sizes), sum(sizes))
 
 
@@ -162,10 +165,14 @@ class Schedule:
     and left as it was: the upkeep changes no row, the next run tries again."""
 
     def __init__(
-        self, sink: str, every: float, retain: float, clock: Callable[[], float] = time.time
+        self,
+        sink: str | LakeStorage,
+        every: float,
+        retain: float,
+        clock: Callable[[], float] = time.time,
     ) -> None:
-        self.sink, self.every, self.retain, self.clock = sink, every, retain, clock
-        self.state = Path(sink) / "_sparkcdc" / "upkeep.json"
+        self.sink, self.every, self.retain, self.clock = as_storage(sink), every, retain, clock
+        self.state = self.sink.join("_sparkcdc", "upkeep.json")
         self.runs = 0
         self.compacted = 0  # data files rewritten, over the runs of this process
         self.vacuumed = 0
@@ -177,7 +184,7 @@ class Schedule:
             return False
         if self.last_s is None:
             try:
-                self.last_s = float(json.loads(self.state.read_text())["at"])
+                self.last_s = float(json.loads(self.sink.read_text(self.state) or "")["at"])
             except (OSError, ValueError, KeyError, TypeError):
                 self.last_s = 0.0
         return self.clock() - self.last_s >= self.every
@@ -204,7 +211,4 @@ class Schedule:
         return done
 
     def _save(self, at: float) -> None:
-        self.state.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.state.with_name(f".{self.state.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"at": at}))
-        os.replace(tmp, self.state)
+        self.sink.write_text(self.state, json.dumps({"at": at}))

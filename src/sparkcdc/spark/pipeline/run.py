@@ -51,7 +51,9 @@ from sparkcdc.core import errors
 from sparkcdc.core.logs import counted
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks.delta.lake import Lake
+from sparkcdc.sinks.delta.lake_check import check_lake
 from sparkcdc.sinks.delta.sink import DeltaSink
+from sparkcdc.sinks.delta.storage import LakeStorage
 from sparkcdc.sinks.delta.upkeep import Schedule
 from sparkcdc.snapshot.signals import signal_folder
 from sparkcdc.sources.readiness import check_source as check_source_of
@@ -130,6 +132,7 @@ def _run_locked(
     try:
         server = serve_metrics(config.pipeline.metrics, metrics.page)  # a port in use fails here
         schemas = check_source(config, startup=not has_checkpoint(config))
+        check_lake(LakeStorage(config.sink.path, config.sink.storage_options))
         log.info(
             "capturing %s: %s", counted(len(schemas), "table"), ", ".join(t.name for t in schemas)
         )
@@ -193,18 +196,19 @@ def _stream(
     stop_file.unlink(missing_ok=True)  # a previous run's stop
     spark_checkpoint = checkpoint / "spark"
     upkeep = config.sink.maintenance
+    lake = LakeStorage(config.sink.path, config.sink.storage_options)
     sink = DeltaSink(
-        config.sink.path,
+        lake,
         app_id=lambda: pipeline_id(spark_checkpoint),
         mark=BatchMark(own / "batch.mark"),
-        upkeep=Schedule(config.sink.path, upkeep.compact_every, upkeep.retain),
+        upkeep=Schedule(lake, upkeep.compact_every, upkeep.retain),
     )
     metrics.watch(sink, status_path)
     writer: Callable[[Any, int], None] = sink
     if resnapshot.pending(checkpoint) is not None:
         source = open_source(config.source)
         writer = resnapshot.ResnapshotSink(
-            sink, checkpoint, Lake(config.sink.path), source.offset,
+            sink, checkpoint, Lake(lake), source.offset,
             lambda: pipeline_id(spark_checkpoint),
         )  # fmt: skip
     started = time.monotonic()

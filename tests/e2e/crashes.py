@@ -1,0 +1,83 @@
+"""The crash trials of the exactly-once tests: ``kill -9`` of ``sparkcdc run`` while a workload
+writes, and what the lake holds afterwards (a folder, or object storage with its options)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from deltalake import DeltaTable
+
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
+from tests.e2e.cli import crash, start
+from tests.e2e.workload import ChangeWorkload
+
+
+def changelog_identities(
+    path: Path | str, options: dict[str, str] | None = None
+) -> Counter[tuple[str, int, int]]:
+    """How many times the change log holds each change (op, key, version)."""
+    table = (
+        DeltaTable(str(path), storage_options=options)
+        .to_pyarrow_table(columns=["op", "before", "after"])
+        .to_pylist()
+    )
+    seen: Counter[tuple[str, int, int]] = Counter()
+    for row in table:
+        image = row["before"] if row["op"] == "d" else row["after"]
+        seen[(row["op"], int(image["id"]), int(image["version"]))] += 1
+    return seen
+
+
+def source_rows(server: ThrowawayMariaDB, db: str) -> list[tuple[object, ...]]:
+    return server.query(
+        "SELECT id, version, balance, owner, updated, flags FROM accounts ORDER BY id", db
+    )
+
+
+def replica_rows(
+    path: Path | str, options: dict[str, str] | None = None
+) -> list[tuple[object, ...]]:
+    rows = (
+        DeltaTable(str(path), storage_options=options).to_pyarrow_table().sort_by("id").to_pylist()
+    )
+    return [
+        (r["id"], r["version"], r["balance"], r["owner"], r["updated"], r["flags"]) for r in rows
+    ]
+
+
+def version(path: str, options: dict[str, str] | None = None) -> int:
+    """The Delta table's latest version (-1 while there is none)."""
+    if not DeltaTable.is_deltatable(path, storage_options=options):
+        return -1
+    return DeltaTable(path, storage_options=options).version()
+
+
+def crash_trials(
+    cfg: Path, changelog: str, workload_of: Callable[[int], ChangeWorkload], trials: int,
+    rng: random.Random, options: dict[str, str] | None = None,
+) -> Counter[tuple[str, int, int]]:  # fmt: skip
+    """``trials`` runs of the pipeline, each with a part of the workload written meanwhile and
+    ``kill -9`` once the run has written and a random moment more; the changes written."""
+    expected: Counter[tuple[str, int, int]] = Counter()
+    for trial in range(trials):
+        workload = workload_of(trial)
+        workload.next_id = trial * 10_000_000 + 1  # each part inserts keys of its own
+        written = version(changelog, options)
+        proc = start(cfg)
+        workload.start()
+        deadline = time.monotonic() + 300
+        while version(changelog, options) <= written:  # crash only once this run has written
+            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+            assert time.monotonic() < deadline, "the restarted pipeline wrote nothing in 300 s"
+            time.sleep(0.1)
+        time.sleep(rng.uniform(0.5, 3.0))
+        assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+        crash(proc)
+        workload.join()
+        assert workload.error is None, workload.error
+        expected += workload.expected
+    return expected
