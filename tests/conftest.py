@@ -34,7 +34,6 @@ def mariadb() -> Iterator[ThrowawayMariaDB]:
 @pytest.fixture(scope="session")
 def s3() -> Iterator[MotoS3]:
     """An S3-compatible server (moto's) on loopback for the whole session."""
-    pytest.importorskip("moto.server", reason="moto[server] (the dev extras) is not installed")
     server = MotoS3()
     try:
         yield server
