@@ -23,6 +23,13 @@ pytestmark = pytest.mark.wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 EXIT_CONFIG = 78
+PIP = (sys.executable, "-m", "pip")
+OFFLINE = ("--no-deps", "--no-index", "-q")  # this package alone, nothing downloaded
+
+
+def shell_env() -> dict[str, str]:
+    """The environment without our PYTHONPATH: the commands see what the venv holds."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
 
 @dataclass(frozen=True)
@@ -34,19 +41,18 @@ class Installed:
 
     def sparkcdc(self, *args: str) -> subprocess.CompletedProcess[str]:
         """The venv's ``sparkcdc`` command, run as a shell would (no PYTHONPATH of ours)."""
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         cmd = [str(self.venv / "bin" / "sparkcdc"), *args]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=shell_env())
 
 
 def project_version() -> str:
     return str(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"])
 
 
-def run(*cmd: str | Path, cwd: Path | None = None) -> str:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+def run(*cmd: str | Path) -> str:
+    """``cmd``'s output; it must succeed."""
     done = subprocess.run(
-        [str(c) for c in cmd], capture_output=True, text=True, timeout=120, cwd=cwd, env=env
+        [str(c) for c in cmd], capture_output=True, text=True, timeout=120, env=shell_env()
     )
     assert done.returncode == 0, f"{cmd} failed:\n{done.stdout}\n{done.stderr}"
     return done.stdout
@@ -67,19 +73,7 @@ def build_wheel(tmp: Path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.so", "*.egg-info")
     shutil.copytree(ROOT / "src", tree / "src", ignore=ignore)
     out = tmp / "dist"
-    run(
-        sys.executable,
-        "-m",
-        "pip",
-        "wheel",
-        tree,
-        "--no-deps",
-        "--no-build-isolation",
-        "--no-index",
-        "-q",
-        "-w",
-        out,
-    )
+    run(*PIP, "wheel", tree, "--no-build-isolation", *OFFLINE, "-w", out)
     (wheel,) = out.glob("sparkcdc-*.whl")
     return wheel
 
@@ -90,18 +84,7 @@ def install(wheel: Path, target: Path) -> None:
     their own ``.pth`` files add) after the venv's own, as a Spark environment's would be."""
     venv.EnvBuilder(with_pip=False).create(target)
     python = target / "bin" / "python"
-    run(
-        sys.executable,
-        "-m",
-        "pip",
-        "--python",
-        python,
-        "install",
-        "--no-deps",
-        "--no-index",
-        "-q",
-        wheel,
-    )
+    run(*PIP, "--python", python, "install", *OFFLINE, wheel)
     own = run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip()
     lines = [f"import site; site.addsitedir({folder!r})\n" for folder in site.getsitepackages()]
     (Path(own) / "beside-spark.pth").write_text("".join(lines))
