@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what sparkcdc needs on a Debian 12 machine, skipping what is already there:
 # MariaDB server binaries (never started as a service: tests and the demo start private
-# servers), Java 17+, Python 3.11+ with venv, then .venv with the pinned packages.
+# servers), Java 17+, Python 3.11+ with venv, then .venv with the packages at the versions
+# constraints.txt pins.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -53,16 +54,20 @@ if [ ${#need[@]} -gt 0 ]; then
   PY=$(pick_python)
 fi
 
+# the stamp holds a digest of what the packages come from: another pyproject.toml or
+# constraints.txt installs them again
 stamp=.venv/.sparkcdc-installed
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $PY"
   "$PY" -m venv .venv
 fi
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+wanted=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
   echo "setup: installing pinned Python packages into .venv"
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e '.[dev]'
-  touch "$stamp"
+  # pyproject.toml admits ranges; constraints.txt pins the versions the tests run with
+  .venv/bin/python -m pip install -q -c constraints.txt -e '.[dev]'
+  echo "$wanted" >"$stamp"
 fi
 # the binlog's C modules (sources/mysql/binlog/_*.c: the row decoder, the packet splitter),
 # each rebuilt when its source changes

@@ -79,15 +79,10 @@ def exit_code(err: SparkCDCError) -> int:
 
 
 def package_version() -> str:
-    """The installed distribution's version, else the package's own."""
-    from importlib.metadata import PackageNotFoundError, version
+    """sparkcdc's version (:data:`sparkcdc.__version__`)."""
+    import sparkcdc
 
-    try:
-        return version("sparkcdc")
-    except PackageNotFoundError:
-        import sparkcdc
-
-        return sparkcdc.__version__
+    return sparkcdc.__version__
 
 
 class _Parser(argparse.ArgumentParser):
