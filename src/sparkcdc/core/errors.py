@@ -48,6 +48,11 @@ class ConfigError(SparkCDCError):
     """A configuration value is wrong; ``fields['key']`` names it."""
 
 
+class NotShipped(SparkCDCError):
+    """sparkcdc is not importable in a Python process Spark started (raised there as
+    :class:`sparkcdc.spark.shipping.NotShipped`, which imports nothing of sparkcdc)."""
+
+
 class SourceError(SparkCDCError):
     """The source database refuses or lacks something CDC needs."""
 

@@ -10,6 +10,7 @@ This is the only package that imports pyspark; it is written once against the so
     incremental/   incremental snapshots: signals, windows, chunk reads ahead of the batch
     runtime/       the Python worker processes Spark starts: search path, preloads, warm-up
     pipeline/      ``sparkcdc run``: the session, the query, progress, a clean stop
+    shipping       what Spark pickles to its Python processes: a missing sparkcdc said so
 
 One call makes a session know the sources::
 
@@ -25,12 +26,14 @@ from typing import Any
 
 def register(spark: Any, *types: str) -> None:
     """Register the data sources of ``types`` (default: every built-in source type) with the
-    SparkSession ``spark``."""
-    from sparkcdc.sources.registry import BUILT_IN
-    from sparkcdc.spark.stream.datasource import data_source
+    SparkSession ``spark``, as classes that name the way out in a Python process of Spark's
+    without sparkcdc (:mod:`.shipping`)."""
+    from sparkcdc.sources.registry import BUILT_IN, canonical, source_type
+    from sparkcdc.spark import shipping
 
+    shipping.register()
     for kind in types or tuple(BUILT_IN):
-        spark.dataSource.register(data_source(kind))
+        spark.dataSource.register(shipping.shipped(canonical(kind), source_type(kind).format))
 
 
 __all__ = ["register"]

@@ -73,12 +73,14 @@ from sparkcdc.spark.pipeline.progress import Meter, ProgressCallback
 from sparkcdc.spark.pipeline.run_lock import RunLock, hold_run_lock
 from sparkcdc.spark.pipeline.session import (
     SPARK_LOG_LEVEL,
+    own_python,
     pipeline_name,
     spark_log_level,
     start_session,
     ui_address,
 )
 from sparkcdc.spark.runtime.worker_warmup import warm_in_background, warm_workers
+from sparkcdc.spark.shipping import check_executors
 from sparkcdc.spark.stream.options import source_options
 from sparkcdc.spark.stream.status import STATUS_FILE, read_status
 
@@ -143,6 +145,7 @@ def _run_locked(
         try:
             if stop.requested:
                 return 0
+            _check_executors(spark)
             try:
                 return _stream(spark, config, checkpoint, available_now, progress, stop, metrics)
             except errors.LogPositionGone as gone:
@@ -157,6 +160,19 @@ def _run_locked(
         if server is not None:
             server.stop()
         stop.restore()
+
+
+def _check_executors(spark: Any) -> None:
+    """Fail with :class:`~sparkcdc.core.errors.NotShipped` unless every core Spark offers
+    imports sparkcdc; skipped when the executors run this interpreter (:func:`own_python`)."""
+    if own_python(spark.sparkContext.master):
+        return
+    started = time.monotonic()
+    try:
+        check_executors(spark, spark.sparkContext.defaultParallelism)
+    except Exception as exc:
+        raise _named_error(str(exc)) or exc from None
+    log.info("sparkcdc found on the executors in %.1fs", time.monotonic() - started)
 
 
 def _after_log_gone(config: Config, checkpoint: Path, gone: errors.LogPositionGone) -> Config:
@@ -216,10 +232,13 @@ def _stream(
     snapshot_first = config.source.takes_snapshot and snapshot_ahead(spark_checkpoint)
     warming = None if snapshot_first else warm_in_background(spark)
     try:
-        query = _query(spark, config, own, writer, available_now, snapshot_first)
-        if stop.requested:  # while the snapshot's workers warmed up
-            return 0
-        query = query.start()
+        try:
+            query = _query(spark, config, own, writer, available_now, snapshot_first)
+            if stop.requested:  # while the snapshot's workers warmed up
+                return 0
+            query = query.start()
+        except Exception as exc:  # a planner's error (sparkcdc missing there): its sentence
+            raise _named_error(str(exc)) or exc from None
         log.info("stream query started in %.1fs", time.monotonic() - started)
         batches = _watch(query, sink, status_path, progress, stop)
         if not stop.requested:  # an available-now run's end: the upkeep if it is due
@@ -362,7 +381,22 @@ def _stop_after_batch_in_flight(query: Any, stop_file: Path, stop: StopRequest) 
     query.stop()
 
 
-_PY_ERROR = re.compile(r"sparkcdc\.core\.errors\.(\w+): (.+)")
+_PY_ERROR = re.compile(r"sparkcdc\.(?:core\.errors|spark\.shipping)\.(\w+): (.+)")
+
+
+def _named_error(text: str) -> errors.SparkCDCError | None:
+    """The SparkCDCError a Python process of Spark's raised, found in ``text`` (Spark's
+    report of it): the last one, the one raised, not what it came from."""
+    matches = _PY_ERROR.findall(text)
+    return _error_of({"type": matches[-1][0], "message": matches[-1][1]}) if matches else None
+
+
+def _error_of(found: dict[str, Any]) -> errors.SparkCDCError:
+    """The SparkCDCError of ``found`` (its class name and sentence); SourceError if unknown."""
+    cls = getattr(errors, str(found.get("type")), None)
+    if not (isinstance(cls, type) and issubclass(cls, errors.SparkCDCError)):
+        cls = errors.SourceError
+    return cls(str(found.get("message")).strip())
 
 
 def _as_sparkcdc_error(exc: Exception, sink: DeltaSink, status_path: Path) -> Exception:
@@ -372,16 +406,9 @@ def _as_sparkcdc_error(exc: Exception, sink: DeltaSink, status_path: Path) -> Ex
     status = read_status(status_path) or {}
     found = status.get("error") or {}
     text = str(exc)
-    if not found:
-        matches = _PY_ERROR.findall(text)  # the last: the one raised, not what it came from
-        if matches:
-            match = matches[-1]
-            found = {"type": match[0], "message": match[1].strip()}
-    if found:
-        cls = getattr(errors, str(found.get("type")), None)
-        if not (isinstance(cls, type) and issubclass(cls, errors.SparkCDCError)):
-            cls = errors.SourceError
-        return cls(str(found.get("message")))
+    named = _error_of(found) if found else _named_error(text)
+    if named is not None:
+        return named
     if isinstance(exc, errors.SparkCDCError):
         return exc
     first = next((line for line in text.splitlines() if line.strip()), type(exc).__name__)

@@ -44,6 +44,8 @@ start-up ~4 s shorter, while the binlog stream's batches took ~5% longer (bench 
 4). Replaced, like every Spark setting, by ``pipeline.spark.conf``
 (``spark.driver.extraJavaOptions``)."""
 
+DAEMON = "sparkcdc.spark.runtime.worker_daemon"
+
 SPARK_LOG_LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", "ALL")
 
 
@@ -104,11 +106,21 @@ def ui_address(spark: Any, config: Config) -> str | None:
     return address
 
 
+def own_python(master: str) -> bool:
+    """Whether Spark's Python processes run this interpreter on this machine (a local
+    ``master``, ``PYSPARK_PYTHON`` this one), and so import sparkcdc as this process does."""
+    python = os.environ.get("PYSPARK_PYTHON", sys.executable)
+    return master.startswith("local") and os.path.abspath(python) == os.path.abspath(sys.executable)
+
+
 def start_session(config: Config, own: Path, log_level: str | None) -> Any:
     """The session of a pipeline whose own files are in ``own``; Spark's log at ``log_level``
     (None: off). Spark's web UI is on unless ``pipeline.spark.ui`` is false: at
     ``spark.ui.port`` (4040), or the next free port after it when another Spark application
     holds that one (``spark.port.maxRetries``); ``spark.sparkContext.uiWebUrl`` says where.
+    Task workers fork from the preloading daemon (:mod:`..runtime.worker_daemon`) only when
+    they run this interpreter (:func:`own_python`): elsewhere sparkcdc may be missing, and
+    :mod:`sparkcdc.spark.shipping` says so where Spark's daemon would fail unexplained.
     The sealing key goes to Spark's Python processes as ``spark.executorEnv`` (hidden by
     Spark's ``spark.redaction.regex`` in its UI and event log); a session already running here
     without it (not started by this function) gets nothing sealed."""
@@ -132,9 +144,11 @@ def start_session(config: Config, own: Path, log_level: str | None) -> Any:
         .config("spark.driver.extraJavaOptions", f"{java_opts} {DRIVER_JVM}")
         .config("spark.executor.extraJavaOptions", java_opts)
         .config("spark.python.worker.reuse", "true")
-        .config("spark.python.daemon.module", "sparkcdc.spark.runtime.worker_daemon")
         .config(f"spark.executorEnv.{KEY_ENV}", ensure_key())
     )
+    master = config.pipeline.spark_conf.get("spark.master", config.pipeline.spark_master)
+    if own_python(master):
+        builder = builder.config("spark.python.daemon.module", DAEMON)
     for key, value in config.pipeline.spark_conf.items():
         builder = builder.config(key, value)
     with sigint_left_to_the_driver():
