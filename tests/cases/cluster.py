@@ -66,7 +66,7 @@ class StandaloneCluster:
     """A master and its workers (``cores`` and ``memory`` each); stop it with :meth:`stop`."""
 
     def __init__(self, root: Path, workers: int = 2, cores: int = 1, memory: str = "1g") -> None:
-        self.root = root
+        self.root, self.cores, self.memory = root, cores, memory
         self.port, self.web_port = free_port(), free_port()
         self.master = spark_class(
             ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
@@ -74,10 +74,11 @@ class StandaloneCluster:
             root / "master.log",
         )  # fmt: skip
         self.workers: list[subprocess.Popen[bytes]] = []
+        self.worker_ports = [free_port() for _ in range(workers)]
         try:
             wait_for_port(self.port)
             for n in range(workers):
-                self.workers.append(self._worker(n, cores, memory))
+                self.workers.append(self._worker(n))
             deadline = time.monotonic() + 60
             while len(self.alive_workers()) < workers:
                 assert time.monotonic() < deadline, "the workers did not register in 60 s"
@@ -94,11 +95,11 @@ class StandaloneCluster:
         """Worker ``n``'s work folder: ``app-*/<executor id>/`` for each executor it ran."""
         return self.root / f"work-{n}"
 
-    def _worker(self, n: int, cores: int, memory: str) -> subprocess.Popen[bytes]:
-        port = free_port()
+    def _worker(self, n: int) -> subprocess.Popen[bytes]:
+        port = self.worker_ports[n]
         proc = spark_class(
             ["org.apache.spark.deploy.worker.Worker", self.url, "--host", "127.0.0.1",
-             "--port", str(port), "--cores", str(cores), "--memory", memory,
+             "--port", str(port), "--cores", str(self.cores), "--memory", self.memory,
              "--webui-port", str(free_port()), "--work-dir", str(self.work_dir(n))],
             self.root / f"worker-{n}.log",
         )  # fmt: skip
@@ -115,9 +116,10 @@ class StandaloneCluster:
     def alive_workers(self) -> list[dict[str, Any]]:
         return [w for w in self.state().get("workers", []) if w.get("state") == "ALIVE"]
 
-    def executors_of(self, n: int) -> set[str]:
-        """The executor ids worker ``n`` has run, from its work folder."""
-        return {p.name for p in self.work_dir(n).glob("app-*/*") if p.is_dir()}
+    def executors_of(self, n: int, app: str) -> set[str]:
+        """The ids of the executors of application ``app`` worker ``n`` has run (its work
+        folder holds one folder per executor)."""
+        return {p.name for p in (self.work_dir(n) / app).glob("*") if p.is_dir()}
 
     def kill_worker(self, n: int) -> None:
         """``kill -9`` of worker ``n``'s process group: the worker, its executors and their
@@ -125,6 +127,15 @@ class StandaloneCluster:
         proc = self.workers[n]
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+    def restart_worker(self, n: int) -> None:
+        """Worker ``n`` started again (the machine back after its crash), registered."""
+        self.worker_ports[n] = free_port()
+        self.workers[n] = self._worker(n)
+        deadline = time.monotonic() + 60
+        while self.worker_ports[n] not in {w.get("port") for w in self.alive_workers()}:
+            assert time.monotonic() < deadline, f"worker {n} did not register again in 60 s"
+            time.sleep(0.2)
 
     def stop(self) -> None:
         for proc in [*reversed(self.workers), self.master]:
