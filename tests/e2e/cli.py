@@ -37,6 +37,7 @@ def write_config(
     kind: str = "mysql",
     extra_sink: str = "",
     lake: str | None = None,
+    extra_pipeline: str = "",
 ) -> Path:
     """A pipeline file for ``tables`` (regular expressions over ``db.table``, or one) of a
     ``kind`` source with its lake (unless ``lake`` names one) and checkpoint under ``tmp``
@@ -49,7 +50,7 @@ def write_config(
         f"startup: '{startup}'{extra_source}}}\n"
         f"sink: {{type: delta, path: '{lake or tmp / 'lake'}'{extra_sink}}}\n"
         f"pipeline: {{checkpoint: {tmp / 'checkpoint'}, trigger: {trigger}, "
-        f"store: {{max_bytes: {max_bytes}}}}}\n"
+        f"store: {{max_bytes: {max_bytes}}}{extra_pipeline}}}\n"
     )
     return cfg
 
