@@ -6,6 +6,7 @@ makes buckets; :meth:`MotoS3.options` are the ``sink.storage_options`` that reac
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -27,13 +28,17 @@ def free_port() -> int:
 class MotoS3:
     """A moto S3 server running as a subprocess (stop it with :meth:`stop`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, checks_keys: bool = False) -> None:
+        """``checks_keys``: every request's access key is checked from the first one on (moto
+        knows none, so every key is refused); else any key is taken."""
         self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
+        env = {**os.environ, **({"INITIAL_NO_AUTH_ACTION_COUNT": "0"} if checks_keys else {})}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            env=env,
         )
         deadline = time.monotonic() + 60
         while not self._answers():

@@ -66,8 +66,9 @@ def test_run_on_s3_through_a_crash(mariadb: ThrowawayMariaDB, s3: MotoS3, tmp_pa
 def test_a_lake_that_cannot_be_written_stops_the_check(
     mariadb: ThrowawayMariaDB, s3: MotoS3, tmp_path: Path
 ) -> None:
-    """``sparkcdc check``: a missing bucket names sink.path, an endpoint nothing listens on names
-    sink.storage_options, a checkpoint on S3 is refused; each exits 78 and prints no secret."""
+    """``sparkcdc check``: a missing bucket names sink.path, an endpoint nothing listens on and a
+    key the server refuses name sink.storage_options, a checkpoint on S3 is refused; each exits
+    78 and prints no secret."""
     mariadb.execute("CREATE DATABASE IF NOT EXISTS s3check", "CREATE TABLE IF NOT EXISTS "
                     "s3check.t (id INT PRIMARY KEY)")  # fmt: skip
     closed = f"http://127.0.0.1:{free_port()}"
@@ -78,11 +79,18 @@ def test_a_lake_that_cannot_be_written_stops_the_check(
             f"s3://{s3.bucket()}/lake", {"AWS_ENDPOINT_URL": closed},
         ),
     }  # fmt: skip
-    for said, (lake, more) in cases.items():
-        cfg = write_config(tmp_path, mariadb, r"s3check\.t", lake=lake,
-                           extra_sink=storage_options(s3.options(**more)))  # fmt: skip
-        code, out, err = in_process("check", str(cfg))
-        assert code == EXIT_CONFIG and said in err and secret not in out + err, (code, out, err)
+    strict = MotoS3(checks_keys=True)  # refuses every key: a wrong key
+    try:
+        cases["sink.storage_options: the object storage refuses the credentials"] = (
+            "s3://lake/cdc", {"AWS_ENDPOINT_URL": strict.endpoint},
+        )  # fmt: skip
+        for said, (lake, more) in cases.items():
+            cfg = write_config(tmp_path, mariadb, r"s3check\.t", lake=lake,
+                               extra_sink=storage_options(s3.options(**more)))  # fmt: skip
+            code, out, err = in_process("check", str(cfg))
+            assert code == EXIT_CONFIG and said in err and secret not in out + err, (out, err)
+    finally:
+        strict.stop()
     cfg = write_config(tmp_path, mariadb, r"s3check\.t")
     cfg.write_text(cfg.read_text().replace(f"checkpoint: {tmp_path / 'checkpoint'}",
                                            "checkpoint: s3://bucket/checkpoint"))  # fmt: skip

@@ -20,7 +20,8 @@ from sparkcdc.sinks.delta.storage import LakeStorage
 
 _NO_BUCKET = re.compile(r"NoSuchBucket|bucket does not exist|Bucket '[^']*' not found", re.I)
 _REFUSED_KEY = re.compile(
-    r"InvalidAccessKeyId|SignatureDoesNotMatch|AccessDenied|ACCESS_DENIED|Forbidden|"
+    r"InvalidAccessKeyId|INVALID_ACCESS_KEY_ID|SignatureDoesNotMatch|SIGNATURE_DOES_NOT_MATCH|"
+    r"AccessDenied|ACCESS_DENIED|Forbidden|"
     r"credentials|HTTP status 40[13]",
     re.I,
 )
@@ -45,28 +46,30 @@ def check_lake(lake: LakeStorage) -> None:
     except Exception as exc:  # delta-rs raises several kinds for a store it cannot reach
         raise ConfigError(
             f"sink.storage_options: delta-rs cannot reach the lake at {lake.uri} "
-            f"({_scrub(str(exc), lake)}); give it the options it needs, e.g. "
+            f"({_shortened(_scrub(str(exc), lake))}); give it the options it needs, e.g. "
             "AWS_ALLOW_HTTP: 'true' for an http:// endpoint.",
             key="sink.storage_options",
         ) from None
 
 
-def _refused(lake: LakeStorage, reason: str) -> ConfigError:
-    """The sentence for a failed probe, naming the setting its reason points at."""
-    if _NO_BUCKET.search(reason):
+def _refused(lake: LakeStorage, error: str) -> ConfigError:
+    """The sentence for a failed probe, naming the setting its ``error`` (whole: the part
+    that names the cause may come late) points at."""
+    reason = _shortened(error)
+    if _NO_BUCKET.search(error):
         return ConfigError(
             f"sink.path: the bucket of {lake.uri} does not exist ({reason}); create it or "
             "correct sink.path.",
             key="sink.path",
         )
-    if _REFUSED_KEY.search(reason):
+    if _REFUSED_KEY.search(error):
         return ConfigError(
             f"sink.storage_options: the object storage refuses the credentials given for "
             f"{lake.uri} ({reason}); correct the access key and secret (or the role) in "
             "sink.storage_options.",
             key="sink.storage_options",
         )
-    if _UNREACHABLE.search(reason):
+    if _UNREACHABLE.search(error):
         return ConfigError(
             f"sink.storage_options: the object storage of {lake.uri} cannot be reached "
             f"({reason}); check AWS_ENDPOINT_URL (or the storage's endpoint) and the network.",
@@ -84,4 +87,8 @@ def _scrub(text: str, lake: LakeStorage) -> str:
     for name, value in lake.delta_options().items():
         if is_secret(name) and value and value in text:
             text = text.replace(value, "***")
-    return " ".join(text.split())[:300]
+    return " ".join(text.split())
+
+
+def _shortened(text: str, most: int = 300) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"
