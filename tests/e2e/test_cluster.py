@@ -1,6 +1,7 @@
 """``sparkcdc run`` on a real Spark cluster: a standalone master and two workers on loopback (one
-core each), the lake on S3 (moto's server). The initial snapshot's tasks run on both workers,
-shown from the driver's REST API; then the stream follows and the replica equals the source.
+core each), the lake on S3 (moto's server), from MariaDB and from PostgreSQL (the scenario written
+once, ``cluster_sources``). The initial snapshot's tasks run on both workers, shown from the
+driver's REST API; then the stream follows and the replica equals the source.
 
 The full trial (``SPARKCDC_CLUSTER_TRIAL=1``, ``scripts/cluster.sh``) kills a worker with
 ``kill -9`` mid-snapshot and the driver mid-stream, then restarts the driver: the replica still
