@@ -1,6 +1,7 @@
 """``sparkcdc run`` on a real Spark cluster: a standalone master and two workers on loopback (one
-core each), the lake on S3 (moto's server). The initial snapshot's tasks run on both workers,
-shown from the driver's REST API; then the stream follows and the replica equals the source.
+core each), the lake on S3 (moto's server), from MariaDB and from PostgreSQL (the scenario written
+once, ``cluster_sources``). The initial snapshot's tasks run on both workers, shown from the
+driver's REST API; then the stream follows and the replica equals the source.
 
 The full trial (``SPARKCDC_CLUSTER_TRIAL=1``, ``scripts/cluster.sh``) kills a worker with
 ``kill -9`` mid-snapshot and the driver mid-stream, then restarts the driver: the replica still
@@ -20,23 +21,31 @@ from pathlib import Path
 
 import pytest
 
-from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from tests.cases.cluster import StandaloneCluster
 from tests.cases.s3 import MotoS3
 from tests.cases.spark_rest import committed_batches, snapshot_batches, snapshot_finished
 from tests.e2e.cli import available_now, crash, start
-from tests.e2e.cluster_runs import cluster_config, snapshot_tasks_per_worker, wait_for
-from tests.e2e.crashes import changelog_identities, replica_rows, source_rows, version
+from tests.e2e.cluster_runs import snapshot_tasks_per_worker, wait_for
+from tests.e2e.cluster_sources import (
+    FIRST,
+    Changes,
+    MariaDBSource,
+    PostgresSource,
+    Source,
+    logged_changes,
+    replica_equals_source,
+)
+from tests.e2e.crashes import version
 from tests.e2e.test_s3_lake import storage_options
-from tests.e2e.workload import DDL, ChangeWorkload
 
-pytestmark = [pytest.mark.mariadb, pytest.mark.spark, pytest.mark.s3]
+pytestmark = [pytest.mark.spark, pytest.mark.s3]
 
-FIRST = 50_000_000  # the snapshot's keys; the workload's start at 1
 TRIAL = pytest.mark.skipif(
     os.environ.get("SPARKCDC_CLUSTER_TRIAL") != "1",
     reason="the full cluster trial runs with SPARKCDC_CLUSTER_TRIAL=1 (scripts/cluster.sh)",
 )
+MARIADB = pytest.param("mariadb", marks=pytest.mark.mariadb)
+POSTGRESQL = pytest.param("postgres", marks=pytest.mark.postgres)
 
 
 @pytest.fixture(scope="module")
@@ -49,22 +58,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneClus
         cluster.stop()
 
 
-def fill(server: ThrowawayMariaDB, db: str, rows: int) -> None:
-    """``db.accounts`` made anew with ``rows`` rows for the snapshot."""
-    server.execute(f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}")
-    server.execute(*(s.format(db=db) for s in DDL))
-    server.execute(
-        f"INSERT INTO {db}.accounts SELECT {FIRST} + seq, 0, seq / 100, CONCAT('s-', seq), "
-        f"NOW(6), seq % 256 FROM {db}.seq_1_to_{rows}"
-    )
-
-
-def source_as_read(server: ThrowawayMariaDB, db: str) -> list[tuple[object, ...]]:
-    """The source's rows as the replica holds them (BIT(8) as its number)."""
-    return [
-        (i, v, b, o, u, int.from_bytes(f, "big") if isinstance(f, bytes) else f)
-        for i, v, b, o, u, f in source_rows(server, db)
-    ]
+@pytest.fixture
+def source(request: pytest.FixtureRequest) -> Source:
+    """The test's source, by its parameter: a database of its own on the session's server."""
+    if request.param == "postgres":
+        return PostgresSource(request.getfixturevalue("postgres"), request.getfixturevalue("pgdb"))
+    return MariaDBSource(request.getfixturevalue("mariadb"), request.getfixturevalue("db"))
 
 
 def snapshot_committed(checkpoint: Path) -> bool:
@@ -78,66 +77,70 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
     assert proc.returncode == 0, out.decode(errors="replace")
 
 
-def assert_exactly_once(lake: str, options: dict[str, str], expected: Counter[tuple[str, int, int]],
-                        snapshot_rows: int) -> None:  # fmt: skip
-    expected = expected + Counter(("r", FIRST + i, 0) for i in range(1, snapshot_rows + 1))
-    seen = changelog_identities(f"{lake}/accounts__changelog", options)
+def assert_exactly_once(
+    source: Source, lake: str, options: dict[str, str], written: Changes, snapshot_rows: int
+) -> None:
+    """The change log holds each snapshot row and each change ``written`` once, nothing else."""
+    expected = source.changes(written) + Counter(
+        ("r", FIRST + i, 0) for i in range(1, snapshot_rows + 1)
+    )
+    seen = logged_changes(source, lake, options)
     duplicates = {k: n for k, n in seen.items() if n > 1}
     assert not duplicates, f"{len(duplicates)} changes delivered twice, e.g. {list(duplicates)[:5]}"
     assert seen == expected, (list((expected - seen).items())[:5], list(seen - expected)[:5])
 
 
+@pytest.mark.parametrize("source", [MARIADB, POSTGRESQL], indirect=True)
 def test_snapshot_on_two_workers_then_the_stream(
-    mariadb: ThrowawayMariaDB, s3: MotoS3, cluster: StandaloneCluster, tmp_path: Path
+    source: Source, s3: MotoS3, cluster: StandaloneCluster, tmp_path: Path
 ) -> None:
     """20,000 rows in 20 chunks, two tasks per micro-batch: both workers run snapshot tasks;
     500 changes written afterwards reach the replica and the change log once each."""
-    db, rows = "cluster_two", 20_000
-    fill(mariadb, db, rows)
+    rows = 20_000
+    source.fill(rows)
     options = s3.options()
-    lake = f"s3://{s3.bucket()}/lake"
-    cfg = cluster_config(tmp_path, mariadb, rf"{db}\..*", cluster, lake=lake,
-                         extra_sink=storage_options(options))  # fmt: skip
+    lake = f"s3://{s3.bucket()}/{source.db}"
+    cfg = source.config(tmp_path, cluster, lake, storage_options(options))
     checkpoint = tmp_path / "checkpoint"
     proc = start(cfg)
     try:
         wait_for("the snapshot handed off to the log", lambda: snapshot_finished(checkpoint), proc)
         per_worker = snapshot_tasks_per_worker(cfg, checkpoint, cluster)
         assert all(per_worker) and sum(sum(c.values()) for c in per_worker) >= 10, per_worker
-        workload = ChangeWorkload(mariadb, db, 500, 1)
+        workload = source.workload(500, 1)
         workload.start()
         workload.join()
         assert workload.error is None, workload.error
-        source = source_as_read(mariadb, db)
-        replica = f"{lake}/{db}/accounts"
         wait_for("the replica equal to the source",
-                 lambda: replica_rows(replica, options) == source, proc)  # fmt: skip
+                 lambda: replica_equals_source(source, lake, options), proc)  # fmt: skip
     except BaseException:
         crash(proc)
         raise
     stop(proc)
-    assert_exactly_once(f"{lake}/{db}", options, workload.expected, rows)
+    assert_exactly_once(source, lake, options, workload.expected, rows)
 
 
 @TRIAL
 @pytest.mark.slow
+@pytest.mark.parametrize("source", [MARIADB, POSTGRESQL], indirect=True)
 def test_a_worker_killed_mid_snapshot_and_the_driver_mid_stream(
-    mariadb: ThrowawayMariaDB, s3: MotoS3, cluster: StandaloneCluster, tmp_path: Path
+    source: Source, s3: MotoS3, cluster: StandaloneCluster, tmp_path: Path
 ) -> None:
     """200,000 rows in 13 micro-batches; worker 1 killed with ``kill -9`` after the first one
     committed: its tasks run again on worker 0 and the snapshot completes. The worker comes
     back, 3,000 changes stream, the driver is killed with ``kill -9`` once they are being
     written, and a restart from the checkpoint converges exactly."""
     rng = random.Random(11)
-    db, rows = "cluster_faults", 200_000
-    fill(mariadb, db, rows)
+    rows = 200_000
+    source.fill(rows)
     options = s3.options()
-    lake = f"s3://{s3.bucket()}/lake"
-    cfg = cluster_config(tmp_path, mariadb, rf"{db}\..*", cluster, lake=lake, chunk_size=2000,
-                         batch_rows=8000, extra_sink=storage_options(options))  # fmt: skip
-    checkpoint, changelog = tmp_path / "checkpoint", f"{lake}/{db}/accounts__changelog"
+    lake = f"s3://{s3.bucket()}/{source.db}"
+    cfg = source.config(tmp_path, cluster, lake, storage_options(options), chunk_size=2000,
+                        batch_rows=8000)  # fmt: skip
+    checkpoint = tmp_path / "checkpoint"
+    changelog = f"{lake}/{source.namespace}/accounts__changelog"
     proc = start(cfg)
-    workload = ChangeWorkload(mariadb, db, 3000, 2)
+    workload = source.workload(3000, 2)
     try:
         wait_for("a snapshot batch committed", lambda: snapshot_committed(checkpoint), proc)
         time.sleep(rng.uniform(0.2, 1.0))  # into the next batch's tasks
@@ -158,5 +161,5 @@ def test_a_worker_killed_mid_snapshot_and_the_driver_mid_stream(
     workload.join()
     assert workload.error is None, workload.error
     available_now(cfg)  # the restarted driver catches up with everything
-    assert replica_rows(f"{lake}/{db}/accounts", options) == source_as_read(mariadb, db)
-    assert_exactly_once(f"{lake}/{db}", options, workload.expected, rows)
+    assert replica_equals_source(source, lake, options)
+    assert_exactly_once(source, lake, options, workload.expected, rows)
