@@ -1,7 +1,8 @@
 """``sparkcdc run`` on a real Spark cluster: a standalone master and two workers on loopback (one
 core each), the lake on S3 (moto's server), from MariaDB and from PostgreSQL (the scenario written
 once, ``cluster_sources``). The initial snapshot's tasks run on both workers, shown from the
-driver's REST API; then the stream follows and the replica equals the source.
+driver's REST API; then the stream follows and the replica equals the source (in the default
+run from MariaDB; from PostgreSQL in the full trial).
 
 The full trial (``SPARKCDC_CLUSTER_TRIAL=1``, ``scripts/cluster.sh``) kills a worker with
 ``kill -9`` mid-snapshot and the driver mid-stream, then restarts the driver: the replica still
@@ -90,7 +91,11 @@ def assert_exactly_once(
     assert seen == expected, (list((expected - seen).items())[:5], list(seen - expected)[:5])
 
 
-@pytest.mark.parametrize("source", [MARIADB, POSTGRESQL], indirect=True)
+# the default run keeps the suite's time: MariaDB there, PostgreSQL in the full trial
+POSTGRESQL_IN_TRIAL = pytest.param("postgres", marks=[pytest.mark.postgres, TRIAL])
+
+
+@pytest.mark.parametrize("source", [MARIADB, POSTGRESQL_IN_TRIAL], indirect=True)
 def test_snapshot_on_two_workers_then_the_stream(
     source: Source, s3: MotoS3, cluster: StandaloneCluster, tmp_path: Path
 ) -> None:
