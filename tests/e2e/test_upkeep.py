@@ -36,7 +36,12 @@ pytestmark = [pytest.mark.mariadb, pytest.mark.spark, pytest.mark.slow]
 __all__ = ["launch"]  # the fixture
 
 STREAM_SECONDS = 60
-BOUND_FILES = 32  # data files a table keeps on disk while it streams
+# Data files a table keeps on disk while it streams: up to SMALL_FILES (10) and the batches of
+# one ``compact_every`` live before a run compacts them, and those removed in the last
+# ``retain`` plus one ``compact_every`` before a run vacuums them; at two batches a second,
+# about 40. Without the upkeep they are one per version, and the test runs 64 versions or more.
+BOUND_FILES = 48
+MIN_VERSIONS = 64
 
 
 def on_disk(path: Path) -> tuple[int, int]:
@@ -89,7 +94,7 @@ def test_a_running_pipeline_keeps_its_tables_bounded(
     caught_up(proc, mariadb, lake.parent, [f"{db}.items"])
     versions = DeltaTable(str(table)).version() - first
     # each version's MERGE wrote the replica's files anew: kept, they would be one per version
-    assert versions >= 2 * BOUND_FILES, f"only {versions} micro-batches in {STREAM_SECONDS} s"
+    assert versions >= MIN_VERSIONS, f"only {versions} micro-batches in {STREAM_SECONDS} s"
     assert most["replica"][0] <= BOUND_FILES and most["log"][0] <= BOUND_FILES, most
     assert most["replica"][1] <= 30 * live(table)[1], (most, live(table))
     history = [h["operation"] for h in DeltaTable(str(log)).history()]
