@@ -3,8 +3,6 @@ line in a subprocess for each kind (usage, configuration, success, ``--version``
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,15 +19,7 @@ from sparkcdc.cli.main import (
 from sparkcdc.cli.main import run as main_run
 from sparkcdc.core import errors
 from sparkcdc.core.logs import LOG_FORMAT_ENV, LOG_LEVEL_ENV
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "sparkcdc.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+from tests.cases.command import sparkcdc as cli
 
 
 def pipeline_file(tmp_path: Path, extra_pipeline: str = "") -> Path:

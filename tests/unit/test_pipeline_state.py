@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,10 +51,8 @@ def test_a_held_lock_reads_as_running_and_refuses_a_second_run(
     own = tmp_path / "cp" / "sparkcdc"
     found = running_holder(own)
     assert found is not None and found.pid == holder.pid and found.started
-    started = time.monotonic()
     with pytest.raises(SparkCDCError) as refused, hold_run_lock(own, wait=0.2):
         pass
-    assert time.monotonic() - started < 5
     assert str(refused.value) == (
         f"The pipeline with checkpoint {tmp_path / 'cp'} is already running as process "
         f"{holder.pid}, started {found.started}; stop it first, or give this pipeline a "

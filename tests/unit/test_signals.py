@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,7 @@ from sparkcdc.snapshot.signals import (
     signal_table_ddl,
     write_file_signal,
 )
+from tests.cases.command import sparkcdc as cli
 
 EXECUTE = {
     "data-collections": ["shop.orders", "shop.items"],
@@ -257,15 +256,6 @@ def test_a_bad_signal_file_is_named(tmp_path: Path, text: str, says: str) -> Non
 
 
 # -- sparkcdc signal, without a server ----------------------------------------------------
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "sparkcdc.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def pipeline_file(tmp_path: Path, extra: str = "") -> Path:
