@@ -35,14 +35,10 @@ appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
 
 
 DRIVER_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-"""The driver JVM's compiler and collector. Rows go from the source's tasks to the sink as
-Arrow in Python processes; the driver JVM plans the micro-batches, and in ``local`` mode also
-runs the tasks, which hand Arrow batches on. Its optimizing compiler (C2) was measured here
-using ~1.1 CPU-s of a 2-core machine during a 2M-row snapshot, beside the Python workers; the
-quick compiler alone and the serial collector cut that and made the snapshot ~15% faster and
-start-up ~4 s shorter, while the binlog stream's batches took ~5% longer (bench sections 1 and
-4). Replaced, like every Spark setting, by ``pipeline.spark.conf``
-(``spark.driver.extraJavaOptions``)."""
+"""The driver JVM's compiler and collector: the quick compiler alone (no C2) and the serial
+collector, because the driver plans micro-batches while the rows move between Python processes,
+and C2 competes with them for the cores (bench/history.md). ``pipeline.spark.conf``'s
+``spark.driver.extraJavaOptions`` replaces it."""
 
 DAEMON = "sparkcdc.spark.runtime.worker_daemon"
 

@@ -2,20 +2,17 @@
 
 A micro-batch of the ``mysql-cdc`` stream needs two kinds of Python worker besides the source's
 own process: a *planner* (Spark's ``plan_data_source_read``, which builds the reader the tasks
-run once per query) and one *task worker* per split task. Started cold, each is a new process
-that imports pyspark, pyarrow and the chunk reader first: measured here as about 1.5 s between a
-snapshot's first offset and its first chunk read. Spark keeps idle workers of both kinds for
+run once per query) and one *task worker* per split task. Started cold, each imports pyspark,
+pyarrow and the chunk reader before its first chunk. Spark keeps idle workers of both kinds for
 reuse (``spark.python.worker.reuse``), so one tiny batch read of :class:`WarmUpSource` leaves
-both kinds waiting: it is planned in a planner worker of the kind the stream's uses (which
-imports the reader there), and read in task workers forked by the session's daemon
-(:mod:`.worker_daemon`, which preloads what they import, for workers Spark starts later too).
+both waiting: planned in a planner worker of the stream's kind, read in task workers forked by
+the session's daemon (:mod:`.worker_daemon`, which preloads their imports for later workers too).
 
-Before a snapshot it runs just before the query starts, with one task per split task
-(:func:`warm_workers`): run beside the query's start instead, on two busy cores, it finished
-after the first offset was written and the micro-batch waited for the workers it started. A
-stream from the log needs one task worker, and its query's start mostly waits for Spark's
-own Python processes: there the read runs beside the start (:func:`warm_in_background`) and
-the first micro-batch finds the worker up (bench section 1's start-up phases).
+Before a snapshot it runs just before the query starts, one task per split task
+(:func:`warm_workers`): beside the start, on busy cores, the micro-batch would wait for the
+workers it started. A stream from the log needs one task worker and its start mostly waits for
+Spark's own processes, so there the read runs beside the start (:func:`warm_in_background`).
+Why and how much: bench/history.md.
 
 Only a head start: a failure changes nothing, the query starts whatever this read does.
 """
