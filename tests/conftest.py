@@ -4,6 +4,8 @@ pointed at this interpreter so executors import the same packages."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import re
 import sys
@@ -41,13 +43,21 @@ def s3() -> Iterator[MotoS3]:
         server.stop()
 
 
+def own_database(request: pytest.FixtureRequest) -> str:
+    """The name of a test's own database: the test's name, and a digest of its whole id so that
+    two tests (two parameters, long names cut short) never share one, run in parallel or not."""
+    slug = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40]
+    return f"t_{slug}_{hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:6]}"
+
+
 @pytest.fixture
-def db(mariadb: ThrowawayMariaDB, request: pytest.FixtureRequest) -> str:
-    """A database of the test's own, created empty (named after the test)."""
-    name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:48]
-    name = f"t_{name}"
+def db(mariadb: ThrowawayMariaDB, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A database of the test's own, created empty, dropped after the test."""
+    name = own_database(request)
     mariadb.execute(f"DROP DATABASE IF EXISTS `{name}`", f"CREATE DATABASE `{name}`")
-    return name
+    yield name
+    with contextlib.suppress(Exception):  # a session still holding it keeps it, harmlessly
+        mariadb.execute("SET SESSION lock_wait_timeout = 10", f"DROP DATABASE IF EXISTS `{name}`")
 
 
 @pytest.fixture(scope="session")
@@ -64,9 +74,9 @@ def postgres() -> Iterator[ThrowawayPostgres]:
 @pytest.fixture
 def pgdb(postgres: ThrowawayPostgres, request: pytest.FixtureRequest) -> Iterator[str]:
     """A PostgreSQL database of the test's own, created empty (named after the test); its
-    replication slots are dropped after the test, so the shared server keeps none."""
-    name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:48]
-    name = f"t_{name}"
+    replication slots and the database are dropped after the test, so the shared server keeps
+    none."""
+    name = own_database(request)
     postgres.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     postgres.create_database(name)
     yield name
@@ -84,6 +94,8 @@ def pgdb(postgres: ThrowawayPostgres, request: pytest.FixtureRequest) -> Iterato
         time.sleep(0.1)
     for slot, _ in slots:
         postgres.execute(f"SELECT pg_drop_replication_slot('{slot}')")
+    with contextlib.suppress(Exception):
+        postgres.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture

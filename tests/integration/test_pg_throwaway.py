@@ -108,7 +108,7 @@ def test_logical_decoding_end_to_end(postgres: ThrowawayPostgres, pgdb: str) -> 
 
 
 def test_pgdb_is_a_fresh_empty_database(postgres: ThrowawayPostgres, pgdb: str) -> None:
-    assert pgdb == "t_test_pgdb_is_a_fresh_empty_database"
+    assert pgdb.startswith("t_test_pgdb_is_a_fresh_empty_database_")
     assert postgres.query("SELECT current_database()", database=pgdb) == [(pgdb,)]
     tables = postgres.query(
         "SELECT count(*) FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', "
