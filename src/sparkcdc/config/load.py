@@ -25,36 +25,23 @@ import yaml
 
 from sparkcdc.config.model import (
     DEFAULT_TYPE,
-    LOG_GONE_ACTIONS,
-    UNMATCHED_ACTIONS,
     Config,
-    HeartbeatConfig,
     MaintenanceConfig,
     MetricsConfig,
     PipelineConfig,
     SinkConfig,
-    SnapshotConfig,
     SourceConfig,
-    SourceSettings,
     StoreConfig,
-    TlsConfig,
 )
 from sparkcdc.config.secret import Secret
+from sparkcdc.config.settings import Setting, keys_at, settings_values, source_of
 from sparkcdc.config.storage import OBJECT_SCHEMES, as_storage_options
 from sparkcdc.config.values import (
     STARTUP_FORMS,
     as_bool,
     as_duration,
-    as_heartbeat,
-    as_key_columns,
-    as_patterns,
-    as_signal_table,
     as_size,
-    as_snapshot,
-    as_startup,
     as_text,
-    as_tls,
-    capturing_signal_table,
     fail,
     ranged,
 )
@@ -64,33 +51,6 @@ from sparkcdc.sources.registry import canonical, source_type
 _ENV = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 SECTIONS = ("source", "sink", "pipeline")
-SOURCE_KEYS = (  # every source's; each type adds its own (SourceSettings.KEYS)
-    "type",
-    "host",
-    "port",
-    "user",
-    "password",
-    "tables",
-    "startup",
-    "key_columns",
-    "connect_timeout",
-    "snapshot",
-    "signal_table",
-    "tls",
-    "on_log_gone",
-    "on_unmatched",
-    "heartbeat",
-)
-SNAPSHOT_KEYS = (
-    "chunk_size",
-    "parallelism",
-    "chunk_key_columns",
-    "distribution_factor",
-    "batch_rows",
-    "incremental_chunks",
-    "incremental_window",
-)
-DISTRIBUTION_KEYS = ("lower", "upper")
 SINK_KEYS = ("type", "path", "maintenance", "storage_options")
 MAINTENANCE_KEYS = ("compact_every", "retain")
 PIPELINE_KEYS = ("checkpoint", "trigger", "store", "spark", "metrics")
@@ -257,57 +217,32 @@ def _source(section: Any) -> SourceConfig:
     p = "source"
     named = section.get("type") if isinstance(section, dict) else None
     kind = source_type(as_text(named or DEFAULT_TYPE, f"{p}.type"), f"{p}.type")
-    s = _section(section, p, SOURCE_KEYS + kind.settings.KEYS, required=True)
-    settings = kind.settings.from_values(s.get, lambda name: f"{p}.{name}")
-    source = SourceConfig(
+    allowed = ("type", "password", *keys_at(""), *kind.settings.KEYS)
+    s = _section(section, p, allowed, required=True)
+    own = kind.settings.from_values(s.get, lambda name: f"{p}.{name}")
+
+    def found(setting: Setting) -> Any:
+        *within, last = setting.key.split(".")
+        mapping = s
+        for depth in range(len(within)):
+            at = ".".join(within[: depth + 1])
+            mapping = _section(mapping.get(within[depth]), f"{p}.{at}", keys_at(at))
+        raw = mapping.get(last)
+        return None if raw is None else setting.convert(raw, f"{p}.{setting.key}", kind.settings)
+
+    def missing(setting: Setting) -> Any:
+        fail(f"{p}.{setting.key}", "is missing; it is required")
+
+    source = source_of(
+        settings_values(found, missing),
+        lambda setting: f"{p}.{setting.key}",
         type=canonical(named or DEFAULT_TYPE),
-        host=_get(s, "host", p, as_text, _REQUIRED),
-        port=_get(s, "port", p, ranged(1, 65535), kind.default_port),
-        user=_get(s, "user", p, as_text, _REQUIRED),
+        port_default=kind.default_port,
         password=Secret(_get(s, "password", p, as_text, "")),
-        tables=_get(s, "tables", p, as_patterns, _REQUIRED),
-        startup=_get(s, "startup", p, _startup(kind.settings), "initial"),
-        key_columns=_get(s, "key_columns", p, as_key_columns, {}),
-        connect_timeout=_get(s, "connect_timeout", p, as_duration, 10.0),
-        snapshot=_snapshot(_section(s.get("snapshot"), f"{p}.snapshot", SNAPSHOT_KEYS)),
-        signal_table=_get(s, "signal_table", p, as_signal_table, None),
-        settings=settings,
-        tls=_get(s, "tls", p, as_tls, TlsConfig()),
-        heartbeat=_get(s, "heartbeat", p, as_heartbeat, HeartbeatConfig()),
-        on_log_gone=_get(s, "on_log_gone", p, _on_log_gone, "fail"),
-        on_unmatched=_get(s, "on_unmatched", p, _one_of(*UNMATCHED_ACTIONS), "fail"),
+        settings=own,
     )
-    # the signal rows reach the pipeline through the change stream: capture the table
-    source = replace(source, tables=capturing_signal_table(source.tables, source.signal_table))
-    settings.check(source, lambda name: f"{p}.{name}")
+    own.check(source, lambda name: f"{p}.{name}")
     return source
-
-
-def _on_log_gone(value: Any, key: str) -> str:
-    text = as_text(value, key).strip().lower()
-    if text not in LOG_GONE_ACTIONS:
-        raise ConfigError(
-            f"{key}: {value!r} is not one of {', '.join(LOG_GONE_ACTIONS)} (fail: stop with the "
-            "way out; resnapshot: read the tables again and stream on).",
-            key=key,
-        )
-    return text
-
-
-def _startup(settings: type[SourceSettings]) -> Callable[[Any, str], str]:
-    return lambda value, key: as_startup(value, key, settings)
-
-
-def _snapshot(s: dict[str, Any]) -> SnapshotConfig:
-    p = "source.snapshot"
-    f = f"{p}.distribution_factor"
-    factor = _section(s.get("distribution_factor"), f, DISTRIBUTION_KEYS)
-    raw = {name: s.get(name) for name in SNAPSHOT_KEYS if name != "distribution_factor"}
-    keys = {name: f"{p}.{name}" for name in raw}
-    for end in DISTRIBUTION_KEYS:
-        raw[f"distribution_factor_{end}"] = factor.get(end)
-        keys[f"distribution_factor_{end}"] = f"{f}.{end}"
-    return as_snapshot(raw, keys)
 
 
 def _path(base: Path, remote: bool = False) -> Callable[[Any, str], str]:

@@ -11,24 +11,23 @@ same sentence, naming the option: ``the mysql-cdc option 'parallelism': 0 is out
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
-from sparkcdc.config.model import DEFAULT_TYPE, HeartbeatConfig, SourceConfig, TlsConfig
+from sparkcdc.config.model import DEFAULT_TYPE, SourceConfig
 from sparkcdc.config.secret import Secret, unseal
+from sparkcdc.config.settings import (
+    SOURCE_SETTINGS,
+    Setting,
+    settings_values,
+    source_of,
+    value_of,
+)
 from sparkcdc.config.values import (
-    as_duration,
-    as_signal_table,
     as_size,
-    as_snapshot,
-    as_startup,
     as_table_name,
-    as_tls,
-    capturing_signal_table,
-    heartbeat_of,
     ranged,
 )
 from sparkcdc.core.errors import ConfigError
@@ -38,18 +37,14 @@ from sparkcdc.sources.registry import canonical, source_type
 
 T = TypeVar("T")
 DELIVERIES = ("rows", "store")
-
-# option name -> SnapshotConfig field
-SNAPSHOT_OPTIONS = {
-    "chunk_size": "chunk_size",
-    "parallelism": "parallelism",
-    "chunk_key_columns": "chunk_key_columns",
-    "distribution_factor_lower": "distribution_factor_lower",
-    "distribution_factor_upper": "distribution_factor_upper",
-    "snapshot_batch_rows": "batch_rows",
-    "incremental_chunks": "incremental_chunks",
-    "incremental_window": "incremental_window",
-}
+OTHER_OPTIONS = (
+    "password", "password_sealed", "table", "max_bytes", "max_items", "batch_mode", "item_rows",
+    "schema_history", "status_file", "snapshot_dir", "snapshot_delivery", "signal_dir",
+    "batch_mark", "log_dir", "stop_file", "start_file",
+)  # fmt: skip
+"""The options besides those of the common settings (:data:`SOURCE_SETTINGS`) and of the source
+type's own (:attr:`~sparkcdc.config.model.SourceSettings.KEYS`): the password, a batch read's
+table, the event store's limits and the paths the pipeline keeps beside its checkpoint."""
 
 
 @dataclass(frozen=True)
@@ -167,41 +162,32 @@ class _Options:
 
 def _source_config(opts: _Options, table: str | None) -> SourceConfig:
     """The source described by the options (``table``: a batch read's one table)."""
-    if table is not None and opts.given("tables") is None:
-        tables: tuple[str, ...] = (re.escape(table),)
-    else:
-        names = opts.required("tables", " (or 'table' for a batch read of one table)")
-        tables = tuple(t.strip() for t in names.split(",") if t.strip())
-    signal_table = opts.given("signal_table")
-    if signal_table is not None:
-        signal_table = opts.checked(lambda: as_signal_table(signal_table, "signal_table"))
     kind = opts.kind
-    startup = opts.checked(
-        lambda: as_startup(opts.given("startup") or "initial", "startup", kind.settings)
+
+    def given(name: str) -> str | None:
+        if name == "tables" and table is not None and opts.given("tables") is None:
+            return re.escape(table)
+        return opts.given(name)
+
+    def missing(setting: Setting) -> Any:
+        batch_read = " (or 'table' for a batch read of one table)"
+        opts.required(setting.options[0], batch_read if setting.key == "tables" else "")
+
+    values = settings_values(
+        lambda setting: opts.checked(lambda: setting.from_options(given, kind.settings)), missing
     )
-    settings = opts.checked(lambda: kind.settings.from_values(opts.given, _option_name))
-    snapshot = opts.checked(
-        lambda: as_snapshot(
-            _snapshot_values(opts.given), {f: o for o, f in SNAPSHOT_OPTIONS.items()}
+    own = opts.checked(lambda: kind.settings.from_values(opts.given, _option_name))
+    source = opts.checked(
+        lambda: source_of(
+            values,
+            lambda setting: setting.options[0],
+            type=opts.name,
+            port_default=kind.default_port,
+            password=_password(opts),
+            settings=own,
         )
     )
-    source = SourceConfig(
-        type=opts.name,
-        host=opts.required("host"),
-        port=opts.converted("port", ranged(1, 65535), kind.default_port),
-        user=opts.required("user"),
-        password=_password(opts),
-        tables=capturing_signal_table(tables, signal_table),
-        startup=startup,
-        key_columns=_key_columns(opts),
-        connect_timeout=opts.converted("connect_timeout", as_duration, 10.0),
-        snapshot=snapshot,
-        signal_table=signal_table,
-        settings=settings,
-        tls=_tls(opts),
-        heartbeat=_heartbeat(opts),
-    )
-    opts.checked(lambda: settings.check(source, _option_name))
+    opts.checked(lambda: own.check(source, _option_name))
     return source
 
 
@@ -214,41 +200,6 @@ def _password(opts: _Options) -> Secret:
     return Secret(opts.given("password") or "")
 
 
-TLS_OPTIONS = {"tls": "mode", "tls_ca": "ca", "tls_cert": "cert", "tls_key": "key"}
-
-
-def _tls_options(tls: TlsConfig) -> dict[str, str]:
-    return {name: value for name, field in TLS_OPTIONS.items() if (value := getattr(tls, field))}
-
-
-def _tls(opts: _Options) -> TlsConfig:
-    """``source.tls`` from the options ``tls`` (the mode), ``tls_ca``, ``tls_cert``, ``tls_key``."""
-    given = {field: opts.given(name) for name, field in TLS_OPTIONS.items()}
-    values = {field: value for field, value in given.items() if value is not None}
-    return opts.checked(lambda: as_tls(values, "tls")) if values else TlsConfig()
-
-
-HEARTBEAT_OPTIONS = ("heartbeat_interval", "heartbeat_action_query")
-
-
-def _heartbeat_options(heartbeat: HeartbeatConfig) -> dict[str, str]:
-    if not heartbeat.enabled:
-        return {}
-    interval, query = HEARTBEAT_OPTIONS
-    options = {interval: repr(heartbeat.interval)}
-    if heartbeat.action_query:
-        options[query] = heartbeat.action_query
-    return options
-
-
-def _heartbeat(opts: _Options) -> HeartbeatConfig:
-    """``source.heartbeat`` from the options ``heartbeat_interval`` and
-    ``heartbeat_action_query``."""
-    interval, query = HEARTBEAT_OPTIONS
-    given = opts.given(interval), opts.given(query)
-    return opts.checked(lambda: heartbeat_of(*given, interval, query))
-
-
 def _batch_mode(opts: _Options) -> str:
     mode = (opts.given("batch_mode") or "MEMSIZE").upper()
     if mode not in ("MEMSIZE", "ITEMSIZE"):
@@ -259,39 +210,6 @@ def _batch_mode(opts: _Options) -> str:
 def _option_name(key: str) -> str:
     """The option of a setting (``snapshot.parallelism`` is the option ``parallelism``)."""
     return key.rsplit(".", 1)[-1]
-
-
-def _key_columns(opts: _Options) -> dict[str, tuple[str, ...]]:
-    text = opts.given("key_columns")
-    if text is None:
-        return {}
-    try:
-        raw = json.loads(text)
-        return {str(k): tuple(str(c) for c in v) for k, v in raw.items()}
-    except (ValueError, AttributeError, TypeError):
-        raise ConfigError(
-            f"the {opts.format} option 'key_columns' must be a JSON object like "
-            '{"db.table": ["col"]}.',
-            key="key_columns",
-        ) from None
-
-
-def _snapshot_values(given: Callable[[str], str | None]) -> dict[str, Any]:
-    """The snapshot options given, by the name :func:`as_snapshot` checks them under (the
-    option's); ``chunk_key_columns`` decoded from JSON."""
-    values: dict[str, Any] = {}
-    for option, name in SNAPSHOT_OPTIONS.items():
-        values[name] = given(option)
-    text = values["chunk_key_columns"]
-    if text is not None:
-        try:
-            values["chunk_key_columns"] = json.loads(text)
-        except ValueError:
-            raise ConfigError(
-                f'chunk_key_columns: {text!r} is not a JSON object like {{"db.table": ["col"]}}.',
-                key="chunk_key_columns",
-            ) from None
-    return values
 
 
 def _checked(check: Callable[[], T], format: str) -> T:
@@ -330,30 +248,14 @@ def source_options(
     """The ``.option(...)`` values that describe ``source`` to its ``<type>-cdc`` source; the
     password sealed (``password_sealed``) when this process holds a sealing key
     (:mod:`sparkcdc.config.secret`), so Spark never holds it in clear text."""
-    snapshot = source.snapshot
     sealed = source.password.sealed()
     opts = {
-        "host": source.host,
-        **({"port": str(source.port)} if source.port else {}),  # 0: not reached by network
-        "user": source.user,
         **(
             {"password": source.password.reveal()}
             if sealed is None
             else {"password_sealed": sealed}
         ),
-        "tables": ",".join(source.tables),
-        "startup": source.startup,
         **source.settings.to_options(),
-        "connect_timeout": str(source.connect_timeout),
-        **_tls_options(source.tls),
-        **_heartbeat_options(source.heartbeat),
-        "chunk_size": str(snapshot.chunk_size),
-        "parallelism": str(snapshot.parallelism),
-        "distribution_factor_lower": repr(snapshot.distribution_factor_lower),
-        "distribution_factor_upper": repr(snapshot.distribution_factor_upper),
-        "snapshot_batch_rows": str(snapshot.batch_rows),
-        "incremental_chunks": str(snapshot.incremental_chunks),
-        "incremental_window": repr(snapshot.incremental_window),
         "max_bytes": str(max_bytes),
         "max_items": str(max_items),
         "batch_mode": batch_mode,
@@ -361,12 +263,8 @@ def source_options(
         "schema_history": schema_history,
         "snapshot_delivery": snapshot_delivery,
     }
-    if source.key_columns:
-        opts["key_columns"] = json.dumps({k: list(v) for k, v in source.key_columns.items()})
-    if snapshot.chunk_key_columns:
-        opts["chunk_key_columns"] = json.dumps(
-            {k: list(v) for k, v in snapshot.chunk_key_columns.items()}
-        )
+    for setting in SOURCE_SETTINGS:
+        opts.update(setting.to_options(value_of(source, setting.field)))
     paths = {
         "status_file": status_file,
         "snapshot_dir": snapshot_dir,
@@ -375,7 +273,6 @@ def source_options(
         "log_dir": log_dir,
         "stop_file": stop_file,
         "start_file": start_file,
-        "signal_table": source.signal_table,
     }
     opts.update({name: value for name, value in paths.items() if value})  # fmt: skip
     return opts
