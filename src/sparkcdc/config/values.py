@@ -6,14 +6,13 @@ from __future__ import annotations
 import math
 import re
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
 from sparkcdc.config.model import (
     TLS_MODES,
     HeartbeatConfig,
-    SnapshotConfig,
     SourceSettings,
     TlsConfig,
 )
@@ -179,41 +178,6 @@ def as_key_columns(value: Any, key: str) -> dict[str, tuple[str, ...]]:
                 fail(f"{where}[{i}]", "is empty; give a column name")
         out[table] = names
     return out
-
-
-def as_snapshot(raw: Mapping[str, Any], keys: Mapping[str, str]) -> SnapshotConfig:
-    """The snapshot settings from ``raw``, the given values by :class:`SnapshotConfig` field
-    name (absent or None: the default); ``keys`` names the setting of each field in errors."""
-    defaults = SnapshotConfig()
-
-    def get(name: str, convert: Callable[[Any, str], Any]) -> Any:
-        value = raw.get(name)
-        return getattr(defaults, name) if value is None else convert(value, keys[name])
-
-    chunk_size = get("chunk_size", ranged(1, MAX_ROWS))
-    parallelism = get("parallelism", ranged(1, MAX_PARALLELISM))
-    chunk_key_columns = get("chunk_key_columns", as_key_columns)
-    lower_key, upper_key = keys["distribution_factor_lower"], keys["distribution_factor_upper"]
-    lower: float = get("distribution_factor_lower", as_number)
-    upper: float = get("distribution_factor_upper", as_number)
-    if lower <= 0:
-        fail(lower_key, f"{lower:g} is not above 0; use a small fraction such as 0.05")
-    if upper < 1:
-        fail(upper_key, f"{upper:g} is below 1; use at least 1, e.g. 1000")
-    if upper < lower:
-        if raw.get("distribution_factor_upper") is None:
-            fail(lower_key, f"{lower:g} is above {upper_key} ({upper:g}); lower it or raise that")
-        fail(upper_key, f"{upper:g} is below {lower_key} ({lower:g}); use at least {lower:g}")
-    return SnapshotConfig(
-        chunk_size=chunk_size,
-        parallelism=parallelism,
-        chunk_key_columns=chunk_key_columns,
-        distribution_factor_lower=lower,
-        distribution_factor_upper=upper,
-        batch_rows=get("batch_rows", ranged(1, MAX_ROWS)),
-        incremental_chunks=get("incremental_chunks", ranged(1, MAX_PARALLELISM)),
-        incremental_window=get("incremental_window", as_window),
-    )
 
 
 def as_window(value: Any, key: str) -> float:
