@@ -49,8 +49,17 @@ def _labels(text: str) -> Labels:
     return tuple(pairs)
 
 
-def values(found: Families, name: str) -> dict[tuple[str, ...], float]:
-    """A family's samples: their label values (in order) -> the value; {} when it has none."""
+def values(found: Families, name: str, *order: str) -> dict[tuple[str, ...], float]:
+    """A family's samples: their label values -> the value; {} when it has none. The values
+    are in the order of the label names ``order`` (a page may write labels in any order), or
+    as written without it."""
     samples = found[name]["samples"]
     assert isinstance(samples, list)
-    return {tuple(v for _, v in labels): value for labels, value in samples}
+    if not order:
+        return {tuple(v for _, v in labels): value for labels, value in samples}
+    found_values: dict[tuple[str, ...], float] = {}
+    for labels, value in samples:
+        by_name = dict(labels)
+        assert sorted(by_name) == sorted(order), f"{name} has labels {sorted(by_name)}"
+        found_values[tuple(by_name[k] for k in order)] = value
+    return found_values

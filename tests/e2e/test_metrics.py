@@ -92,7 +92,7 @@ def check_snapshot(pages: list[Families], db: str) -> None:
     assert values(last, "sparkcdc_snapshot_rows_total") == {(items,): ITEMS,
                                                             (f"{db}.notes",): NOTES}  # fmt: skip
     assert set(values(last, "sparkcdc_snapshot_table_completed").values()) == {1}
-    written = values(last, "sparkcdc_events_total")
+    written = values(last, "sparkcdc_events_total", "table", "op")
     assert written == {(items, "r"): ITEMS, (f"{db}.notes", "r"): NOTES}
     assert one(last, "sparkcdc_snapshot_running") == 0
 
@@ -135,13 +135,13 @@ def test_metrics_while_the_snapshot_runs_and_while_the_log_streams(
         check_snapshot(pages, db)
         before = pages[-1]
         batches = one(before, "sparkcdc_batches_total") or 0
-        expected = {**values(before, "sparkcdc_events_total")}
+        expected = {**values(before, "sparkcdc_events_total", "table", "op")}
         changes = write_changes(mariadb, db)
         for key, n in changes.items():
             expected[key] = expected.get(key, 0) + n
 
         def streamed(page: Families) -> bool:
-            return values(page, "sparkcdc_events_total") == expected
+            return values(page, "sparkcdc_events_total", "table", "op") == expected
 
         pages = scrape_until(proc, url, streamed, "the written changes")
         page = pages[-1]

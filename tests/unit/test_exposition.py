@@ -1,6 +1,7 @@
 """Prometheus's text exposition format 0.0.4 as :mod:`sparkcdc.spark.pipeline.exposition`
-writes it: HELP and TYPE lines, samples with escaped labels, values, and what it refuses. Every
-rendered page is read back by a parser of the format's grammar (:mod:`tests.cases.exposition`)."""
+writes it through prometheus_client: HELP and TYPE lines, samples with escaped labels, values,
+and what it refuses. Every rendered page is read back by a parser of the format's grammar
+(:mod:`tests.cases.exposition`)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,7 @@ import math
 
 import pytest
 
-from sparkcdc.spark.pipeline.exposition import (
-    CONTENT_TYPE,
-    Family,
-    Sample,
-    escape_label,
-    format_value,
-    render,
-)
+from sparkcdc.spark.pipeline.exposition import CONTENT_TYPE, Family, Sample, render
 from tests.cases.exposition import parse
 
 
@@ -29,7 +23,7 @@ def test_help_type_and_samples_of_a_counter_and_a_gauge() -> None:
     assert text == (
         "# HELP sparkcdc_batches_total Micro-batches written.\n"
         "# TYPE sparkcdc_batches_total counter\n"
-        "sparkcdc_batches_total 3\n"
+        "sparkcdc_batches_total 3.0\n"
         "# HELP sparkcdc_source_lag_seconds Lag.\n"
         "# TYPE sparkcdc_source_lag_seconds gauge\n"
         "sparkcdc_source_lag_seconds 1.25\n"
@@ -46,12 +40,11 @@ def test_label_values_escape_backslash_quote_and_newline() -> None:
         (Sample(7, (("table", nasty), ("op", "u"))), Sample(2, (("table", "shop.x"), ("op", "c")))),
     )
     text = render([family])
-    assert 'sparkcdc_events_total{table="a\\\\b\\"c\\nd",op="u"} 7\n' in text
+    assert 'sparkcdc_events_total{op="u",table="a\\\\b\\"c\\nd"} 7.0\n' in text
     parsed = parse(text)["sparkcdc_events_total"]
     assert parsed["type"] == "counter"
-    assert parsed["samples"] == [((("table", nasty), ("op", "u")), 7.0),
-                                 ((("table", "shop.x"), ("op", "c")), 2.0)]  # fmt: skip
-    assert escape_label("plain") == "plain"
+    assert parsed["samples"] == [((("op", "u"), ("table", nasty)), 7.0),
+                                 ((("op", "c"), ("table", "shop.x")), 2.0)]  # fmt: skip
 
 
 def test_help_text_escapes_backslash_and_newline_but_not_quotes() -> None:
@@ -68,13 +61,14 @@ def test_a_family_without_samples_keeps_its_help_and_type() -> None:
 
 
 def test_values_whole_fractional_huge_and_special() -> None:
-    assert format_value(0) == "0"
-    assert format_value(5.0) == "5"
-    assert format_value(1_712_345_678.125) == "1712345678.125"
-    assert format_value(2**70) == "1.1805916207174113e+21"
-    assert format_value(math.nan) == "NaN"
-    assert format_value(math.inf) == "+Inf" and format_value(-math.inf) == "-Inf"
-    assert float(format_value(0.1)) == 0.1
+    written = [0, 5.0, 1_712_345_678.125, 2**70, 0.1, math.inf, -math.inf]
+    samples = tuple(Sample(v, (("n", str(i)),)) for i, v in enumerate(written))
+    text = render([Family("x", "gauge", "X.", (*samples, Sample(math.nan, (("n", "nan"),))))])
+    assert 'x{n="5"} +Inf\n' in text and 'x{n="6"} -Inf\n' in text
+    assert 'x{n="nan"} NaN\n' in text
+    read = {labels[0][1]: value for labels, value in parse(text)["x"]["samples"]}  # type: ignore[union-attr]
+    assert [read[str(i)] for i in range(len(written))] == [float(v) for v in written]
+    assert math.isnan(read["nan"])
 
 
 @pytest.mark.parametrize(
@@ -95,3 +89,9 @@ def test_what_the_format_cannot_carry_is_refused(family: object, says: str) -> N
 def test_a_name_written_twice_is_refused() -> None:
     with pytest.raises(ValueError, match="written twice"):
         render([Family("x", "gauge", "a"), Family("x", "gauge", "b")])
+
+
+def test_samples_of_one_family_name_the_same_labels() -> None:
+    mixed = (Sample(1, (("table", "a"),)), Sample(2, (("op", "c"),)))
+    with pytest.raises(ValueError, match="different label names"):
+        render([Family("x", "gauge", "a", mixed)])

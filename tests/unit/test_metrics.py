@@ -18,7 +18,7 @@ from sparkcdc.core.errors import ConfigError
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks.delta.sink import DeltaSink
 from sparkcdc.sources.mysql.schema.column_types import column
-from sparkcdc.spark.pipeline.exposition import render
+from sparkcdc.spark.pipeline.exposition import FamiliesCollector, Family, Sample, render
 from sparkcdc.spark.pipeline.metrics import PipelineMetrics, SinkFigures, families
 from sparkcdc.spark.pipeline.metrics_server import serve_metrics
 from sparkcdc.spark.stream.status import write_status
@@ -106,7 +106,7 @@ def test_written_changes_per_table_and_op_batches_and_lag() -> None:
     )
     found = page(sink, STREAMING)
     assert found["sparkcdc_events_total"]["type"] == "counter"
-    assert values(found, "sparkcdc_events_total") == {
+    assert values(found, "sparkcdc_events_total", "table", "op") == {
         ("shop.accounts", "d"): 1, ("shop.accounts", "u"): 5, ("shop.users", "c"): 3,
     }  # fmt: skip
     assert values(found, "sparkcdc_batches_total") == {(): 4}
@@ -238,7 +238,7 @@ def test_the_page_shows_the_watched_sink_and_status_file(tmp_path: Path) -> None
     write_status(status, {"position": "mysql-bin.000001:4:0", "connected": False, "events": 9})
     metrics.watch(sink, status)
     found = parse(metrics.page())
-    assert values(found, "sparkcdc_events_total") == {("shop.users", "c"): 1}
+    assert values(found, "sparkcdc_events_total", "table", "op") == {("shop.users", "c"): 1}
     assert values(found, "sparkcdc_batches_total") == {(): 1}
     assert values(found, "sparkcdc_source_connected") == {(): 0}
     assert values(found, "sparkcdc_source_events_read_total") == {(): 9}
@@ -258,14 +258,16 @@ def get(url: str) -> tuple[int, str, str]:
 
 def test_get_metrics_over_http_until_stopped() -> None:
     port = free_port()
-    pages = iter(["# HELP a A.\n# TYPE a gauge\na 1\n", "# HELP a A.\n# TYPE a gauge\na 2\n"])
-    server = serve_metrics(MetricsConfig(port), lambda: next(pages))
+    pages = iter(
+        [[Family("a", "gauge", "A.", (Sample(1),))], [Family("a", "gauge", "A.", (Sample(2),))]]
+    )
+    server = serve_metrics(MetricsConfig(port), FamiliesCollector(lambda: next(pages)))
     assert server is not None and server.address == ("127.0.0.1", port)
     try:
         url = f"http://127.0.0.1:{port}"
         assert get(f"{url}/metrics") == (200, "text/plain; version=0.0.4; charset=utf-8",
-                                         "# HELP a A.\n# TYPE a gauge\na 1\n")  # fmt: skip
-        assert get(f"{url}/metrics?x=1")[2].endswith("a 2\n")  # rendered afresh per scrape
+                                         "# HELP a A.\n# TYPE a gauge\na 1.0\n")  # fmt: skip
+        assert get(f"{url}/metrics?x=1")[2].endswith("a 2.0\n")  # collected afresh per scrape
         code, _, body = get(f"{url}/")
         assert code == 404 and "/metrics" in body
         code, _, body = get(f"{url}/metrics")  # the page fails: 500, the server goes on
@@ -282,7 +284,7 @@ def test_a_port_in_use_fails_naming_the_key() -> None:
         taken.listen()
         port = taken.getsockname()[1]
         with pytest.raises(ConfigError) as err:
-            serve_metrics(MetricsConfig(port), lambda: "")
+            serve_metrics(MetricsConfig(port), FamiliesCollector(list))
     assert str(err.value) == (
         f"pipeline.metrics.port: {port} is already in use on 127.0.0.1; stop what listens "
         "there or choose another port."
@@ -291,4 +293,4 @@ def test_a_port_in_use_fails_naming_the_key() -> None:
 
 
 def test_no_server_when_metrics_are_off() -> None:
-    assert serve_metrics(MetricsConfig(0), lambda: "") is None
+    assert serve_metrics(MetricsConfig(0), FamiliesCollector(list)) is None

@@ -12,6 +12,15 @@ per interval while it waits for the log: the source's :meth:`LogThread._beat`, t
 marker waiting; progress markers then go out at least once per interval. A lost connection is
 retried with exponential backoff (0.5 s doubling to 30 s, giving up after ``reconnect_timeout``)
 from the ``after`` of the last item put.
+
+What a subclass may change of the thread's state it changes through these methods, never by
+writing its fields: :meth:`LogThread._mark_connected`, :meth:`LogThread._count_events` (per list
+of events received, not per event), :meth:`LogThread._record_event_time` (per transaction),
+:meth:`LogThread._record_position` (a boundary read that ends no transaction), and for the
+store :meth:`LogThread._put`, :meth:`LogThread._end_txn`, :meth:`LogThread._idle`,
+:meth:`LogThread._put_marker` and :meth:`LogThread._flush_waiting`. It reads
+:attr:`LogThread.last_boundary`, :attr:`LogThread.stopping` (or calls
+:meth:`LogThread._check_stopped`) and :meth:`LogThread._since_last_put`.
 """
 
 from __future__ import annotations
@@ -84,11 +93,17 @@ class LogThread(ABC):
         self._thread.start()
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop the thread promptly (:meth:`_interrupt` unblocks it)."""
+        """Stop the thread promptly: it may finish on its own for :meth:`_stop_grace` seconds,
+        then :meth:`_interrupt` unblocks it."""
         self._stop.set()
+        thread = self._thread
+        other = thread is not None and thread is not threading.current_thread()
+        grace = self._stop_grace()
+        if thread is not None and other and grace > 0:
+            thread.join(min(timeout, grace))
         self._interrupt()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
+        if thread is not None and other:
+            thread.join(timeout)
 
     def join(self, timeout: float | None = None) -> None:
         if self._thread is not None:
@@ -102,6 +117,16 @@ class LogThread(ABC):
     @property
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def stopping(self) -> bool:
+        """Whether stop() was called."""
+        return self._stop.is_set()
+
+    @property
+    def last_boundary(self) -> Offset | None:
+        """The last transaction boundary read (None before the start)."""
+        return self._position
 
     def stats(self) -> ReaderStats:
         return ReaderStats(
@@ -147,14 +172,42 @@ class LogThread(ABC):
         """Whether more of the log is already received (the pending item may wait for it)."""
         return False
 
+    def _stop_grace(self) -> float:
+        """Seconds stop() lets the thread end on its own before it interrupts it."""
+        return 0.0
+
+    # ------------------------------------------------------------------ what the source sets
+    def _mark_connected(self) -> None:
+        """A connection is streaming (until it breaks or the thread ends)."""
+        self._connected = True
+
+    def _count_events(self, count: int) -> None:
+        """``count`` more events (or messages) were received: once per list received."""
+        self._events += count
+
+    def _record_event_time(self, ts_ms: int) -> None:
+        """The log's time of the last event read, in milliseconds since the epoch."""
+        self._last_ts_ms = ts_ms
+
+    def _record_position(self, boundary: Offset) -> None:
+        """A boundary read that ends no transaction (the start, a DDL, the log's end)."""
+        self._position = boundary
+
+    def _check_stopped(self) -> None:
+        """Raise :class:`Stopped` if stop() was called."""
+        if self._stop.is_set():
+            raise Stopped
+
+    def _since_last_put(self) -> float:
+        """Seconds since the last item went into the store."""
+        return time.monotonic() - self._last_put_at
+
     # ------------------------------------------------------------------ thread
     def _run(self) -> None:
         try:
             self._stream_with_retries(self._prepare())
         except ReachedStop:
-            self.cutter.flush()
-            if self._pending_marker is not None:
-                self._put(LogItem(after=self._pending_marker))
+            self._flush_waiting()
             self.store.close()
         except (Stopped, StoreClosed):
             pass
@@ -236,6 +289,16 @@ class LogThread(ABC):
         ):
             cutter.flush()
         self._heartbeat()
+
+    def _put_marker(self) -> None:
+        """The progress marker waiting, if any, goes out now."""
+        if self._pending_marker is not None:
+            self._put(LogItem(after=self._pending_marker))
+
+    def _flush_waiting(self) -> None:
+        """The pending item, then the progress marker waiting, go out now."""
+        self.cutter.flush()
+        self._put_marker()
 
     def _heartbeat(self) -> None:
         """Once per heartbeat interval: the source's beat, then the progress marker waiting

@@ -1,34 +1,32 @@
-"""Prometheus's text exposition format, version 0.0.4: metric families as the text a scrape reads.
+"""The pipeline's metric families as prometheus_client writes them: Prometheus's text exposition
+format, version 0.0.4.
 
-Each family is written as::
-
-    # HELP <name> <help, with \\ and newlines escaped>
-    # TYPE <name> counter|gauge|untyped
-    <name>{<label>="<value, with \\, " and newlines escaped>",...} <value>
-
-one line per sample, families in the order given. A counter's name carries its ``_total`` in
-this version of the format (the TYPE line names it as the samples do). Values are written as
-integers when whole, else as Python writes floats; NaN and infinities as ``NaN``, ``+Inf``,
-``-Inf``.
+:mod:`.metrics` describes each family as a frozen :class:`Family` of :class:`Sample` values;
+:class:`FamiliesCollector` hands them to prometheus_client as a custom collector (read afresh on
+every scrape), and :func:`render` writes a page with the library's ``generate_latest``. A counter's
+name carries its ``_total``, as the samples do.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-TYPES = ("counter", "gauge", "untyped")
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
-_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
+TYPES = ("counter", "gauge")
+
+_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")  # the legacy names every scraper reads
 _LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 
 
 @dataclass(frozen=True)
 class Sample:
-    """One value of a family, with its labels (name, value) in the order written."""
+    """One value of a family, with its labels (name, value)."""
 
     value: float
     labels: tuple[tuple[str, str], ...] = ()
@@ -56,44 +54,39 @@ class Family:
                 raise ValueError(f"counter {self.name} cannot be {sample.value}")
 
 
+def metric(family: Family) -> Metric:
+    """``family`` as prometheus_client's metric family (its samples share label names)."""
+    names: Sequence[str] = [k for k, _ in family.samples[0].labels] if family.samples else []
+    kind = CounterMetricFamily if family.type == "counter" else GaugeMetricFamily
+    found = kind(family.name, family.help, labels=names)
+    for sample in family.samples:
+        if [k for k, _ in sample.labels] != list(names):
+            raise ValueError(f"the samples of {family.name} have different label names")
+        found.add_metric([v for _, v in sample.labels], sample.value)
+    return found
+
+
+class FamiliesCollector(Collector):
+    """A prometheus_client collector of the families ``read()`` returns at each scrape."""
+
+    def __init__(self, read: Callable[[], Iterable[Family]]) -> None:
+        self._read = read
+
+    def collect(self) -> Iterator[Metric]:
+        seen: set[str] = set()
+        for family in self._read():
+            if family.name in seen:
+                raise ValueError(f"metric {family.name} is written twice")
+            seen.add(family.name)
+            yield metric(family)
+
+
 def render(families: Iterable[Family]) -> str:
     """The exposition text of ``families`` (each name once), ending with a newline."""
-    lines: list[str] = []
-    seen: set[str] = set()
-    for family in families:
-        if family.name in seen:
-            raise ValueError(f"metric {family.name} is written twice")
-        seen.add(family.name)
-        lines.append(f"# HELP {family.name} {escape_help(family.help)}")
-        lines.append(f"# TYPE {family.name} {family.type}")
-        lines.extend(sample_line(family.name, s) for s in family.samples)
-    return "".join(line + "\n" for line in lines)
+    listed = list(families)
+    return page(FamiliesCollector(lambda: listed))
 
 
-def sample_line(name: str, sample: Sample) -> str:
-    """``name{labels} value`` of one sample."""
-    if not sample.labels:
-        return f"{name} {format_value(sample.value)}"
-    labels = ",".join(f'{k}="{escape_label(v)}"' for k, v in sample.labels)
-    return f"{name}{{{labels}}} {format_value(sample.value)}"
-
-
-def escape_help(text: str) -> str:
-    """HELP text: backslash and line feed escaped."""
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
-
-
-def escape_label(value: str) -> str:
-    """A label value: backslash, double quote and line feed escaped."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def format_value(value: float) -> str:
-    """A sample value as the format writes it."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if float(value).is_integer() and abs(value) < 2**63:
-        return str(int(value))
-    return repr(float(value))
+def page(collector: Collector) -> str:
+    """The exposition text of what ``collector`` collects now."""
+    return generate_latest(collector).decode("utf-8")

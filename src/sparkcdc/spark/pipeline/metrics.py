@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkcdc.sinks.delta.sink import DeltaSink
-from sparkcdc.spark.pipeline.exposition import Family, Sample, render
+from sparkcdc.spark.pipeline.exposition import FamiliesCollector, Family, Sample, page
 from sparkcdc.spark.stream.status import read_status
 
 Status = Mapping[str, Any]  # the status file's JSON object
@@ -242,19 +242,25 @@ def _number(st: Status, key: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
-class PipelineMetrics:
-    """The page a scrape reads: the sink and status file of the query once :meth:`watch` named
-    them, zeros before (no batch is written before the query starts)."""
+class PipelineMetrics(FamiliesCollector):
+    """What a scrape reads (a prometheus_client collector): the sink and status file of the
+    query once :meth:`watch` named them, zeros before (no batch is written before the query
+    starts)."""
 
     def __init__(self) -> None:
+        super().__init__(self.now)
         self._sink: DeltaSink | None = None
         self._status_path: Path | None = None
 
     def watch(self, sink: DeltaSink, status_path: Path) -> None:
         self._sink, self._status_path = sink, status_path
 
-    def page(self) -> str:
+    def now(self) -> list[Family]:
+        """The families as the live figures stand."""
         sink, path = self._sink, self._status_path
         figures = SinkFigures() if sink is None else SinkFigures.of(sink)
         status = None if path is None else read_status(path)
-        return render(families(figures, status, time.time()))
+        return families(figures, status, time.time())
+
+    def page(self) -> str:
+        return page(self)

@@ -132,7 +132,7 @@ def _run_locked(
     metrics = PipelineMetrics()
     server = None
     try:
-        server = serve_metrics(config.pipeline.metrics, metrics.page)  # a port in use fails here
+        server = serve_metrics(config.pipeline.metrics, metrics)  # a port in use fails here
         schemas = check_source(config, startup=not has_checkpoint(config))
         check_lake(LakeStorage(config.sink.path, config.sink.storage_options))
         log.info(

@@ -28,118 +28,75 @@ Each event is dispatched inside one boundary: whatever goes wrong decoding it (a
 damaged event, its header's size not its length) stops the stream with the project's error
 naming the event type and its ``file:pos`` (:mod:`sparkcdc.sources.decode_errors`).
 
-:class:`BinlogDispatch` holds the state of one connection (the file, the format description, the
-GTID position, the table maps) and is the base of :class:`~.reader.LogReader`, which adds the
-thread, the reconnects and the store.
+:class:`BinlogDispatch` reads the events of one connection on the dump's
+:class:`~.state.BinlogState` (the file, the format description, the GTID position); the log
+reader (:class:`~.reader.LogReader`) owns the state, makes one dispatcher per connection and
+gives it the few calls it makes back (:class:`~.transactions.ReaderCalls`).
 """
 
 from __future__ import annotations
 
 import logging
 import struct
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import cast
 
 from sparkcdc.core.errors import SourceError, SparkCDCError
 from sparkcdc.core.event import Change, LogChange
 from sparkcdc.core.images import ColumnarRows
-from sparkcdc.core.logitem import LogItem
-from sparkcdc.core.offset import Offset, position_text
 from sparkcdc.sources.decode_errors import decode_error
-from sparkcdc.sources.log_thread import ReachedStop, Stopped
+from sparkcdc.sources.log_thread import ReachedStop
 from sparkcdc.sources.mysql.binlog import events as ev
 from sparkcdc.sources.mysql.binlog.compressed import uncompressed
 from sparkcdc.sources.mysql.binlog.event_kinds import SKIPPED, unknown_event_error
 from sparkcdc.sources.mysql.binlog.event_names import ADVICE, event_name
-from sparkcdc.sources.mysql.binlog.gtid import GtidSet, is_mysql_gtid, parse_mariadb_gtid
+from sparkcdc.sources.mysql.binlog.gtid import GtidSet
 from sparkcdc.sources.mysql.binlog.partial_json import full_update_event
 from sparkcdc.sources.mysql.binlog.payload import inner_events
-from sparkcdc.sources.mysql.binlog.protocol import ReplicationConnection
-from sparkcdc.sources.mysql.binlog.tablemap import TableMap
-from sparkcdc.sources.mysql.binlog.transactions import TransactionEvents
-from sparkcdc.sources.mysql.offset import BinlogOffset, file_sequence
-from sparkcdc.sources.mysql.server.flavour import is_mariadb
+from sparkcdc.sources.mysql.binlog.state import BinlogState
+from sparkcdc.sources.mysql.binlog.transactions import ReaderCalls, TransactionEvents
+from sparkcdc.sources.mysql.offset import BinlogOffset
+from sparkcdc.sources.mysql.schema.state import SchemaState
 from sparkcdc.sources.port import ChangeFilter
+from sparkcdc.store.cutter import TransactionCutter
 
 log = logging.getLogger("sparkcdc.reader")
 
 ARTIFICIAL = 0x20  # LOG_EVENT_ARTIFICIAL_F: made up by the dump thread, not in the file
 
 
-class BinlogDispatch(TransactionEvents):
-    """The events of one binlog dump into the cutter (see the module docstring); GTID, XID
-    and QUERY events are :class:`~.transactions.TransactionEvents`'."""
+class BinlogDispatch:
+    """The events of one binlog dump into the cutter (see the module docstring), on the dump's
+    :class:`~.state.BinlogState`; GTID, XID and QUERY events are
+    :class:`~.transactions.TransactionEvents`'. ``typed``: typed row images, except for
+    ``json_table`` and while ``change_filter`` applies."""
 
-    change_filter: ChangeFilter | None
-    typed: bool  # typed row images, except for json_table and while change_filter applies
-    json_table: str | None
-    stop_at: BinlogOffset | None
+    def __init__(
+        self,
+        state: BinlogState,
+        cutter: TransactionCutter,
+        schemas: SchemaState,
+        calls: ReaderCalls,
+        *,
+        stop_at: BinlogOffset | None = None,
+        change_filter: ChangeFilter | None = None,
+        typed: bool = False,
+        json_table: str | None = None,
+    ) -> None:
+        self.state, self.cutter, self.schemas, self.calls = state, cutter, schemas, calls
+        self.transactions = TransactionEvents(state, cutter, schemas, calls)
+        self.stop_at, self.change_filter = stop_at, change_filter
+        self.typed, self.json_table = typed, json_table
 
-    # the log thread's (:class:`~sparkcdc.sources.log_thread.LogThread`)
-    _stop: threading.Event
-    _events: int
-    _last_ts_ms: int
-    _pending_marker: Offset | None
-
-    def __init__(self) -> None:
-        self._conn: ReplicationConnection | None = None
-        self._connect_events = 0  # events read before this connection
-        # per connection: current file, format description, GTID position, pending resume
-        self._file = ""
-        self._file_prefix = ""  # the file's part of an event position
-        self._fd: ev.FormatDescription | None = None
-        self._standalone = False
-        self._bare_begin = False  # a BEGIN came while no GTID event had opened a transaction
-        self._mysql = False  # the format description names a MySQL server
-        self._gtids: dict[int, tuple[int, int]] = {}  # MariaDB's GTID position
-        self._gtid_set = GtidSet()  # MySQL's
-        self._sids: dict[bytes, str] = {}  # MySQL server uuids, as text
-        self._gtid_text: str | None = None  # the position as text, once per change
-        self._resume: BinlogOffset | None = None
-        self._read_pos = 0  # the end of the last event read, in ``self._file``
-        self._server_id = 0  # the server that wrote the open transaction
-        # per format description: table id width per rows event type, checksum bytes, and the
-        # table maps parsed already (MariaDB repeats the same TABLE_MAP in every transaction)
-        self._id_lens: dict[int, int] = {}
-        self._trailer = 0
-        self._maps: dict[bytes, TableMap] = {}
-
-    def _on_connected(self, resume: BinlogOffset) -> None:
-        """The dump's first event arrived (the log reader logs it)."""
-
-    # ------------------------------------------------------------------ one connection
-    def follow(self, resume: BinlogOffset, stream: Iterator[list[bytes]]) -> None:
-        """Dispatch every event of ``stream``, a dump from ``resume`` in lists of events
-        (module docstring)."""
-        self._set_file(resume.file)
-        self._standalone = False
-        self._set_format(None)
-        self._gtids, self._gtid_set = _gtid_state(resume.gtid)
-        self._gtid_text = None
-        self._resume = resume if resume.skip else None
-        self._connect_events = self._events
-        self.cutter.reset()
-        for events in stream:
-            if self._stop.is_set():
-                raise Stopped
-            if self._events == self._connect_events:
-                self._on_connected(resume)
-            self._events += len(events)
-            self._dispatch(events)
-
-    @property
-    def _events_since_connect(self) -> int:
-        return self._events - self._connect_events
-
-    def _dispatch(self, events: list[bytes]) -> None:
+    def dispatch(self, events: list[bytes]) -> None:
         """The events of one list, in order (the loop the stream's speed depends on)."""
         stop_file, stop_pos = (self.stop_at.file, self.stop_at.pos) if self.stop_at else (None, 0)
         unpack_header, rows_events = ev.unpack_header, ev.ROWS_EVENTS
         table_map, gtid_event, xid, query = ev.TABLE_MAP, ev.GTID, ev.XID, ev.QUERY
         mysql_gtids, heartbeats, artificial = ev.MYSQL_GTID_EVENTS, ev.HEARTBEATS, ARTIFICIAL
         before_format = (ev.ROTATE, ev.FORMAT_DESCRIPTION, *heartbeats)
+        state, txns, end_txn = self.state, self.transactions, self.calls.end_txn
         following, data = iter(events), b""
         try:
             for data in following:
@@ -147,10 +104,10 @@ class BinlogDispatch(TransactionEvents):
                 if size != len(data):
                     raise self._framing_error(size, len(data))
                 if next_pos and not flags & artificial and etype not in heartbeats:
-                    self._read_pos = next_pos
+                    state.read_pos = next_pos
                 if ts:
-                    self._last_ts_ms = ts * 1000
-                fd = self._fd
+                    state.ts_ms = ts * 1000
+                fd = state.fd
                 if fd is None and etype not in before_format:
                     continue  # nothing but these comes before the format description
                 # most frequent first: a single-row transaction is GTID, TABLE_MAP, rows, XID
@@ -161,13 +118,13 @@ class BinlogDispatch(TransactionEvents):
                     self._rows_event(etype, data, next_pos - size)
                 elif etype == gtid_event:
                     assert fd is not None
-                    self._begin(data, fd.header_len, server_id, next_pos - size, ts)
+                    txns.begin(data, fd.header_len, server_id, next_pos - size, ts)
                 elif etype == xid:
-                    self._end_txn(self._boundary(next_pos))
+                    end_txn(state.boundary(next_pos))
                 elif etype in mysql_gtids:
                     assert fd is not None
-                    self._begin_mysql(data, fd.header_len, etype, server_id, next_pos - size, ts)
-                    if next_pos >= stop_pos and self._file == stop_file:
+                    txns.begin_mysql(data, fd.header_len, etype, server_id, next_pos - size, ts)
+                    if next_pos >= stop_pos and state.file == stop_file:
                         raise ReachedStop
                     # its QUERY BEGIN, in a DML transaction (no stop and no reconnect lands
                     # between the two; the next event moves the read position on)
@@ -176,23 +133,23 @@ class BinlogDispatch(TransactionEvents):
                         if (
                             len(follower) > 4
                             and follower[4] == query
-                            and follower.endswith(b"\0BEGIN", 0, len(follower) - self._trailer)
+                            and follower.endswith(b"\0BEGIN", 0, len(follower) - state.trailer)
                         ):
-                            self._standalone = False
+                            state.standalone = False
                         else:  # not BEGIN: e.g. an atomic DDL (its errors name it)
                             data = follower
-                            self._dispatch([follower])
+                            self.dispatch([follower])
                     continue
                 elif etype == query:
                     assert fd is not None
-                    if data.endswith(b"\0BEGIN", 0, len(data) - self._trailer):
-                        self._standalone = False  # MySQL's, after its GTID event
-                        self._bare_begin = not self.cutter.open  # no GTID event opened one
+                    if data.endswith(b"\0BEGIN", 0, len(data) - state.trailer):
+                        state.standalone = False  # MySQL's, after its GTID event
+                        state.bare_begin = not self.cutter.open  # no GTID event opened one
                     else:
-                        self._query(ev.parse_query(data, fd), next_pos - size, next_pos)
+                        txns.query(ev.parse_query(data, fd), next_pos - size, next_pos)
                 else:
                     self._other_event(data, etype, next_pos - size, next_pos, flags)
-                if next_pos >= stop_pos and self._file == stop_file and etype != ev.ROTATE:
+                if next_pos >= stop_pos and state.file == stop_file and etype != ev.ROTATE:
                     raise ReachedStop
         except Exception as exc:  # noqa: BLE001 - one sentence for any decoding failure
             error = self._undecodable(exc, data)
@@ -211,29 +168,29 @@ class BinlogDispatch(TransactionEvents):
         """The error for ``exc``, raised while the event ``data`` was dispatched (None: raise
         ``exc`` itself): it names the event's type and its place in the binlog
         (:mod:`sparkcdc.sources.decode_errors`)."""
-        pos = self._read_pos
+        state = self.state
+        pos = state.read_pos
         if len(data) >= ev.HEADER_LEN:
             header = ev.parse_header(data)
             size, next_pos = header.size, header.next_pos
             pos = next_pos - size if 0 < size <= next_pos else pos
-        where = f"{self._file}:{pos}"
-        return decode_error(exc, event_name(data), where, ADVICE, file=self._file, pos=pos)
+        where = f"{state.file}:{pos}"
+        return decode_error(exc, event_name(data), where, ADVICE, file=state.file, pos=pos)
 
     def _other_event(self, data: bytes, etype: int, pos: int, next_pos: int, flags: int) -> None:
         """ROTATE, FORMAT_DESCRIPTION, heartbeats, compressed events and PREVIOUS_GTIDS; the
         types in :data:`~.event_kinds.SKIPPED` are skipped, any other stops the stream."""
+        state = self.state
         if etype == ev.ROTATE:
-            file, read_pos = ev.parse_rotate(data, None if flags & ARTIFICIAL else self._fd)
+            file, read_pos = ev.parse_rotate(data, None if flags & ARTIFICIAL else state.fd)
             if not file:
                 raise ValueError("it names no binlog file")
-            self._set_file(file)
-            self._read_pos = read_pos
+            state.set_file(file)
+            state.read_pos = read_pos
         elif etype == ev.FORMAT_DESCRIPTION:
-            self._set_format(ev.parse_format_description(data))
+            state.set_format(ev.parse_format_description(data))
         elif etype in ev.HEARTBEATS:
-            self.cutter.flush()
-            if self._pending_marker is not None:
-                self._put(LogItem(after=self._pending_marker))
+            self.calls.flush()
         elif etype in ev.COMPRESSED_EVENTS:
             self._compressed(etype, data, pos, next_pos)
         elif etype == ev.TRANSACTION_PAYLOAD:
@@ -243,65 +200,51 @@ class BinlogDispatch(TransactionEvents):
         elif etype == ev.MYSQL_PREVIOUS_GTIDS:
             self._previous_gtids(data, pos)
         elif etype not in SKIPPED:
-            raise unknown_event_error(etype, self._file, pos)
+            raise unknown_event_error(etype, state.file, pos)
 
     def _previous_gtids(self, data: bytes, pos: int) -> None:
         """MySQL's PREVIOUS_GTIDS at ``pos``: the GTID set before the file (tagged or not)."""
-        assert self._fd is not None
+        state = self.state
+        assert state.fd is not None
         try:
-            found = GtidSet.decode(data, self._fd.header_len, len(data) - self._trailer)
+            found = GtidSet.decode(data, state.fd.header_len, len(data) - state.trailer)
         except (ValueError, struct.error) as exc:
             raise SourceError(
-                f"the PREVIOUS_GTIDS event (type {ev.MYSQL_PREVIOUS_GTIDS}) at {self._file}:{pos} "
+                f"the PREVIOUS_GTIDS event (type {ev.MYSQL_PREVIOUS_GTIDS}) at {state.file}:{pos} "
                 f"cannot be read ({exc}); the stream stops here rather than guess the GTID set "
                 "its offsets carry.",
                 event_type=ev.MYSQL_PREVIOUS_GTIDS,
-                file=self._file,
+                file=state.file,
                 pos=pos,
             ) from None
-        self._gtid_set.update(found)
-        self._gtid_text = None
-
-    def _set_file(self, file: str) -> None:
-        """The stream is in ``file`` now (a name a ROTATE gave is checked before it is kept)."""
-        if file and (not file.isprintable() or "\ufffd" in file):
-            raise ValueError(f"a binlog file name holds bytes no file name has: {file!r}")
-        self._file_prefix = position_text(file_sequence(file)) + ":" if file else ""
-        self._file = file
-
-    def _set_format(self, fd: ev.FormatDescription | None) -> None:
-        self._fd = fd
-        self._maps.clear()
-        if fd is not None:
-            self._mysql = not is_mariadb(fd.server_version)
-            self._id_lens = {
-                t: 4 if fd.post_header_len(t) == 6 else 6
-                for t in (*ev.ROWS_EVENTS, ev.PARTIAL_UPDATE_ROWS)
-            }
-            self._trailer = ev.CHECKSUM_LEN if fd.checksum else 0
+        state.gtid_set.update(found)
+        state.gtid_text = None
 
     def _table_map(self, data: bytes, fd: ev.FormatDescription) -> None:
         """A TABLE_MAP event; one seen before (same bytes after the header) is not re-parsed."""
-        body = data[fd.header_len : len(data) - self._trailer]
-        tm = self._maps.get(body)
+        state = self.state
+        body = data[fd.header_len : len(data) - state.trailer]
+        tm = state.maps.get(body)
         if tm is None:
-            if len(self._maps) >= 1024:
-                self._maps.clear()
-            tm = self._maps[body] = ev.parse_table_map(data, fd)
+            if len(state.maps) >= 1024:
+                state.maps.clear()
+            tm = state.maps[body] = ev.parse_table_map(data, fd)
         self.schemas.table_map(tm)
 
     def _rows_event(self, etype: int, data: bytes, pos: int, inner: str = "") -> None:
         """A rows event at ``pos`` (``inner``: its index inside a compressed transaction)."""
-        assert self._fd is not None
-        start = self._fd.header_len
-        table_id = int.from_bytes(data[start : start + self._id_lens[etype]], "little")
+        state = self.state
+        assert state.fd is not None
+        start = state.fd.header_len
+        table_id = int.from_bytes(data[start : start + state.id_lens[etype]], "little")
         change_filter = self.change_filter
         if change_filter is not None and (
-            change_filter.until is None or BinlogOffset(self._file, pos) >= change_filter.until
+            change_filter.until is None or BinlogOffset(state.file, pos) >= change_filter.until
         ):
             # past the hand-off (its end is a high watermark, a transaction boundary, so no
             # transaction read again after a reconnect starts before it): typed from here
             change_filter = self.change_filter = None
+            self.calls.handoff_passed()
         found = self.schemas.decoder(table_id, self.typed and change_filter is None)
         if found is None:
             self._check_mapped(table_id, pos)
@@ -314,7 +257,7 @@ class BinlogDispatch(TransactionEvents):
             tm, decoder, sid = found
         if not self.cutter.open:
             raise self._outside_transaction(f"{tm.db}.{tm.table}", pos)
-        end = len(data) - self._trailer
+        end = len(data) - state.trailer
         if etype == ev.PARTIAL_UPDATE_ROWS:
             names = [c.name for c in decoder.schema.columns]
             where = decoder.where
@@ -323,97 +266,91 @@ class BinlogDispatch(TransactionEvents):
         changes: Sequence[LogChange] | ColumnarRows
         changes = decoder.decode(etype, data, start, end)
         if change_filter is not None:
-            at = BinlogOffset(self._file, pos)
+            at = BinlogOffset(state.file, pos)
             changes = change_filter(tm.db, tm.table, at, cast(list[Change], changes))
             if not changes:
                 return
         cutter = self.cutter
-        own = (self._server_id, self._file, pos, None, cutter.transaction)
+        own = (state.server_id, state.file, pos, None, cutter.transaction)
         images = decoder.schema if decoder.typed else None
-        position = f"{self._file_prefix}{pos:010d}{inner}"
+        position = f"{state.file_prefix}{pos:010d}{inner}"
         cutter.add(tm.db, tm.table, sid, position, own, changes, images)
 
     def _outside_transaction(self, table: str, pos: int) -> SourceError:
         """The sentence for rows of ``table`` at ``pos`` while no transaction is open: the
         stream started inside one, or the server opens transactions with a bare BEGIN."""
-        if self._bare_begin:
-            version = self._fd.server_version if self._fd is not None else "unknown"
+        state = self.state
+        if state.bare_begin:
+            version = state.fd.server_version if state.fd is not None else "unknown"
             return SourceError(
-                f"the binlog holds changes of {table} at {self._file}:{pos} in a transaction "
+                f"the binlog holds changes of {table} at {state.file}:{pos} in a transaction "
                 f"that no GTID event opens, which sparkcdc cannot place: the server ({version}) "
                 "writes none, as MySQL before 5.7.6 does with gtid_mode OFF and MariaDB before "
                 "10.0 always; upgrade the server, or set gtid_mode=ON on MySQL 5.6.",
-                file=self._file,
+                file=state.file,
                 pos=pos,
             )
         return SourceError(
-            f"the binlog holds changes of {table} at {self._file}:{pos} outside any "
+            f"the binlog holds changes of {table} at {state.file}:{pos} outside any "
             "transaction, which sparkcdc cannot place; start from a transaction boundary "
             "(startup: latest, or a GTID position).",
-            file=self._file,
+            file=state.file,
             pos=pos,
         )
 
     def _check_mapped(self, table_id: int, pos: int) -> None:
         """A rows event of ``table_id`` at ``pos`` came after that table id's TABLE_MAP."""
+        state = self.state
         if not self.schemas.has_table_map(table_id):
             raise SourceError(
-                f"the binlog holds a rows event at {self._file}:{pos} for table id {table_id}, "
+                f"the binlog holds a rows event at {state.file}:{pos} for table id {table_id}, "
                 "which no TABLE_MAP event named; the stream stops here rather than skip rows "
                 "of a table it cannot name.",
-                file=self._file,
+                file=state.file,
                 pos=pos,
             )
 
     def _compressed(self, etype: int, data: bytes, pos: int, next_pos: int) -> None:
         """A MariaDB compressed event (``log_bin_compress``): dispatched as the event it
         compresses (:mod:`.compressed`)."""
-        fd = self._fd
+        state, txns = self.state, self.transactions
+        fd = state.fd
         assert fd is not None
         if etype != ev.QUERY_COMPRESSED:
             start = fd.header_len
             table_id = int.from_bytes(
-                data[start : start + self._id_lens[ev.WRITE_ROWS_V1]], "little"
+                data[start : start + state.id_lens[ev.WRITE_ROWS_V1]], "little"
             )
             if self.schemas.decoder(table_id) is None:
                 self._check_mapped(table_id, pos)
                 return  # not a captured table: nothing to inflate
         etype, data = uncompressed(etype, data, fd)
         if etype == ev.QUERY:
-            self._query(ev.parse_query(data, fd), pos, next_pos)
+            txns.query(ev.parse_query(data, fd), pos, next_pos)
         else:
             self._rows_event(etype, data, pos)
 
     def _payload(self, data: bytes, pos: int, next_pos: int) -> None:
         """A MySQL compressed transaction: its events, dispatched at the payload's position
         (the rows events' positions also carry their index inside it)."""
-        fd, trailer = self._fd, self._trailer
+        state, txns, end_txn = self.state, self.transactions, self.calls.end_txn
+        fd, trailer = state.fd, state.trailer
         assert fd is not None
-        where = f"{self._file}:{pos}"
+        where = f"{state.file}:{pos}"
         events, crc = inner_events(data, fd.header_len, len(data) - trailer, where)
-        self._fd, self._trailer = replace(fd, checksum=crc), ev.CHECKSUM_LEN if crc else 0
+        state.fd, state.trailer = replace(fd, checksum=crc), ev.CHECKSUM_LEN if crc else 0
         try:
             for index, inner in enumerate(events):
                 etype = inner[4]
                 if etype == ev.TABLE_MAP:
-                    self._table_map(inner, self._fd)
+                    self._table_map(inner, state.fd)
                 elif etype in ev.ROWS_EVENTS or etype == ev.PARTIAL_UPDATE_ROWS:
                     self._rows_event(etype, inner, pos, f".{index:08d}")
                 elif etype == ev.XID:
-                    self._end_txn(self._boundary(next_pos))
+                    end_txn(state.boundary(next_pos))
                 elif etype == ev.QUERY:
-                    self._query(ev.parse_query(inner, self._fd), pos, next_pos)
+                    txns.query(ev.parse_query(inner, state.fd), pos, next_pos)
                 elif etype not in SKIPPED:
-                    raise unknown_event_error(etype, self._file, pos)
+                    raise unknown_event_error(etype, state.file, pos)
         finally:
-            self._fd, self._trailer = fd, trailer
-
-
-def _gtid_state(text: str) -> tuple[dict[int, tuple[int, int]], GtidSet]:
-    """The GTID position ``text`` names: MariaDB's, or MySQL's GTID set."""
-    try:
-        if is_mysql_gtid(text):
-            return {}, GtidSet.parse(text)
-        return parse_mariadb_gtid(text), GtidSet()
-    except ValueError:
-        return {}, GtidSet()
+            state.fd, state.trailer = fd, trailer

@@ -36,6 +36,7 @@ import contextlib
 import logging
 import socket
 import time
+from collections.abc import Iterator
 
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.errors import ConnectionFailed, SourceError
@@ -45,6 +46,9 @@ from sparkcdc.core.offset_events import own_values, schema_batch
 from sparkcdc.sources.log_thread import LogThread
 from sparkcdc.sources.mysql.binlog.dispatch import BinlogDispatch
 from sparkcdc.sources.mysql.binlog.dump import open_dump
+from sparkcdc.sources.mysql.binlog.protocol import ReplicationConnection
+from sparkcdc.sources.mysql.binlog.state import BinlogState
+from sparkcdc.sources.mysql.binlog.transactions import ReaderCalls
 from sparkcdc.sources.mysql.offset import BinlogOffset, file_sequence
 from sparkcdc.sources.mysql.schema.history import SchemaHistory
 from sparkcdc.sources.mysql.schema.state import SchemaState
@@ -61,8 +65,10 @@ log = logging.getLogger("sparkcdc.reader")
 _LOST = frozenset({1053, 1077, 1152, 1158, 1159, 1160, 1161, 1317, 1927, 2013})
 
 
-class LogReader(LogThread, BinlogDispatch):
-    """Streams the binlog from ``start`` into ``store`` (see the module docstring)."""
+class LogReader(LogThread):
+    """Streams the binlog from ``start`` into ``store`` (see the module docstring); the events
+    of each connection are a :class:`~.dispatch.BinlogDispatch`'s, on the reader's
+    :class:`~.state.BinlogState`."""
 
     def __init__(
         self,
@@ -85,7 +91,6 @@ class LogReader(LogThread, BinlogDispatch):
             progress_interval=progress_interval,
             heartbeat=source.heartbeat if stop_at is None else None,
         )  # fmt: skip
-        BinlogDispatch.__init__(self)
         self.source = source
         self.start_offset = start
         self.history = history
@@ -100,13 +105,16 @@ class LogReader(LogThread, BinlogDispatch):
         self.json_table = source.signal_table  # its rows are read as JSON (signals)
         self.cutter = TransactionCutter(item_rows, self._put, BinlogOffset)
         self.schemas = SchemaState(source, history)
+        self.state = BinlogState()
+        self._conn: ReplicationConnection | None = None
 
     def passed(self, offset: Offset) -> bool:
         """Whether every transaction ending at or before ``offset`` (a log end read from the
         server, e.g. a high watermark) was read and put into the store."""
-        if not self._file or self._fd is None:
+        state = self.state
+        if not state.file or state.fd is None:
             return False
-        if (file_sequence(self._file), self._read_pos) < offset.position_key:
+        if (file_sequence(state.file), state.read_pos) < offset.position_key:
             return False
         return self.cutter.pending is None and not self.cutter.open
 
@@ -119,7 +127,7 @@ class LogReader(LogThread, BinlogDispatch):
         start = self.start_offset
         if not start.file:  # a GTID position: find its file/pos once, then stream by file
             start = resolve_gtid(self.source, start.gtid)
-        self._position = start
+        self._record_position(start)
         self._announce(start)
         return start
 
@@ -155,12 +163,13 @@ class LogReader(LogThread, BinlogDispatch):
         """The action query, then the end of the last event read as a progress marker, when no
         transaction is open or pending and it lies past the last boundary."""
         self._action.run()
-        cutter = self.cutter
-        if cutter.open or cutter.pending is not None or not self._file or self._fd is None:
+        cutter, state = self.cutter, self.state
+        if cutter.open or cutter.pending is not None or not state.file or state.fd is None:
             return
-        here = self._boundary(self._read_pos)
-        if self._position is None or here > self._position:
-            self._position = here
+        here = state.boundary(state.read_pos)
+        last = self.last_boundary
+        if last is None or here > last:
+            self._record_position(here)
             self._put(LogItem(after=here))
 
     def _announce(self, start: BinlogOffset) -> None:
@@ -176,7 +185,6 @@ class LogReader(LogThread, BinlogDispatch):
     def _stream(self, resume: Offset) -> None:
         """One connection: every event of the dump from ``resume``."""
         assert isinstance(resume, BinlogOffset)
-        self._connect_events = self._events
         conn, stream = open_dump(
             self.source, self.server_id, resume.file, resume.pos, heartbeat=self.heartbeat,
             idle=self._idle,
@@ -184,8 +192,39 @@ class LogReader(LogThread, BinlogDispatch):
         self._conn = conn
         self.follow(resume, stream)
 
+    def follow(self, resume: BinlogOffset, stream: Iterator[list[bytes]]) -> None:
+        """Dispatch every event of ``stream``, a dump from ``resume`` in lists of events, with
+        a dispatcher of its own; the thread's figures move once per list."""
+        state = self.state
+        state.restart(resume)
+        self.cutter.reset()
+        calls = ReaderCalls(
+            self._end_txn, self._record_position, lambda: self.last_boundary,
+            self._flush_waiting, self._handoff_passed,
+        )  # fmt: skip
+        dispatch = BinlogDispatch(
+            state, self.cutter, self.schemas, calls, stop_at=self.stop_at,
+            change_filter=self.change_filter, typed=self.typed, json_table=self.json_table,
+        )  # fmt: skip
+        first = True
+        for events in stream:
+            self._check_stopped()
+            if first:
+                self._on_connected(resume)
+                first = False
+            self._count_events(len(events))
+            try:
+                dispatch.dispatch(events)
+            finally:
+                self._record_event_time(state.ts_ms)
+
+    def _handoff_passed(self) -> None:
+        """The stream is past the snapshot's hand-off: its filter no longer applies."""
+        self.change_filter = None
+
     def _on_connected(self, resume: BinlogOffset) -> None:
-        self._connected = True
+        """The dump's first events arrived."""
+        self._mark_connected()
         where = f"{self.source.host}:{self.source.port}"
         gtid = f" (gtid {resume.gtid})" if resume.gtid else ""
         position = {"position": str(resume)}

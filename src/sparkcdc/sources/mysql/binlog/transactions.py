@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import logging
 import uuid as uuidlib
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from sparkcdc.core.errors import SourceError
-from sparkcdc.core.logitem import LogItem
 from sparkcdc.core.offset import Offset
 from sparkcdc.sources.mysql.binlog import events as ev
-from sparkcdc.sources.mysql.binlog.gtid import GtidSet, format_mariadb_gtid
 from sparkcdc.sources.mysql.binlog.serialized import parse_tagged_gtid
+from sparkcdc.sources.mysql.binlog.state import BinlogState
 from sparkcdc.sources.mysql.binlog.statement_changes import UNKNOWN, changed_table, changes_rows
 from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.schema.state import SchemaState
@@ -40,64 +41,53 @@ _unpack_gtid = ev.unpack_mysql_gtid
 _DELIVERED = 1 << 62  # skip every row: the transaction is in the GTID set already
 
 
+@dataclass(frozen=True, slots=True)
+class ReaderCalls:
+    """What the event handlers of one dump call on their log reader
+    (:class:`~sparkcdc.sources.log_thread.LogThread`'s methods, bound)."""
+
+    end_txn: Callable[[Offset], None]  # a transaction ended at this boundary
+    record_boundary: Callable[[Offset], None]  # a boundary read that ends no transaction
+    last_boundary: Callable[[], Offset | None]
+    flush: Callable[[], None]  # the stream is idle: the pending item or marker goes out
+    handoff_passed: Callable[[], None]  # the snapshot's hand-off filter no longer applies
+
+
 class TransactionEvents:
-    """GTID, XID and QUERY events of one connection (the module docstring); a base of
-    :class:`~.dispatch.BinlogDispatch`, which holds the state named here."""
+    """GTID, XID and QUERY events of one connection (the module docstring), on the dump's
+    :class:`~.state.BinlogState`, into ``cutter``, with the schemas in ``schemas``."""
 
-    cutter: TransactionCutter
-    schemas: SchemaState
-    _file: str
-    _file_prefix: str
-    _gtids: dict[int, tuple[int, int]]
-    _gtid_set: GtidSet
-    _gtid_text: str | None
-    _mysql: bool
-    _sids: dict[bytes, str]
-    _trailer: int
-    _resume: BinlogOffset | None
-    _position: Offset | None
-    _server_id: int
-    _standalone: bool
-    _bare_begin: bool
-    _last_ts_ms: int
+    def __init__(
+        self, state: BinlogState, cutter: TransactionCutter, schemas: SchemaState,
+        calls: ReaderCalls,
+    ) -> None:  # fmt: skip
+        self.state, self.cutter, self.schemas, self.calls = state, cutter, schemas, calls
 
-    def _put(self, item: LogItem) -> None:
-        raise NotImplementedError  # LogThread's
-
-    def _gtid_position(self) -> str:
-        """The GTID position of everything before the open transaction, as text."""
-        text = self._gtid_text
-        if text is None:
-            gtids = self._gtid_set.text() if self._mysql else format_mariadb_gtid(self._gtids)
-            text = self._gtid_text = gtids
-        return text
-
-    def _boundary(self, next_pos: int) -> BinlogOffset:
-        return BinlogOffset(self._file, next_pos, self._gtid_position())
-
-    def _begin(self, data: bytes, start: int, server_id: int, pos: int, ts: int) -> None:
+    def begin(self, data: bytes, start: int, server_id: int, pos: int, ts: int) -> None:
         """A MariaDB GTID event (post-header at ``start``, ``server_id`` from its header)."""
+        state = self.state
         seq, domain, flags = ev.unpack_gtid(data, start)
-        self._mysql = False
-        before = self._gtid_position()
-        self._gtids[domain] = (server_id, seq)
-        self._gtid_text = None
+        state.mysql = False
+        before = state.gtid_position()
+        state.gtids[domain] = (server_id, seq)
+        state.gtid_text = None
         transaction = f"{domain}-{server_id}-{seq}"
         self._open(transaction, before, server_id, pos, ts)
-        if len(self._gtids) == 1:  # one replication domain: the position is this GTID
-            self._gtid_text = transaction
-        self._standalone = bool(flags & ev.FL_STANDALONE)
+        if len(state.gtids) == 1:  # one replication domain: the position is this GTID
+            state.gtid_text = transaction
+        state.standalone = bool(flags & ev.FL_STANDALONE)
 
-    def _begin_mysql(
+    def begin_mysql(
         self, data: bytes, start: int, etype: int, server_id: int, pos: int, ts: int
     ) -> None:
         """A MySQL GTID, tagged GTID or anonymous GTID event: standalone until its QUERY
         ``BEGIN``."""
-        if not self._mysql:
-            self._mysql, self._gtid_text = True, None
-        before = self._gtid_text
+        state = self.state
+        if not state.mysql:
+            state.mysql, state.gtid_text = True, None
+        before = state.gtid_text
         if before is None:
-            before = self._gtid_position()
+            before = state.gtid_position()
         delivered = False
         if etype == _ANONYMOUS:
             transaction = ""  # gtid_mode OFF: the transaction has no id
@@ -107,30 +97,31 @@ class TransactionEvents:
                 sid_bytes, gno, tag = self._tagged(data, start, pos)
             else:
                 _, sid_bytes, gno = _unpack_gtid(data, start)
-            sid = self._sids.get(sid_bytes)
+            sid = state.sids.get(sid_bytes)
             if sid is None:
-                sid = self._sids[sid_bytes] = str(uuidlib.UUID(bytes=bytes(sid_bytes)))
+                sid = state.sids[sid_bytes] = str(uuidlib.UUID(bytes=bytes(sid_bytes)))
             if tag:
                 sid = f"{sid}:{tag}"
             transaction = f"{sid}:{gno}"
-            added = self._gtid_set.add_new(sid, gno)
+            added = state.gtid_set.add_new(sid, gno)
             if added is None:
                 delivered = True
             else:
-                self._gtid_text = added
+                state.gtid_text = added
         self._open(transaction, before, server_id, pos, ts, delivered)
-        self._standalone = True
+        state.standalone = True
 
     def _tagged(self, data: bytes, start: int, pos: int) -> tuple[bytes, int, str]:
         """(source uuid bytes, transaction number, tag) of a GTID_TAGGED_LOG_EVENT at ``pos``."""
+        state = self.state
         try:
-            found = parse_tagged_gtid(data, start, len(data) - self._trailer)
+            found = parse_tagged_gtid(data, start, len(data) - state.trailer)
         except (ValueError, UnicodeDecodeError) as exc:
             raise SourceError(
-                f"the tagged GTID event (type {_TAGGED}) at {self._file}:{pos} cannot be read "
+                f"the tagged GTID event (type {_TAGGED}) at {state.file}:{pos} cannot be read "
                 f"({exc}); the stream stops here rather than misplace the transaction it opens.",
                 event_type=_TAGGED,
-                file=self._file,
+                file=state.file,
                 pos=pos,
             ) from None
         return found.sid, found.gno, found.tag
@@ -141,7 +132,7 @@ class TransactionEvents:
     ) -> None:  # fmt: skip
         """Transaction ``transaction`` opens at ``pos`` after GTID position ``before``; the one
         a resume offset names drops its first ``skip`` rows, one ``delivered`` all of them."""
-        cutter = self.cutter
+        state, cutter = self.state, self.cutter
         if cutter.open and cutter.seen:
             log.warning(
                 "the transaction %s ended without a commit event; its %d changes are "
@@ -149,79 +140,78 @@ class TransactionEvents:
                 cutter.transaction,
                 cutter.seen,
             )
-        skip, resume = _DELIVERED if delivered else 0, self._resume
+        skip, resume = _DELIVERED if delivered else 0, state.resume
         if resume is not None:
-            if (self._file, pos) != (resume.file, resume.pos):
+            if (state.file, pos) != (resume.file, resume.pos):
                 raise SourceError(
                     f"the transaction to resume at {resume} is not where the offset says "
-                    f"(found one at {self._file}:{pos}); restart from a boundary offset."
+                    f"(found one at {state.file}:{pos}); restart from a boundary offset."
                 )
-            skip, self._resume = resume.skip, None
-        here = self._position  # the boundary before, usually: the same offset
-        place = (self._file, pos, before, 0)
+            skip, state.resume = resume.skip, None
+        here = self.calls.last_boundary()  # the boundary before, usually: the same offset
+        place = (state.file, pos, before, 0)
         if (
             not isinstance(here, BinlogOffset)
             or (here.file, here.pos, here.gtid, here.skip) != place
         ):
-            here = BinlogOffset(self._file, pos, before)
+            here = BinlogOffset(state.file, pos, before)
         cutter.begin(here, transaction, ts * 1000, skip)
-        self._server_id = server_id
-        self._bare_begin = False
+        state.server_id = server_id
+        state.bare_begin = False
 
-    def _query(self, query: ev.Query, pos: int, next_pos: int) -> None:
+    def query(self, query: ev.Query, pos: int, next_pos: int) -> None:
         """COMMIT/ROLLBACK end a transaction; other statements but BEGIN/XA/SAVEPOINT are DDL."""
+        state = self.state
         sql = query.sql.strip()
         head = sql[:20].upper()
-        boundary = self._boundary(next_pos)
+        boundary = state.boundary(next_pos)
         if head.startswith("BEGIN"):
-            self._standalone = False
-            self._bare_begin = not self.cutter.open
+            state.standalone = False
+            state.bare_begin = not self.cutter.open
         elif head.startswith(("COMMIT", "ROLLBACK")) and not head.startswith("ROLLBACK TO"):
-            self._end_txn(boundary)
+            self.calls.end_txn(boundary)
         elif changes_rows(sql):
             self._statement_change(query.db, sql, pos)
         elif not head.startswith(_IGNORED_QUERIES):
-            in_group = self.cutter.open and not self._standalone
+            in_group = self.cutter.open and not state.standalone
             self._ddl(query.db, sql, pos, None if in_group else boundary)
-            if self.cutter.open and self._standalone:
-                self._end_txn(boundary)
+            if self.cutter.open and state.standalone:
+                self.calls.end_txn(boundary)
 
     def _statement_change(self, db: str, sql: str, pos: int) -> None:
         """A row change written as a statement (:mod:`.statement_changes`) at ``pos``: it stops
         the stream unless it changes a table outside the capture."""
+        state = self.state
         name = changed_table(sql, db)
         if name != UNKNOWN and not self.schemas.captured(*name):
             return
         what = f"a change of {name[0]}.{name[1]}" if name != UNKNOWN else "a change"
         text = " ".join(sql.split())
         raise SourceError(
-            f"the binlog holds {what} written as a statement at {self._file}:{pos} "
+            f"the binlog holds {what} written as a statement at {state.file}:{pos} "
             f"(`{text[:80]}{'…' if len(text) > 80 else ''}`), whose rows it does not carry: "
             "that session ran with binlog_format STATEMENT or MIXED. The stream stops here rather "
             "than lose them; set binlog_format=ROW on the server and for every session, then "
             "take a new snapshot (startup: initial).",
             event_type=ev.QUERY,
-            file=self._file,
+            file=state.file,
             pos=pos,
         )
-
-    def _end_txn(self, boundary: BinlogOffset) -> None:
-        raise NotImplementedError  # LogThread's
 
     def _ddl(self, db: str, sql: str, pos: int, boundary: BinlogOffset | None) -> None:
         """Apply a statement to the tracked schemas; changes of captured tables become one DDL
         item (``boundary`` None: inside a multi-statement transaction, e.g. CREATE … SELECT)."""
-        cutter = self.cutter
+        state, cutter = self.state, self.cutter
         if cutter.open and cutter.skip and cutter.seen <= cutter.skip:
             return  # met before the resume point: the schemas at that point include it
         after = boundary or cutter.inner_offset()
         assert isinstance(after, BinlogOffset)
-        rows = self.schemas.apply(db, sql, after, self._mysql)
+        rows = self.schemas.apply(db, sql, after, state.mysql)
         if not rows:
             return
         if not cutter.open:  # a DDL outside any GTID group (a stream opened mid-group)
-            cutter.transaction, cutter.ts_ms = "", self._last_ts_ms
-        own = (self._server_id, self._file, pos, None, cutter.transaction)
-        cutter.add_ddl(sql, rows, f"{self._file_prefix}{pos:010d}", own, after)
+            cutter.transaction, cutter.ts_ms = "", state.ts_ms
+        own = (state.server_id, state.file, pos, None, cutter.transaction)
+        cutter.add_ddl(sql, rows, f"{state.file_prefix}{pos:010d}", own, after)
         if after.at_boundary:
-            self._position = after
+            self.calls.record_boundary(after)

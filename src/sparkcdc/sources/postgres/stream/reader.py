@@ -190,7 +190,7 @@ class PgLogReader(LogThread):
                 ts_ms=0, database=self.cutter.database,
             )  # fmt: skip
             self._put(LogItem(after=start, batch=batch, is_ddl=True))
-        self._position = start
+        self._record_position(start)
         return start
 
     def _interrupt(self) -> None:
@@ -220,7 +220,7 @@ class PgLogReader(LogThread):
         self._resume, self._boundary = (resume if resume.skip else None), resume.lsn
         self.cutter.reset()
         self._streamed.reset()
-        self._connected = True
+        self._mark_connected()
         log.info(
             "connected to %s, streaming slot %s from %s", self.where, self.slot, resume,
             extra={"position": str(resume)},
@@ -228,12 +228,11 @@ class PgLogReader(LogThread):
         self._decoder = pm.Decoder()
         try:
             for items in stream.batches(wait=self.heartbeat, idle=self._idle):
-                if self._stop.is_set():
-                    raise Stopped
+                self._check_stopped()
                 if not items:
                     self._quiet(stream)
                     continue
-                self._events += len(items)
+                self._count_events(len(items))
                 for item in items:
                     self.receive(item)
         except Stopped:
@@ -261,14 +260,10 @@ class PgLogReader(LogThread):
                 raise
             raise error from exc
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop the thread; it tells the server the acknowledged position before it goes, if
+    def _stop_grace(self) -> float:
+        """stop() lets the thread tell the server the acknowledged position before it goes, if
         it can within a heartbeat or two."""
-        self._stop.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(min(timeout, 2 * self.heartbeat + 1))
-        super().stop(timeout)
+        return 2 * self.heartbeat + 1
 
     def _goodbye(self, stream: LogStream) -> None:
         """The last status update (the acknowledged position), then the end of the stream."""
@@ -284,11 +279,10 @@ class PgLogReader(LogThread):
         self._follow_wal()
 
     def _idle(self) -> None:
-        if self._stop.is_set():
-            raise Stopped
+        self._check_stopped()
         super()._idle()
-        if self._pending_marker is not None and not self.cutter.open:
-            self._put(LogItem(after=self._pending_marker))  # other tables' transactions
+        if not self.cutter.open:
+            self._put_marker()  # other tables' transactions
         self._follow_wal()
 
     def _beat(self) -> None:
@@ -303,9 +297,10 @@ class PgLogReader(LogThread):
         if stream is None or self.cutter.open or self.cutter.pending is not None:
             return
         end = stream.server_wal_end
-        if end > self._boundary and time.monotonic() - self._last_put_at >= self.heartbeat:
+        if end > self._boundary and self._since_last_put() >= self.heartbeat:
             self._boundary = end
-            self._position = marker = LsnOffset(end)
+            marker = LsnOffset(end)
+            self._record_position(marker)
             self._put(LogItem(after=marker))
 
     # ------------------------------------------------------------------ messages
@@ -343,11 +338,12 @@ class PgLogReader(LogThread):
             skip, self._resume = self._resume.skip, None
         self._xid, self._commit_lsn, self._index = message.xid, message.final_lsn, 0
         self._prefix = position_text(message.final_lsn >> 32, message.final_lsn & 0xFFFFFFFF)
-        self._last_ts_ms = message.commit_time // 1000
+        ts_ms = message.commit_time // 1000
+        self._record_event_time(ts_ms)
         # the transaction's changes lie at its commit record's start: every transaction
         # before it is delivered, and a stream started there sends it first
         self._txn_at = at = LsnOffset(max(self._boundary, message.final_lsn))
-        self.cutter.begin(at, str(message.xid), self._last_ts_ms, skip)
+        self.cutter.begin(at, str(message.xid), ts_ms, skip)
 
     def _stream_commit(self, message: pm.StreamCommit) -> None:
         """A streamed transaction committed: its messages, as one transaction at its commit."""
