@@ -41,7 +41,8 @@ from sparkcdc.config.secret import Secret
 from sparkcdc.core.chunk import KeyColumn, KeyValue
 from sparkcdc.core.errors import SourceError
 from sparkcdc.core.schema import Column, TableSchema
-from sparkcdc.snapshot.dialect import locate_in_batches
+from sparkcdc.snapshot.correct import CHUNK_SCHEMA
+from sparkcdc.sources.keyset_chunks import KeysetChunks
 from sparkcdc.sources.mysql.chunks import sql as q
 from sparkcdc.sources.mysql.chunks.keys import chunk_key_columns
 from sparkcdc.sources.mysql.chunks.typed import dated, integer_key, typed_table, year_zero
@@ -49,12 +50,11 @@ from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
 from sparkcdc.sources.mysql.server.tls import connectorx_params
 
-CHUNK_SCHEMA = pa.schema([("key", pa.string()), ("after", pa.string())])
 EXACT_COUNT_LIMIT = 10_000_000  # tables estimated larger than this are not counted exactly
 _SETTINGS = "time_zone='+00:00', sql_mode=''"
 
 
-class MySQLChunks:
+class MySQLChunks(KeysetChunks):
     """:class:`sparkcdc.snapshot.dialect.SnapshotDialect` for MySQL/MariaDB (a context
     manager). Key values use the row-image JSON encoding of :mod:`sparkcdc.core.chunk`."""
 
@@ -88,17 +88,35 @@ class MySQLChunks:
             f"/{quote(db, safe='')}?prefer_socket=false{tls}"
         )
 
-    @staticmethod
-    def _table(db: str, table: str) -> str:
+    def _table(self, db: str, table: str) -> str:
         return f"{q.ident(db)}.{q.ident(table)}"
 
-    @staticmethod
-    def _key_json(keys: Sequence[KeyColumn]) -> str:
+    def _key_select(self, keys: Sequence[KeyColumn]) -> str:
+        """The key's JSON text, built by the same SQL as :meth:`read_chunk`'s."""
         return q.array_json([(k.name, k.data_type, k.charset, True) for k in keys])
 
-    @staticmethod
-    def _order(keys: Sequence[KeyColumn], desc: bool = False) -> str:
+    def _key_values(self, select: str, keys: Sequence[KeyColumn]) -> list[KeyValue]:
+        return [tuple(json.loads(row[0])) for row in self._rows(select)]
+
+    def _order(self, keys: Sequence[KeyColumn], desc: bool = False) -> str:
         return ", ".join(q.ident(k.name) + (" DESC" if desc else "") for k in keys)
+
+    def _condition(
+        self,
+        db: str,
+        table: str,
+        keys: Sequence[KeyColumn],
+        lo: KeyValue | None,
+        hi: KeyValue | None,
+        upto: KeyValue | None = None,
+        where: str | None = None,
+    ) -> str:
+        return q.range_condition(keys, lo, hi, upto, where)
+
+    def _locate_rows(
+        self, keys: Sequence[KeyColumn], values: Sequence[KeyValue], bounds: Sequence[KeyValue]
+    ) -> list[tuple[Any, ...]]:
+        return self._rows(q.locate_query(keys, values, bounds))
 
     # -- SnapshotDialect -------------------------------------------------------------------
 
@@ -116,51 +134,6 @@ class MySQLChunks:
         if est and est[0][0] is not None and int(est[0][0]) > EXACT_COUNT_LIMIT:
             return int(est[0][0])
         return int(self._rows(f"SELECT COUNT(*) FROM {self._table(db, table)}")[0][0])
-
-    def key_range(
-        self, db: str, table: str, keys: Sequence[KeyColumn]
-    ) -> tuple[KeyValue, KeyValue] | None:
-        """The first and last key in key order (two ``ORDER BY .. LIMIT 1`` queries)."""
-        select = f"SELECT {self._key_json(keys)} FROM {self._table(db, table)} ORDER BY "
-        first = self._rows(select + self._order(keys) + " LIMIT 1")
-        last = self._rows(select + self._order(keys, desc=True) + " LIMIT 1")
-        if not first or not last:
-            return None
-        return tuple(json.loads(first[0][0])), tuple(json.loads(last[0][0]))
-
-    def key_after(
-        self,
-        db: str,
-        table: str,
-        keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        offset: int,
-        upto: KeyValue | None = None,
-    ) -> KeyValue | None:
-        """``WHERE key >= lo [AND key <= upto] ORDER BY key LIMIT 1 OFFSET offset``, the key
-        JSON built by the same SQL as :meth:`read_chunk`'s, parsed."""
-        rows = self._rows(
-            f"SELECT {self._key_json(keys)} FROM {self._table(db, table)} "
-            f"WHERE {q.range_condition(keys, lo, None, upto)} ORDER BY {self._order(keys)} "
-            f"LIMIT 1 OFFSET {int(offset)}"
-        )
-        return tuple(json.loads(rows[0][0])) if rows else None
-
-    def count_between(
-        self,
-        db: str,
-        table: str,
-        keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        hi: KeyValue | None,
-        limit: int,
-    ) -> int:
-        """``COUNT(*)`` over a ``LIMIT``-ed subquery, so a huge range stops at ``limit``."""
-        rows = self._rows(
-            f"SELECT COUNT(*) FROM (SELECT 1 FROM {self._table(db, table)} "
-            f"WHERE {q.range_condition(keys, lo, hi)} LIMIT {int(limit)}) AS c"
-        )
-        return int(rows[0][0])
 
     def chunk_query(
         self,
@@ -189,7 +162,7 @@ class MySQLChunks:
             columns = f"{key}, {q.object_json([_col(c) for c in schema.columns])} AS `after`"
         return self._statement(
             f"SELECT {columns} FROM {self._table(schema.db, schema.table)}"
-            f" WHERE {q.range_condition(keys, lo, hi, upto, where)}"
+            f" WHERE {self._condition(schema.db, schema.table, keys, lo, hi, upto, where)}"
         )
 
     def read_chunk(
@@ -258,17 +231,6 @@ class MySQLChunks:
             return str(detail or exc)
         return None
 
-    def locate(
-        self,
-        keys: Sequence[KeyColumn],
-        values: Sequence[KeyValue],
-        bounds: Sequence[KeyValue],
-    ) -> list[int]:
-        """Cross joins of value and bound literals, LOCATE_BATCH of each per query."""
-        return locate_in_batches(
-            values, bounds, lambda vs, bs: self._rows(q.locate_query(keys, vs, bs))
-        )
-
     def read_point(self) -> None:
         """None: chunks are read between watermarks."""
         return None
@@ -286,12 +248,6 @@ class MySQLChunks:
 
     def close(self) -> None:
         self.catalog.close()
-
-    def __enter__(self) -> MySQLChunks:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _col(c: Column) -> q.Col:

@@ -42,7 +42,7 @@ from typing import TypeVar
 import pyarrow as pa
 
 from sparkcdc.config.model import SourceConfig
-from sparkcdc.core.chunk import KeyColumn, KeyValue
+from sparkcdc.core.chunk import KeyColumn
 from sparkcdc.core.errors import SourceError
 from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.sources.port import TableView
@@ -207,44 +207,19 @@ class StreamedChunks(PostgresChunks):
 
         return self._again(work)
 
-    def key_range(
-        self, db: str, table: str, keys: Sequence[KeyColumn]
-    ) -> tuple[KeyValue, KeyValue] | None:
-        if not self.view.covers(db, table):
-            return super().key_range(db, table, keys)
-        found = self._again(
-            lambda: [PostgresChunks.key_range(self, db, table, self._named(db, table, keys))]
-        )
-        return found[0]
-
-    def key_after(
+    def _with_keys(
         self,
         db: str,
         table: str,
         keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        offset: int,
-        upto: KeyValue | None = None,
-    ) -> KeyValue | None:
+        work: Callable[[list[KeyColumn]], T],
+        check: bool,
+    ) -> T:
+        """``work`` over the key columns under their names now, the view's table's queries
+        run again as :meth:`StreamedTable.again` says (the splitter's only when refused)."""
         if not self.view.covers(db, table):
-            return super().key_after(db, table, keys, lo, offset, upto)
-        found = self._again(lambda: [PostgresChunks.key_after(
-            self, db, table, self._named(db, table, keys), lo, offset, upto)], False)  # fmt: skip
-        return found[0]
-
-    def count_between(
-        self,
-        db: str,
-        table: str,
-        keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        hi: KeyValue | None,
-        limit: int,
-    ) -> int:
-        if not self.view.covers(db, table):
-            return super().count_between(db, table, keys, lo, hi, limit)
-        return self._again(lambda: PostgresChunks.count_between(
-            self, db, table, self._named(db, table, keys), lo, hi, limit), False)  # fmt: skip
+            return work(list(keys))
+        return self._again(lambda: [work(self._named(db, table, keys))], check)[0]
 
     def _chunk_data(self, schema: TableSchema, select: Select) -> pa.Buffer:
         if not self.view.covers(schema.db, schema.table):
