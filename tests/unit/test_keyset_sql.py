@@ -13,7 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparkcdc.core.chunk import KeyColumn
-from sparkcdc.sources.keyset_sql import KeysetSyntax, compare_column, locate_query, range_condition
+from sparkcdc.sources.keyset_sql import (
+    KeyRange,
+    KeysetSyntax,
+    compare_column,
+    locate_query,
+    range_condition,
+)
 
 KEYS = [KeyColumn("a", "int"), KeyColumn("b", "int")]
 Key = tuple[int | None, int | None]
@@ -58,7 +64,7 @@ keys = st.tuples(values, values)
 def test_a_range_selects_the_keys_between_its_bounds(
     rows: list[Key], lo: Key | None, hi: Key | None, upto: Key | None, nulls_first: bool
 ) -> None:
-    condition = range_condition(syntax(nulls_first), ["a", "b"], KEYS, lo, hi, upto)
+    condition = range_condition(syntax(nulls_first), ["a", "b"], KEYS, KeyRange(lo, hi, upto))
     at = lambda k: order(k, nulls_first)  # noqa: E731
     expected = [
         r
@@ -81,7 +87,7 @@ def test_not_null_keys_compare_as_row_values_or_terms_alike(
     rows: list[Key], lo: Key | None, hi: Key | None, row_values: bool
 ) -> None:
     condition = range_condition(
-        syntax(False, row_values), ["a", "b"], KEYS, lo, hi, None, None, False
+        syntax(False, row_values), ["a", "b"], KEYS, KeyRange(lo, hi), nullable=False
     )
     assert ("(a, b) >=" in condition) == (row_values and lo is not None)
     expected = [r for r in rows if (lo is None or lo <= r) and (hi is None or r < hi)]
@@ -112,8 +118,8 @@ def test_locate_counts_the_bounds_at_or_below_each_value(
 
 def test_the_where_condition_and_open_bounds() -> None:
     s = syntax(True)
-    assert range_condition(s, ["a", "b"], KEYS, None, None) == "1"
-    assert range_condition(s, ["a", "b"], KEYS, None, None, None, "a > 1") == "(a > 1)"
+    assert range_condition(s, ["a", "b"], KEYS, KeyRange()) == "1"
+    assert range_condition(s, ["a", "b"], KEYS, KeyRange(where="a > 1")) == "(a > 1)"
     assert compare_column("a", "<", None, nulls_first=True, nullable=True) is False
     with pytest.raises(ValueError, match="a chunk bound has 1 values for 2 key columns"):
-        range_condition(s, ["a", "b"], KEYS, (1,), None)
+        range_condition(s, ["a", "b"], KEYS, KeyRange((1,)))

@@ -14,8 +14,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from typing import Self, TypeVar
 
+import pyarrow as pa
+
 from sparkcdc.core.chunk import KeyColumn, KeyValue
+from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.dialect import locate_in_batches
+from sparkcdc.sources.keyset_sql import KeyRange
 
 T = TypeVar("T")
 Row = tuple[object, ...]
@@ -23,7 +27,8 @@ Row = tuple[object, ...]
 
 class KeysetChunks(ABC):
     """The shared part of a :class:`~sparkcdc.snapshot.dialect.SnapshotDialect` (a context
-    manager): ``key_range``, ``key_after``, ``count_between`` and ``locate``."""
+    manager): ``key_range``, ``key_after``, ``count_between``, ``locate``, and ``read_chunk``
+    as a :class:`~.keyset_sql.KeyRange`."""
 
     # -- what a source supplies ------------------------------------------------------------
 
@@ -44,17 +49,14 @@ class KeysetChunks(ABC):
         """The ``ORDER BY`` list of the key."""
 
     @abstractmethod
-    def _condition(
-        self,
-        db: str,
-        table: str,
-        keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        hi: KeyValue | None,
-        upto: KeyValue | None = None,
-        where: str | None = None,
-    ) -> str:
-        """``lo <= key < hi`` (and ``key <= upto``, and ``where``) as a WHERE condition."""
+    def _condition(self, db: str, table: str, keys: Sequence[KeyColumn], span: KeyRange) -> str:
+        """``span`` of ``db.table`` as a WHERE condition."""
+
+    @abstractmethod
+    def _read_chunk(
+        self, schema: TableSchema, keys: Sequence[KeyColumn], span: KeyRange, typed: bool
+    ) -> pa.Table:
+        """:meth:`read_chunk` of ``span``."""
 
     @abstractmethod
     def _rows(self, sql: str) -> list[Row]:
@@ -111,7 +113,7 @@ class KeysetChunks(ABC):
         def read(named: list[KeyColumn]) -> KeyValue | None:
             found = self._key_values(
                 f"SELECT {self._key_select(named)} FROM {self._table(db, table)}"
-                f" WHERE {self._condition(db, table, named, lo, None, upto)}"
+                f" WHERE {self._condition(db, table, named, KeyRange(lo, None, upto))}"
                 f" ORDER BY {self._order(named)} LIMIT 1 OFFSET {int(offset)}",
                 named,
             )
@@ -131,13 +133,28 @@ class KeysetChunks(ABC):
         """``COUNT(*)`` over a ``LIMIT``-ed subquery, so a huge range stops at ``limit``."""
 
         def count(named: list[KeyColumn]) -> int:
+            condition = self._condition(db, table, named, KeyRange(lo, hi))
             rows = self._rows(
                 f"SELECT COUNT(*) FROM (SELECT 1 FROM {self._table(db, table)}"
-                f" WHERE {self._condition(db, table, named, lo, hi)} LIMIT {int(limit)}) AS c"
+                f" WHERE {condition} LIMIT {int(limit)}) AS c"
             )
             return int(str(rows[0][0]))
 
         return self._with_keys(db, table, keys, count, False)
+
+    def read_chunk(
+        self,
+        schema: TableSchema,
+        keys: Sequence[KeyColumn],
+        lo: KeyValue | None,
+        hi: KeyValue | None,
+        typed: bool = False,
+        upto: KeyValue | None = None,
+        where: str | None = None,
+    ) -> pa.Table:
+        """The rows of ``lo <= key < hi`` (and ``key <= upto``, and ``where``): the source's
+        chunk read of that :class:`~.keyset_sql.KeyRange`."""
+        return self._read_chunk(schema, keys, KeyRange(lo, hi, upto, where), typed)
 
     def locate(
         self,

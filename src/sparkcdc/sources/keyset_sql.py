@@ -27,6 +27,17 @@ Term = str | bool  # SQL, or a condition known to be always true or false
 
 
 @dataclass(frozen=True)
+class KeyRange:
+    """The rows a chunk query reads: ``lo <= key < hi`` (None bounds are open), and
+    ``key <= upto`` (an incremental snapshot's maximum key), and the SQL condition ``where``."""
+
+    lo: Bound | None = None
+    hi: Bound | None = None
+    upto: Bound | None = None
+    where: str | None = None
+
+
+@dataclass(frozen=True)
 class KeysetSyntax:
     """What differs between databases in keyset SQL: ``literal`` (a key value's typed literal,
     None for NULL), where NULL sorts, the spelling of true and false and of a NULL-safe
@@ -111,21 +122,17 @@ def range_condition(
     syntax: KeysetSyntax,
     cols: Sequence[str],
     keys: Sequence[KeyColumn],
-    lo: Bound | None,
-    hi: Bound | None,
-    upto: Bound | None = None,
-    where: str | None = None,
+    span: KeyRange,
     nullable: bool = True,
 ) -> str:
-    """``lo <= key < hi`` as a WHERE condition (None bounds are open), and ``key <= upto``
-    (an incremental snapshot's maximum key), and ``(where)``; true when nothing bounds."""
+    """``span`` as a WHERE condition over the quoted ``cols``; true when nothing bounds it."""
     parts = [
         compare_keys(syntax, cols, keys, bound, op, nullable)
-        for bound, op in ((lo, ">="), (hi, "<"), (upto, "<="))
+        for bound, op in ((span.lo, ">="), (span.hi, "<"), (span.upto, "<="))
         if bound is not None
     ]
-    if where:
-        parts.append(f"({where})")
+    if span.where:
+        parts.append(f"({span.where})")
     return " AND ".join(syntax.sql(p) for p in parts if p is not True) or syntax.true
 
 

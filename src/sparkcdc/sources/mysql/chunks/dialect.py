@@ -43,6 +43,7 @@ from sparkcdc.core.errors import SourceError
 from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.snapshot.correct import CHUNK_SCHEMA
 from sparkcdc.sources.keyset_chunks import KeysetChunks
+from sparkcdc.sources.keyset_sql import KeyRange
 from sparkcdc.sources.mysql.chunks import sql as q
 from sparkcdc.sources.mysql.chunks.keys import chunk_key_columns
 from sparkcdc.sources.mysql.chunks.typed import dated, integer_key, typed_table, year_zero
@@ -101,17 +102,8 @@ class MySQLChunks(KeysetChunks):
     def _order(self, keys: Sequence[KeyColumn], desc: bool = False) -> str:
         return ", ".join(q.ident(k.name) + (" DESC" if desc else "") for k in keys)
 
-    def _condition(
-        self,
-        db: str,
-        table: str,
-        keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        hi: KeyValue | None,
-        upto: KeyValue | None = None,
-        where: str | None = None,
-    ) -> str:
-        return q.range_condition(keys, lo, hi, upto, where)
+    def _condition(self, db: str, table: str, keys: Sequence[KeyColumn], span: KeyRange) -> str:
+        return q.range_condition(keys, span)
 
     def _locate_rows(
         self, keys: Sequence[KeyColumn], values: Sequence[KeyValue], bounds: Sequence[KeyValue]
@@ -139,17 +131,14 @@ class MySQLChunks(KeysetChunks):
         self,
         schema: TableSchema,
         keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        hi: KeyValue | None,
+        span: KeyRange,
         typed: bool = False,
-        upto: KeyValue | None = None,
-        where: str | None = None,
         zero_dates: bool = True,
     ) -> str:
-        """The SELECT of :meth:`read_chunk`: columns ``key`` and ``after``, or with ``typed``
-        one expression per table column (:func:`.sql.value_typed`; ``zero_dates``: DATE
-        and DATETIME guarded against them), after ``key`` unless the key is made from the
-        integer key columns read (:func:`.typed.integer_key`)."""
+        """The SELECT of :meth:`read_chunk` of ``span``: columns ``key`` and ``after``, or
+        with ``typed`` one expression per table column (:func:`.sql.value_typed`;
+        ``zero_dates``: DATE and DATETIME guarded against them), after ``key`` unless the key
+        is made from the integer key columns read (:func:`.typed.integer_key`)."""
         key_cols = _key_columns(schema, keys)
         key = f"{q.array_json([_col(c) for c in key_cols])} AS `key`"
         if typed:  # aliased by position: the names are restored from the schema
@@ -162,21 +151,13 @@ class MySQLChunks(KeysetChunks):
             columns = f"{key}, {q.object_json([_col(c) for c in schema.columns])} AS `after`"
         return self._statement(
             f"SELECT {columns} FROM {self._table(schema.db, schema.table)}"
-            f" WHERE {self._condition(schema.db, schema.table, keys, lo, hi, upto, where)}"
+            f" WHERE {self._condition(schema.db, schema.table, keys, span)}"
         )
 
-    def read_chunk(
-        self,
-        schema: TableSchema,
-        keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        hi: KeyValue | None,
-        typed: bool = False,
-        upto: KeyValue | None = None,
-        where: str | None = None,
+    def _read_chunk(
+        self, schema: TableSchema, keys: Sequence[KeyColumn], span: KeyRange, typed: bool
     ) -> pa.Table:
-        """One connectorx query into Arrow (``upto``, ``where``: see
-        :func:`.sql.range_condition`). Without ``typed``: :data:`CHUNK_SCHEMA`, the JSON
+        """One connectorx query into Arrow. Without ``typed``: :data:`CHUNK_SCHEMA`, the JSON
         text made by the server. With ``typed``:
         :func:`~sparkcdc.snapshot.correct.typed_chunk_schema`, each column as read (natively
         or as text) fixed up to its Delta type by :func:`~sparkcdc.core.convert.fix_column`,
@@ -188,13 +169,13 @@ class MySQLChunks(KeysetChunks):
         and the table's later ones are read with the server making them NULL, the guard that
         costs the server ~20% more CPU per chunk when it is always on."""
         guarded = not typed or schema.name in self._zero_dates or not dated(schema)
-        sql = self.chunk_query(schema, keys, lo, hi, typed, upto, where, zero_dates=guarded)
+        sql = self.chunk_query(schema, keys, span, typed, zero_dates=guarded)
         table = self._fetch(schema, sql, refused_dates=not guarded)
         if table is not None and typed:
             table = typed_table(table, schema, _key_columns(schema, keys))
         if table is None or (not guarded and year_zero(table, schema)):
             self._zero_dates.add(schema.name)  # it holds zero dates: the server guards them
-            return self.read_chunk(schema, keys, lo, hi, typed, upto, where)
+            return self._read_chunk(schema, keys, span, typed)
         if not typed:
             table = table.rename_columns(["key", "after"]).cast(CHUNK_SCHEMA)
             if table.column("after").null_count:

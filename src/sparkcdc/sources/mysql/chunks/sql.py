@@ -33,7 +33,7 @@ from sparkcdc.core.chunk import KeyColumn
 from sparkcdc.core.errors import SourceError
 from sparkcdc.core.schema import Column
 from sparkcdc.sources import keyset_sql
-from sparkcdc.sources.keyset_sql import KeysetSyntax
+from sparkcdc.sources.keyset_sql import KeyRange, KeysetSyntax
 from sparkcdc.sources.mysql.schema.column_types import BINARY_TYPES, INTEGER_TYPES, STRING_TYPES
 
 _SAFE = re.compile(r"[ -~]*")
@@ -237,17 +237,10 @@ KEYSET = KeysetSyntax(
 )
 
 
-def range_condition(
-    keys: Sequence[KeyColumn],
-    lo: Sequence[Any] | None,
-    hi: Sequence[Any] | None,
-    upto: Sequence[Any] | None = None,
-    where: str | None = None,
-) -> str:
-    """``lo <= key < hi`` (and ``key <= upto``, and ``(where)``) as a WHERE condition: the
-    shared keyset SQL (:func:`sparkcdc.sources.keyset_sql.range_condition`), NULL first."""
-    cols = [ident(k.name) for k in keys]
-    return keyset_sql.range_condition(KEYSET, cols, keys, lo, hi, upto, where)
+def range_condition(keys: Sequence[KeyColumn], span: KeyRange) -> str:
+    """``span`` as a WHERE condition: the shared keyset SQL
+    (:func:`sparkcdc.sources.keyset_sql.range_condition`), NULL first."""
+    return keyset_sql.range_condition(KEYSET, [ident(k.name) for k in keys], keys, span)
 
 
 def locate_query(

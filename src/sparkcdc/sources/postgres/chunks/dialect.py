@@ -35,6 +35,7 @@ from sparkcdc.core.errors import ConfigError, SourceError
 from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.snapshot.correct import CHUNK_SCHEMA
 from sparkcdc.sources.keyset_chunks import KeysetChunks
+from sparkcdc.sources.keyset_sql import KeyRange
 from sparkcdc.sources.port import SnapshotPin
 from sparkcdc.sources.postgres.chunks import sql as q
 from sparkcdc.sources.postgres.chunks.columns_now import PinnedTables, Select
@@ -89,20 +90,12 @@ class PostgresChunks(KeysetChunks):
         not_null = {c.column.name for c in self._tables[(db, table)] if c.not_null}
         return any(k.name not in not_null for k in keys)
 
-    def _condition(
-        self,
-        db: str,
-        table: str,
-        keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        hi: KeyValue | None,
-        upto: KeyValue | None = None,
-        where: str | None = None,
-    ) -> str:
+    def _condition(self, db: str, table: str, keys: Sequence[KeyColumn], span: KeyRange) -> str:
+        where = span.where
         if where and (refusal := q.condition_refusal(where)):
             raise ConfigError(f"The condition {where!r} for {db}.{table} is refused: {refusal}.")
         nulls = self._nullable(db, table, keys)
-        return q.range_condition(self._cols(keys), keys, nulls, lo, hi, upto, where)
+        return q.range_condition(self._cols(keys), keys, nulls, span)
 
     def _order(self, keys: Sequence[KeyColumn], desc: bool = False) -> str:
         return ", ".join(c + (" DESC" if desc else "") for c in self._cols(keys))
@@ -149,26 +142,18 @@ class PostgresChunks(KeysetChunks):
         )
         return max(int(counted[0][0]), round(estimate))
 
-    def read_chunk(
-        self,
-        schema: TableSchema,
-        keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        hi: KeyValue | None,
-        typed: bool = False,
-        upto: KeyValue | None = None,
-        where: str | None = None,
+    def _read_chunk(
+        self, schema: TableSchema, keys: Sequence[KeyColumn], span: KeyRange, typed: bool
     ) -> pa.Table:
-        """One COPY of the table's columns (``upto``, ``where``: see
-        :func:`.sql.range_condition`). Without ``typed``: :data:`CHUNK_SCHEMA`, the JSON
-        text of :mod:`.images`. With ``typed``: the ``key`` text and the typed columns of
-        :func:`.typed.typed_table`."""
+        """One COPY of the table's columns in ``span``. Without ``typed``: :data:`CHUNK_SCHEMA`,
+        the JSON text of :mod:`.images`. With ``typed``: the ``key`` text and the typed
+        columns of :func:`.typed.typed_table`."""
         db, table = schema.db, schema.table
         names = schema.column_names()
 
         def select(exprs: list[str], keys_now: dict[str, str]) -> str:
             named = [replace(k, name=keys_now.get(k.name, k.name)) for k in keys]
-            condition = self._condition(db, table, named, lo, hi, upto, where)
+            condition = self._condition(db, table, named, span)
             return f"SELECT {', '.join(exprs)} FROM {self._table(db, table)} WHERE {condition}"
 
         data = self._chunk_data(schema, select)

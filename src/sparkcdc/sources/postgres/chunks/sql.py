@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from sparkcdc.core import types
 from sparkcdc.core.chunk import KeyColumn
 from sparkcdc.sources import keyset_sql
-from sparkcdc.sources.keyset_sql import Bound, KeysetSyntax
+from sparkcdc.sources.keyset_sql import Bound, KeyRange, KeysetSyntax
 
 # a type or collation name as format_type and quote_ident write it (``pg_catalog."en-x-icu"``,
 # ``timestamp(3) with time zone``, ``public.mood``): nothing that could end its expression
@@ -111,18 +111,12 @@ KEYSET = KeysetSyntax(
 
 
 def range_condition(
-    cols: Sequence[str],
-    keys: Sequence[KeyColumn],
-    nulls: bool,
-    lo: Bound | None,
-    hi: Bound | None,
-    upto: Bound | None = None,
-    where: str | None = None,
+    cols: Sequence[str], keys: Sequence[KeyColumn], nulls: bool, span: KeyRange
 ) -> str:
-    """``lo <= key < hi`` (and ``key <= upto``, and ``(where)``) over the quoted ``cols``:
-    the shared keyset SQL (:func:`sparkcdc.sources.keyset_sql.range_condition`), NULL last;
-    ``nulls``: a key column may be NULL."""
-    return keyset_sql.range_condition(KEYSET, cols, keys, lo, hi, upto, where, nulls)
+    """``span`` over the quoted ``cols`` as a WHERE condition: the shared keyset SQL
+    (:func:`sparkcdc.sources.keyset_sql.range_condition`), NULL last; ``nulls``: a key
+    column may be NULL."""
+    return keyset_sql.range_condition(KEYSET, cols, keys, span, nulls)
 
 
 def _located(keys: Sequence[KeyColumn], value: Bound) -> list[str]:
