@@ -22,6 +22,9 @@ from sparkcdc.snapshot.dialect import locate_in_batches
 from sparkcdc.sources.keyset_sql import KeyRange
 
 T = TypeVar("T")
+Keys = Sequence[KeyColumn]
+KeyBound = KeyValue | None  # a chunk bound: None is open
+KeyWork = Callable[[list[KeyColumn]], T]  # a query over the key columns named as given
 Row = tuple[object, ...]
 
 
@@ -68,14 +71,7 @@ class KeysetChunks(ABC):
     ) -> Iterable[tuple[object, object]]:
         """(index into ``values``, how many ``bounds`` are ``<=`` it) rows of one query."""
 
-    def _with_keys(
-        self,
-        db: str,
-        table: str,
-        keys: Sequence[KeyColumn],
-        work: Callable[[list[KeyColumn]], T],
-        check: bool,
-    ) -> T:
+    def _with_keys(self, db: str, table: str, keys: Keys, work: KeyWork[T], check: bool) -> T:
         """``work`` over the key columns as the table names them now: here, as given (a
         dialect reading a table under older names renames them; ``check``: the names must
         still hold after the query)."""
@@ -100,14 +96,8 @@ class KeysetChunks(ABC):
         return self._with_keys(db, table, keys, read, True)
 
     def key_after(
-        self,
-        db: str,
-        table: str,
-        keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        offset: int,
-        upto: KeyValue | None = None,
-    ) -> KeyValue | None:
+        self, db: str, table: str, keys: Keys, lo: KeyBound, offset: int, upto: KeyBound = None
+    ) -> KeyBound:
         """``WHERE key >= lo [AND key <= upto] ORDER BY key LIMIT 1 OFFSET offset``."""
 
         def read(named: list[KeyColumn]) -> KeyValue | None:
@@ -122,13 +112,7 @@ class KeysetChunks(ABC):
         return self._with_keys(db, table, keys, read, False)
 
     def count_between(
-        self,
-        db: str,
-        table: str,
-        keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        hi: KeyValue | None,
-        limit: int,
+        self, db: str, table: str, keys: Keys, lo: KeyBound, hi: KeyBound, limit: int
     ) -> int:
         """``COUNT(*)`` over a ``LIMIT``-ed subquery, so a huge range stops at ``limit``."""
 

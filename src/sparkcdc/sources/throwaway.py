@@ -19,6 +19,7 @@ import tempfile
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -39,9 +40,10 @@ def new_root(prefix: str, base_dir: str | os.PathLike[str] | None) -> Path:
     return Path(tempfile.mkdtemp(prefix=prefix, dir=base_dir))
 
 
+@dataclass
 class ThrowawayServer(ABC):
-    """One private server process with its folder ``root_dir`` (a context manager: stopped and
-    removed at the end of a ``with`` block)."""
+    """One private server process of ``args``, listening on ``host:port``, with its folder
+    ``root_dir`` (a context manager: stopped and removed at the end of a ``with`` block)."""
 
     NAME: ClassVar[str]  # the server program, as the sentences name it
     STOP_SIGNAL: ClassVar[signal.Signals]  # the shutdown it is asked for
@@ -51,6 +53,7 @@ class ThrowawayServer(ABC):
     root_dir: Path
     args: list[str]
     process: subprocess.Popen[bytes]
+    host: str = "127.0.0.1"
 
     @abstractmethod
     def connect(self, database: str | None = None, **kwargs: Any) -> Any:

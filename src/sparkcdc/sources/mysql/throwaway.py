@@ -69,11 +69,6 @@ class ThrowawayMariaDB(ThrowawayServer):
     STOP_SIGNAL = signal.SIGTERM  # a clean shutdown: the binlog moves on to a new file
     NOT_READY = (pymysql.err.OperationalError,)
 
-    port: int
-    root_dir: Path
-    args: list[str]
-    process: subprocess.Popen[bytes]
-    host: str = "127.0.0.1"
     user: str = "root"
     password: str = ""
 

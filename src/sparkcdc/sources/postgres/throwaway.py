@@ -152,11 +152,6 @@ class ThrowawayPostgres(ThrowawayServer):
     STOP_SIGNAL = signal.SIGQUIT  # an immediate shutdown, recovered from at the next start
     NOT_READY = (psycopg2.OperationalError,)
 
-    port: int
-    root_dir: Path
-    args: list[str]
-    process: subprocess.Popen[bytes]
-    host: str = "127.0.0.1"
     user: str = "postgres"
     password: str = "postgres-pw"
     database: str = "postgres"

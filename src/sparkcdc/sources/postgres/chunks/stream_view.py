@@ -45,6 +45,7 @@ from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.chunk import KeyColumn
 from sparkcdc.core.errors import SourceError
 from sparkcdc.core.schema import Column, TableSchema
+from sparkcdc.sources.keyset_chunks import Keys, KeyWork
 from sparkcdc.sources.port import TableView
 from sparkcdc.sources.postgres.chunks.columns_now import (
     ATTEMPTS,
@@ -55,7 +56,7 @@ from sparkcdc.sources.postgres.chunks.columns_now import (
 )
 from sparkcdc.sources.postgres.chunks.copy import ChunkSession
 from sparkcdc.sources.postgres.chunks.dialect import PostgresChunks
-from sparkcdc.sources.postgres.chunks.keys import table_columns
+from sparkcdc.sources.postgres.chunks.keys import as_spelled, table_columns
 from sparkcdc.sources.postgres.chunks.view_token import ViewToken
 from sparkcdc.sources.postgres.server.attributes import TableAttributes, read_attributes
 
@@ -112,19 +113,16 @@ class StreamedTable:
     def key_names(self, names: Sequence[str]) -> list[tuple[str, str]]:
         """(the stream's spelling, the name now) of each of the key columns ``names``."""
         now = self.names()
-        spelled = {n.lower(): n for n in now} | {n: n for n in now}
-        out = []
-        for name in names:
-            found = spelled.get(name) or spelled.get(name.lower())
-            if found is None:
-                raise SourceError(
-                    f"the key column {name} of {self.schema.name} is no longer in the table; a "
-                    "table's key cannot change while it is captured, so start the pipeline "
-                    "afresh (startup: initial).",
-                    table=self.schema.name,
-                )
-            out.append((found, now[found]))
-        return out
+
+        def missing(name: str) -> SourceError:
+            return SourceError(
+                f"the key column {name} of {self.schema.name} is no longer in the table; a "
+                "table's key cannot change while it is captured, so start the pipeline afresh "
+                "(startup: initial).",
+                table=self.schema.name,
+            )
+
+        return [(n, now[n]) for n in as_spelled(list(now), str, names, missing)]
 
     def select_list(self) -> list[str]:
         """The select-list expression of each of the stream's columns (module docstring)."""
@@ -207,14 +205,7 @@ class StreamedChunks(PostgresChunks):
 
         return self._again(work)
 
-    def _with_keys(
-        self,
-        db: str,
-        table: str,
-        keys: Sequence[KeyColumn],
-        work: Callable[[list[KeyColumn]], T],
-        check: bool,
-    ) -> T:
+    def _with_keys(self, db: str, table: str, keys: Keys, work: KeyWork[T], check: bool) -> T:
         """``work`` over the key columns under their names now, the view's table's queries
         run again as :meth:`StreamedTable.again` says (the splitter's only when refused)."""
         if not self.view.covers(db, table):
