@@ -23,6 +23,7 @@ from sparkcdc.core.chunk import KeyValue
 from sparkcdc.core.convert import arrow_type, decode_images
 from sparkcdc.core.errors import ConfigError, SourceError
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.sources.keyset_sql import KeyRange
 from sparkcdc.sources.mysql.chunks.dialect import CHUNK_SCHEMA, MySQLChunks
 from sparkcdc.sources.mysql.chunks.typed import typed_chunk_schema
 from sparkcdc.sources.mysql.schema.column_types import key_column
@@ -190,7 +191,7 @@ def test_chunk_rows_are_the_binlog_row_images(mariadb: ThrowawayMariaDB, db: str
         with chunks_of(mariadb) as dialect:
             keys = dialect.key_columns(db, "all_types", ["id"])
             read = by_key(dialect.read_chunk(schema, keys, None, None))
-            sql = dialect.chunk_query(schema, keys, None, None)
+            sql = dialect.chunk_query(schema, keys, KeyRange())
     finally:
         mariadb.execute("SET GLOBAL time_zone = SYSTEM")
     assert read.keys() == logged.keys()
@@ -256,7 +257,7 @@ def test_typed_chunks_are_the_decoded_row_images(mariadb: ThrowawayMariaDB, db: 
                 schema,
             )
             empty = dialect.read_chunk(schema, keys, (300,), None, typed=True)
-            sql = dialect.chunk_query(schema, keys, None, None, typed=True)
+            sql = dialect.chunk_query(schema, keys, KeyRange(), typed=True)
     finally:
         mariadb.execute("SET GLOBAL time_zone = SYSTEM")
     assert typed.num_rows == plain.num_rows == 207
@@ -309,9 +310,9 @@ def test_dates_are_read_as_they_are_until_a_chunk_shows_a_zero_date(
     with chunks_of(mariadb) as dialect:
         schema = dialect.catalog.load_schema(db, "d")
         keys = dialect.key_columns(db, "d", ["id"])
-        unguarded = dialect.chunk_query(schema, keys, None, None, True, zero_dates=False)
+        unguarded = dialect.chunk_query(schema, keys, KeyRange(), True, zero_dates=False)
         assert "DAYOFMONTH" not in unguarded
-        assert "DAYOFMONTH" in dialect.chunk_query(schema, keys, None, None, True)
+        assert "DAYOFMONTH" in dialect.chunk_query(schema, keys, KeyRange(), True)
         counts, chunks = [], []
         for lo, hi in ((None, (3,)), ((3,), (4,)), ((4,), None)):
             before = prepared()

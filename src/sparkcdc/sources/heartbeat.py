@@ -14,9 +14,10 @@ change-log rows.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from sparkcdc.config.model import HeartbeatConfig
-from sparkcdc.core.errors import SourceError
+from sparkcdc.core.errors import ConnectionFailed, SourceError
 
 ACTION_QUERY_KEY = "source.heartbeat.action_query"
 
@@ -56,3 +57,18 @@ def action_query_failed(where: str, words: str) -> SourceError:
         "it needs, or leave it out.",
         key=ACTION_QUERY_KEY,
     )
+
+
+def run_action_query(
+    query: Callable[[str], object], sql: str, where: str, words: Callable[[SourceError], str]
+) -> None:
+    """Run the action query ``sql`` with ``query``: a lost server (ConnectionFailed) raised as
+    it is, for the caller to reconnect at the next beat; any other refusal as the sentence of
+    :func:`action_query_failed`, with the server's own ``words`` for it."""
+    try:
+        query(sql)
+    except ConnectionFailed:
+        raise
+    except SourceError as exc:
+        # not chained: Spark's report of the stream's failure names the first error it shows
+        raise action_query_failed(where, words(exc).rstrip(".")) from None

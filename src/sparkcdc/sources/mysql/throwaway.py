@@ -13,16 +13,12 @@ shared with any other server on the machine.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import tempfile
-import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +28,7 @@ from sparkcdc.config.model import SourceConfig
 from sparkcdc.config.secret import Secret
 from sparkcdc.sources.mysql.server.connect import connect
 from sparkcdc.sources.mysql.settings import MySQLSettings
+from sparkcdc.sources.throwaway import ThrowawayServer, ThrowawayServerError, free_port, new_root
 
 CDC_SETTINGS: tuple[str, ...] = (
     "--log-bin=mysql-bin",
@@ -51,17 +48,6 @@ CDC_SETTINGS: tuple[str, ...] = (
 )
 
 
-class ThrowawayServerError(RuntimeError):
-    """The throwaway server could not be installed or started."""
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _binary(*names: str) -> str:
     for name in names:
         found = shutil.which(name) or (
@@ -76,16 +62,15 @@ def _binary(*names: str) -> str:
 
 
 @dataclass
-class ThrowawayMariaDB:
+class ThrowawayMariaDB(ThrowawayServer):
     """One private ``mariadbd`` process; ``root`` has no password and is reachable on loopback."""
 
-    port: int
-    datadir: Path
-    process: subprocess.Popen[bytes]
-    host: str = "127.0.0.1"
+    NAME = "mariadbd"
+    STOP_SIGNAL = signal.SIGTERM  # a clean shutdown: the binlog moves on to a new file
+    NOT_READY = (pymysql.err.OperationalError,)
+
     user: str = "root"
     password: str = ""
-    _owns_dir: bool = field(default=True, repr=False)
 
     @classmethod
     def start(
@@ -96,60 +81,38 @@ class ThrowawayMariaDB:
         timeout: float = 60.0,
     ) -> ThrowawayMariaDB:
         """Install a fresh data folder and start the server; returns once it accepts queries."""
-        root = Path(tempfile.mkdtemp(prefix="sparkcdc-mariadb-", dir=base_dir))
-        datadir = root / "data"
-        install = _binary("mariadb-install-db", "mysql_install_db")
-        result = subprocess.run(
-            [
-                install,
+        root = new_root("sparkcdc-mariadb-", base_dir)
+
+        def spawn() -> ThrowawayMariaDB:
+            _install(root / "data")
+            at = port or free_port()
+            args = [
+                _binary("mariadbd", "mysqld"),
                 "--no-defaults",
-                f"--datadir={datadir}",
-                "--auth-root-authentication-method=normal",
-                "--skip-test-db",
+                f"--datadir={root / 'data'}",
+                f"--port={at}",
+                "--bind-address=127.0.0.1",
+                f"--socket={root / 'mysqld.sock'}",
+                f"--pid-file={root / 'mysqld.pid'}",
+                f"--log-error={root / 'error.log'}",
                 "--user=" + _run_user(),
-            ],
-            capture_output=True,
-            text=True,
-        )
-        if result.returncode != 0:
-            raise ThrowawayServerError(f"mariadb-install-db failed: {result.stderr.strip()[-800:]}")
-        port = port or free_port()
-        args = [
-            _binary("mariadbd", "mysqld"),
-            "--no-defaults",
-            f"--datadir={datadir}",
-            f"--port={port}",
-            "--bind-address=127.0.0.1",
-            f"--socket={root / 'mysqld.sock'}",
-            f"--pid-file={root / 'mysqld.pid'}",
-            f"--log-error={root / 'error.log'}",
-            "--user=" + _run_user(),
-            *CDC_SETTINGS,
-            *extra_args,
-        ]
-        process = subprocess.Popen(
-            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-        )
-        server = cls(port=port, datadir=datadir, process=process)
-        server._wait_ready(timeout)
-        return server
+                *CDC_SETTINGS,
+                *extra_args,
+            ]
+            return cls(port=at, root_dir=root, args=args, process=_popen(args))
+
+        return cls._started(root, spawn, timeout)
 
     @property
-    def root_dir(self) -> Path:
-        return self.datadir.parent
+    def datadir(self) -> Path:
+        return self.root_dir / "data"
 
-    def _wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                log = (self.root_dir / "error.log").read_text(errors="replace")[-1500:]
-                raise ThrowawayServerError(f"mariadbd exited during start-up:\n{log}")
-            try:
-                self.connect().close()
-                return
-            except pymysql.err.OperationalError:
-                time.sleep(0.1)
-        raise ThrowawayServerError(f"mariadbd did not accept connections within {timeout:.0f}s")
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        return _popen(self.args)
+
+    @property
+    def log_path(self) -> Path:
+        return self.root_dir / "error.log"
 
     def connect(self, database: str | None = None, **kwargs: Any) -> pymysql.Connection:
         """A new autocommit connection as root."""
@@ -163,17 +126,6 @@ class ThrowawayMariaDB:
             charset="utf8mb4",
             **kwargs,
         )
-
-    def execute(self, *statements: str, database: str | None = None) -> None:
-        """Run statements on a fresh connection, in order."""
-        with contextlib.closing(self.connect(database)) as conn, conn.cursor() as cur:
-            for sql in statements:
-                cur.execute(sql)
-
-    def query(self, sql: str, database: str | None = None) -> list[tuple[Any, ...]]:
-        with contextlib.closing(self.connect(database)) as conn, conn.cursor() as cur:
-            cur.execute(sql)
-            return list(cur.fetchall())
 
     def source_config(
         self, *tables: str, server_id: int | None = None, **fields: Any
@@ -195,38 +147,29 @@ class ThrowawayMariaDB:
         )
         return user, password
 
-    def stop(self, remove: bool = True) -> None:
-        """Shut the server down (SIGTERM, then SIGKILL) and delete its folder."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        if remove and self._owns_dir:
-            shutil.rmtree(self.root_dir, ignore_errors=True)
 
-    def kill(self) -> None:
-        """Kill -9, as a crash would (the data folder stays)."""
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+def _install(datadir: Path) -> None:
+    """A new data folder, its root without a password."""
+    result = subprocess.run(
+        [
+            _binary("mariadb-install-db", "mysql_install_db"),
+            "--no-defaults",
+            f"--datadir={datadir}",
+            "--auth-root-authentication-method=normal",
+            "--skip-test-db",
+            "--user=" + _run_user(),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        raise ThrowawayServerError(f"mariadb-install-db failed: {result.stderr.strip()[-800:]}")
 
-    def restart(self, timeout: float = 60.0) -> None:
-        """Start the server again on the same port and data folder."""
-        self.stop(remove=False)
-        args = [str(a) for a in self.process.args]  # type: ignore[union-attr]
-        self.process = subprocess.Popen(
-            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-        )
-        self._wait_ready(timeout)
 
-    def __enter__(self) -> ThrowawayMariaDB:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+def _popen(args: list[str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
 
 
 def _run_user() -> str:
@@ -236,10 +179,6 @@ def _run_user() -> str:
     return getpass.getuser()
 
 
-@contextlib.contextmanager
-def throwaway_mariadb(**kwargs: Any) -> Iterator[ThrowawayMariaDB]:
-    server = ThrowawayMariaDB.start(**kwargs)
-    try:
-        yield server
-    finally:
-        server.stop()
+def throwaway_mariadb(**kwargs: Any) -> ThrowawayMariaDB:
+    """A started server (:meth:`ThrowawayMariaDB.start`), stopped at the end of a ``with``."""
+    return ThrowawayMariaDB.start(**kwargs)

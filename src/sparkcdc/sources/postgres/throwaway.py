@@ -26,9 +26,7 @@ import pwd
 import shutil
 import signal
 import subprocess
-import tempfile
-import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +34,7 @@ from typing import Any
 import psycopg2
 import psycopg2.extensions
 
-from sparkcdc.sources.mysql.throwaway import ThrowawayServerError, free_port
+from sparkcdc.sources.throwaway import ThrowawayServer, ThrowawayServerError, free_port, new_root
 
 __all__ = [
     "CDC_SETTINGS",
@@ -147,14 +145,13 @@ def _popen_args(account: pwd.struct_passwd | None) -> dict[str, Any]:
 
 
 @dataclass
-class ThrowawayPostgres:
+class ThrowawayPostgres(ThrowawayServer):
     """One private ``postgres`` process; ``user`` is a superuser with ``password``."""
 
-    port: int
-    root_dir: Path
-    args: list[str]
-    process: subprocess.Popen[bytes]
-    host: str = "127.0.0.1"
+    NAME = "postgres"
+    STOP_SIGNAL = signal.SIGQUIT  # an immediate shutdown, recovered from at the next start
+    NOT_READY = (psycopg2.OperationalError,)
+
     user: str = "postgres"
     password: str = "postgres-pw"
     database: str = "postgres"
@@ -173,32 +170,26 @@ class ThrowawayPostgres:
         able to enter) and start the server with :data:`CDC_SETTINGS` and ``settings`` over
         them, ``tls`` and the pg_hba.conf ``hba``; returns once it accepts connections."""
         bin_dir, account = _bin_dir(), _run_as()
-        root = Path(tempfile.mkdtemp(prefix="sparkcdc-postgres-", dir=base_dir))
-        try:
+        root = new_root("sparkcdc-postgres-", base_dir)
+
+        def spawn() -> ThrowawayPostgres:
             if account is not None:
                 os.chown(root, account.pw_uid, account.pw_gid)
             _initdb(bin_dir, root, cls.user, cls.password, account, hba)
-            port = port or free_port()
+            at = port or free_port()
             options = {
                 **CDC_SETTINGS,
                 "listen_addresses": "127.0.0.1",
-                "port": str(port),
+                "port": str(at),
                 "unix_socket_directories": str(root),
                 **(tls.install(root, account) if tls else {}),
                 **(settings or {}),
             }
             args = [str(bin_dir / "postgres"), "-D", str(root / "data")]
             args += [f"-c{name}={value}" for name, value in options.items()]
-            server = cls(port=port, root_dir=root, args=args, process=_spawn(args, root))
-        except BaseException:
-            shutil.rmtree(root, ignore_errors=True)
-            raise
-        try:
-            server._wait_ready(timeout)
-        except BaseException:
-            server.stop()
-            raise
-        return server
+            return cls(port=at, root_dir=root, args=args, process=_spawn(args, root))
+
+        return cls._started(root, spawn, timeout)
 
     @property
     def datadir(self) -> Path:
@@ -207,25 +198,6 @@ class ThrowawayPostgres:
     @property
     def log_path(self) -> Path:
         return self.root_dir / "postgres.log"
-
-    def _log_tail(self) -> str:
-        with contextlib.suppress(OSError):
-            return self.log_path.read_text(errors="replace")[-1500:]
-        return "(no log)"
-
-    def _wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise ThrowawayServerError(f"postgres exited during start-up:\n{self._log_tail()}")
-            try:
-                self.connect(connect_timeout=2).close()
-                return
-            except psycopg2.OperationalError:
-                time.sleep(0.1)
-        raise ThrowawayServerError(
-            f"postgres did not accept connections within {timeout:.0f}s:\n{self._log_tail()}"
-        )
 
     def dsn(self, database: str | None = None) -> str:
         """The libpq keyword/value connection string for ``user`` over TCP."""
@@ -243,48 +215,13 @@ class ThrowawayPostgres:
         conn.autocommit = True
         return conn
 
-    def execute(self, *statements: str, database: str | None = None) -> None:
-        """Run statements on a fresh autocommit connection, in order."""
-        with contextlib.closing(self.connect(database)) as conn, conn.cursor() as cur:
-            for sql in statements:
-                cur.execute(sql)
-
-    def query(self, sql: str, database: str | None = None) -> list[tuple[Any, ...]]:
-        with contextlib.closing(self.connect(database)) as conn, conn.cursor() as cur:
-            cur.execute(sql)
-            return list(cur.fetchall())
-
     def create_database(self, name: str) -> None:
         """``CREATE DATABASE`` (the name is quoted, so kept as written)."""
         quoted = '"' + name.replace('"', '""') + '"'
         self.execute(f"CREATE DATABASE {quoted}")
 
-    def stop(self, remove: bool = True) -> None:
-        """Shut the server down at once (SIGQUIT: an immediate shutdown, recovered from at the
-        next start; SIGKILL if it lingers) and delete its folder."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGQUIT)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-        if remove:
-            shutil.rmtree(self.root_dir, ignore_errors=True)
-
-    def restart(self, timeout: float = 60.0) -> None:
-        """Stop the server (immediately, as a crash would) and start it again on the same port
-        and data folder."""
-        self.stop(remove=False)
-        self.process = _spawn(self.args, self.root_dir)
-        self._wait_ready(timeout)
-
-    def __enter__(self) -> ThrowawayPostgres:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        return _spawn(self.args, self.root_dir)
 
 
 def _initdb(
@@ -339,10 +276,6 @@ def _spawn(args: list[str], root: Path) -> subprocess.Popen[bytes]:
         )
 
 
-@contextlib.contextmanager
-def throwaway_postgres(**kwargs: Any) -> Iterator[ThrowawayPostgres]:
-    server = ThrowawayPostgres.start(**kwargs)
-    try:
-        yield server
-    finally:
-        server.stop()
+def throwaway_postgres(**kwargs: Any) -> ThrowawayPostgres:
+    """A started server (:meth:`ThrowawayPostgres.start`), stopped at the end of a ``with``."""
+    return ThrowawayPostgres.start(**kwargs)

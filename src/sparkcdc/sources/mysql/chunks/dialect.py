@@ -41,7 +41,9 @@ from sparkcdc.config.secret import Secret
 from sparkcdc.core.chunk import KeyColumn, KeyValue
 from sparkcdc.core.errors import SourceError
 from sparkcdc.core.schema import Column, TableSchema
-from sparkcdc.snapshot.dialect import locate_in_batches
+from sparkcdc.snapshot.correct import CHUNK_SCHEMA
+from sparkcdc.sources.keyset_chunks import KeysetChunks
+from sparkcdc.sources.keyset_sql import KeyRange
 from sparkcdc.sources.mysql.chunks import sql as q
 from sparkcdc.sources.mysql.chunks.keys import chunk_key_columns
 from sparkcdc.sources.mysql.chunks.typed import dated, integer_key, typed_table, year_zero
@@ -49,12 +51,11 @@ from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
 from sparkcdc.sources.mysql.server.tls import connectorx_params
 
-CHUNK_SCHEMA = pa.schema([("key", pa.string()), ("after", pa.string())])
 EXACT_COUNT_LIMIT = 10_000_000  # tables estimated larger than this are not counted exactly
 _SETTINGS = "time_zone='+00:00', sql_mode=''"
 
 
-class MySQLChunks:
+class MySQLChunks(KeysetChunks):
     """:class:`sparkcdc.snapshot.dialect.SnapshotDialect` for MySQL/MariaDB (a context
     manager). Key values use the row-image JSON encoding of :mod:`sparkcdc.core.chunk`."""
 
@@ -88,17 +89,26 @@ class MySQLChunks:
             f"/{quote(db, safe='')}?prefer_socket=false{tls}"
         )
 
-    @staticmethod
-    def _table(db: str, table: str) -> str:
+    def _table(self, db: str, table: str) -> str:
         return f"{q.ident(db)}.{q.ident(table)}"
 
-    @staticmethod
-    def _key_json(keys: Sequence[KeyColumn]) -> str:
+    def _key_select(self, keys: Sequence[KeyColumn]) -> str:
+        """The key's JSON text, built by the same SQL as :meth:`read_chunk`'s."""
         return q.array_json([(k.name, k.data_type, k.charset, True) for k in keys])
 
-    @staticmethod
-    def _order(keys: Sequence[KeyColumn], desc: bool = False) -> str:
+    def _key_values(self, select: str, keys: Sequence[KeyColumn]) -> list[KeyValue]:
+        return [tuple(json.loads(row[0])) for row in self._rows(select)]
+
+    def _order(self, keys: Sequence[KeyColumn], desc: bool = False) -> str:
         return ", ".join(q.ident(k.name) + (" DESC" if desc else "") for k in keys)
+
+    def _condition(self, db: str, table: str, keys: Sequence[KeyColumn], span: KeyRange) -> str:
+        return q.range_condition(keys, span)
+
+    def _locate_rows(
+        self, keys: Sequence[KeyColumn], values: Sequence[KeyValue], bounds: Sequence[KeyValue]
+    ) -> list[tuple[Any, ...]]:
+        return self._rows(q.locate_query(keys, values, bounds))
 
     # -- SnapshotDialect -------------------------------------------------------------------
 
@@ -117,66 +127,18 @@ class MySQLChunks:
             return int(est[0][0])
         return int(self._rows(f"SELECT COUNT(*) FROM {self._table(db, table)}")[0][0])
 
-    def key_range(
-        self, db: str, table: str, keys: Sequence[KeyColumn]
-    ) -> tuple[KeyValue, KeyValue] | None:
-        """The first and last key in key order (two ``ORDER BY .. LIMIT 1`` queries)."""
-        select = f"SELECT {self._key_json(keys)} FROM {self._table(db, table)} ORDER BY "
-        first = self._rows(select + self._order(keys) + " LIMIT 1")
-        last = self._rows(select + self._order(keys, desc=True) + " LIMIT 1")
-        if not first or not last:
-            return None
-        return tuple(json.loads(first[0][0])), tuple(json.loads(last[0][0]))
-
-    def key_after(
-        self,
-        db: str,
-        table: str,
-        keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        offset: int,
-        upto: KeyValue | None = None,
-    ) -> KeyValue | None:
-        """``WHERE key >= lo [AND key <= upto] ORDER BY key LIMIT 1 OFFSET offset``, the key
-        JSON built by the same SQL as :meth:`read_chunk`'s, parsed."""
-        rows = self._rows(
-            f"SELECT {self._key_json(keys)} FROM {self._table(db, table)} "
-            f"WHERE {q.range_condition(keys, lo, None, upto)} ORDER BY {self._order(keys)} "
-            f"LIMIT 1 OFFSET {int(offset)}"
-        )
-        return tuple(json.loads(rows[0][0])) if rows else None
-
-    def count_between(
-        self,
-        db: str,
-        table: str,
-        keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        hi: KeyValue | None,
-        limit: int,
-    ) -> int:
-        """``COUNT(*)`` over a ``LIMIT``-ed subquery, so a huge range stops at ``limit``."""
-        rows = self._rows(
-            f"SELECT COUNT(*) FROM (SELECT 1 FROM {self._table(db, table)} "
-            f"WHERE {q.range_condition(keys, lo, hi)} LIMIT {int(limit)}) AS c"
-        )
-        return int(rows[0][0])
-
     def chunk_query(
         self,
         schema: TableSchema,
         keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        hi: KeyValue | None,
+        span: KeyRange,
         typed: bool = False,
-        upto: KeyValue | None = None,
-        where: str | None = None,
         zero_dates: bool = True,
     ) -> str:
-        """The SELECT of :meth:`read_chunk`: columns ``key`` and ``after``, or with ``typed``
-        one expression per table column (:func:`.sql.value_typed`; ``zero_dates``: DATE
-        and DATETIME guarded against them), after ``key`` unless the key is made from the
-        integer key columns read (:func:`.typed.integer_key`)."""
+        """The SELECT of :meth:`read_chunk` of ``span``: columns ``key`` and ``after``, or
+        with ``typed`` one expression per table column (:func:`.sql.value_typed`;
+        ``zero_dates``: DATE and DATETIME guarded against them), after ``key`` unless the key
+        is made from the integer key columns read (:func:`.typed.integer_key`)."""
         key_cols = _key_columns(schema, keys)
         key = f"{q.array_json([_col(c) for c in key_cols])} AS `key`"
         if typed:  # aliased by position: the names are restored from the schema
@@ -189,21 +151,13 @@ class MySQLChunks:
             columns = f"{key}, {q.object_json([_col(c) for c in schema.columns])} AS `after`"
         return self._statement(
             f"SELECT {columns} FROM {self._table(schema.db, schema.table)}"
-            f" WHERE {q.range_condition(keys, lo, hi, upto, where)}"
+            f" WHERE {self._condition(schema.db, schema.table, keys, span)}"
         )
 
-    def read_chunk(
-        self,
-        schema: TableSchema,
-        keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        hi: KeyValue | None,
-        typed: bool = False,
-        upto: KeyValue | None = None,
-        where: str | None = None,
+    def _read_chunk(
+        self, schema: TableSchema, keys: Sequence[KeyColumn], span: KeyRange, typed: bool
     ) -> pa.Table:
-        """One connectorx query into Arrow (``upto``, ``where``: see
-        :func:`.sql.range_condition`). Without ``typed``: :data:`CHUNK_SCHEMA`, the JSON
+        """One connectorx query into Arrow. Without ``typed``: :data:`CHUNK_SCHEMA`, the JSON
         text made by the server. With ``typed``:
         :func:`~sparkcdc.snapshot.correct.typed_chunk_schema`, each column as read (natively
         or as text) fixed up to its Delta type by :func:`~sparkcdc.core.convert.fix_column`,
@@ -215,13 +169,13 @@ class MySQLChunks:
         and the table's later ones are read with the server making them NULL, the guard that
         costs the server ~20% more CPU per chunk when it is always on."""
         guarded = not typed or schema.name in self._zero_dates or not dated(schema)
-        sql = self.chunk_query(schema, keys, lo, hi, typed, upto, where, zero_dates=guarded)
+        sql = self.chunk_query(schema, keys, span, typed, zero_dates=guarded)
         table = self._fetch(schema, sql, refused_dates=not guarded)
         if table is not None and typed:
             table = typed_table(table, schema, _key_columns(schema, keys))
         if table is None or (not guarded and year_zero(table, schema)):
             self._zero_dates.add(schema.name)  # it holds zero dates: the server guards them
-            return self.read_chunk(schema, keys, lo, hi, typed, upto, where)
+            return self._read_chunk(schema, keys, span, typed)
         if not typed:
             table = table.rename_columns(["key", "after"]).cast(CHUNK_SCHEMA)
             if table.column("after").null_count:
@@ -258,17 +212,6 @@ class MySQLChunks:
             return str(detail or exc)
         return None
 
-    def locate(
-        self,
-        keys: Sequence[KeyColumn],
-        values: Sequence[KeyValue],
-        bounds: Sequence[KeyValue],
-    ) -> list[int]:
-        """Cross joins of value and bound literals, LOCATE_BATCH of each per query."""
-        return locate_in_batches(
-            values, bounds, lambda vs, bs: self._rows(q.locate_query(keys, vs, bs))
-        )
-
     def read_point(self) -> None:
         """None: chunks are read between watermarks."""
         return None
@@ -286,12 +229,6 @@ class MySQLChunks:
 
     def close(self) -> None:
         self.catalog.close()
-
-    def __enter__(self) -> MySQLChunks:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _col(c: Column) -> q.Col:

@@ -13,8 +13,8 @@ takes none) and without backslashes (``NO_BACKSLASH_ESCAPES`` cannot change thei
   connectorx reads it exactly (with zero dates made NULL), else text. Wide DECIMALs, TIMESTAMP
   and TIME are the text that the JSON value quotes (:func:`value_text`, shared by both), so a
   typed read casts the very string the row-image decoder parses.
-- Typed literals of chunk key values (their row-image JSON encoding parsed into Python), and
-  the keyset range conditions of Debezium's/Flink CDC 2.x's chunk queries over them. Strings
+- Typed literals of chunk key values (their row-image JSON encoding parsed into Python): the
+  literal hook of the keyset SQL written once in :mod:`sparkcdc.sources.keyset_sql`. Strings
   become ``CONVERT(_utf8mb4 X'..' USING cs) COLLATE coll`` so the server compares them with the
   column's collation. NULL sorts before every value, as in ``ORDER BY``.
 """
@@ -32,6 +32,8 @@ from typing import Any
 from sparkcdc.core.chunk import KeyColumn
 from sparkcdc.core.errors import SourceError
 from sparkcdc.core.schema import Column
+from sparkcdc.sources import keyset_sql
+from sparkcdc.sources.keyset_sql import KeyRange, KeysetSyntax
 from sparkcdc.sources.mysql.schema.column_types import BINARY_TYPES, INTEGER_TYPES, STRING_TYPES
 
 _SAFE = re.compile(r"[ -~]*")
@@ -225,74 +227,26 @@ def _check(pattern: re.Pattern[str], key: KeyColumn, value: str) -> re.Match[str
     return m
 
 
-def compare(col: str, op: str, value: str | None) -> str:
-    """``col op value`` with NULL below every value (``value`` None is a NULL key value)."""
-    if value is None:
-        return {">": f"{col} IS NOT NULL", ">=": "1", "=": f"{col} IS NULL", "<": "0"}[op]
-    if op == "<":
-        return f"({col} < {value} OR {col} IS NULL)"
-    return f"{col} {op} {value}"
+def _located(keys: Sequence[KeyColumn], item: Sequence[Any]) -> list[str]:
+    """The literals of one value for ``locate`` (between literals: no column to compare with)."""
+    return [literal(k, v, False) or "NULL" for k, v in zip(keys, item, strict=True)]
 
 
-def bound_condition(keys: Sequence[KeyColumn], bound: Sequence[Any], lower: bool) -> str:
-    """``key >= bound`` (``lower``) or ``key < bound``, expanded lexicographically:
-    ``(k1 > ?) OR (k1 = ? AND k2 >= ?)`` as Debezium writes it."""
-    if len(bound) != len(keys):
-        raise ValueError(f"a chunk bound has {len(bound)} values for {len(keys)} key columns")
-    cols = [ident(k.name) for k in keys]
-    values = [literal(k, v) for k, v in zip(keys, bound, strict=True)]
-    terms = []
-    for i in range(len(keys)):
-        last = i == len(keys) - 1
-        op = (">=" if last else ">") if lower else "<"
-        parts = [compare(cols[j], "=", values[j]) for j in range(i)]
-        terms.append("(" + " AND ".join([*parts, compare(cols[i], op, values[i])]) + ")")
-    return "(" + " OR ".join(terms) + ")"
+KEYSET = KeysetSyntax(
+    literal, nulls_first=True, true="1", false="0", same=lambda a, b: f"{a} <=> {b}"
+)
 
 
-def range_condition(
-    keys: Sequence[KeyColumn],
-    lo: Sequence[Any] | None,
-    hi: Sequence[Any] | None,
-    upto: Sequence[Any] | None = None,
-    where: str | None = None,
-) -> str:
-    """``lo <= key < hi`` as a WHERE condition (None bounds are open; "1" when both are),
-    and ``key <= upto`` (an incremental snapshot's maximum key), and ``(where)``."""
-    bounds = ((lo, True), (hi, False))
-    parts = [bound_condition(keys, b, lower) for b, lower in bounds if b is not None]
-    if upto is not None:
-        cols = [ident(k.name) for k in keys]
-        equal = [compare(c, "=", literal(k, v)) for c, k, v in zip(cols, keys, upto, strict=True)]
-        parts.append(f"({bound_condition(keys, upto, False)} OR ({' AND '.join(equal)}))")
-    if where:
-        parts.append(f"({where})")
-    return " AND ".join(parts) or "1"
+def range_condition(keys: Sequence[KeyColumn], span: KeyRange) -> str:
+    """``span`` as a WHERE condition: the shared keyset SQL
+    (:func:`sparkcdc.sources.keyset_sql.range_condition`), NULL first."""
+    return keyset_sql.range_condition(KEYSET, [ident(k.name) for k in keys], keys, span)
 
 
 def locate_query(
     keys: Sequence[KeyColumn], values: Sequence[Sequence[Any]], bounds: Sequence[Sequence[Any]]
 ) -> str:
-    """For each value (by index), how many bounds are ``<=`` it: one cross join of two derived
-    tables of literals, compared by the server with the keys' collations."""
-
-    def rows(items: Sequence[Sequence[Any]], index: bool) -> str:
-        selects = []
-        for n, item in enumerate(items):
-            lits = [literal(k, v, False) or "NULL" for k, v in zip(keys, item, strict=True)]
-            cols = [f"{lit} AS k{j}" for j, lit in enumerate(lits)]
-            selects.append("SELECT " + ", ".join([f"{n} AS i"] * index + cols))
-        return " UNION ALL ".join(selects)
-
-    def gt(j: int) -> str:  # a comparison with NULL decides by which side is NULL
-        return f"IFNULL(v.k{j} > b.k{j}, v.k{j} IS NOT NULL AND b.k{j} IS NULL)"
-
-    n = len(keys)
-    terms = []
-    for i in range(n):
-        last = gt(i) if i < n - 1 else f"IFNULL(v.k{i} >= b.k{i}, b.k{i} IS NULL)"
-        terms.append("(" + " AND ".join([*(f"v.k{j} <=> b.k{j}" for j in range(i)), last]) + ")")
-    return (
-        f"SELECT v.i, SUM({' OR '.join(terms)}) FROM ({rows(values, True)}) v "
-        f"CROSS JOIN ({rows(bounds, False)}) b GROUP BY v.i"
-    )
+    """For each value (by index), how many bounds are ``<=`` it, compared by the server with
+    the keys' collations (:func:`sparkcdc.sources.keyset_sql.locate_query`)."""
+    located = [_located(keys, v) for v in values], [_located(keys, b) for b in bounds]
+    return keyset_sql.locate_query(KEYSET, *located)

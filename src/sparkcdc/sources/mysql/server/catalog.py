@@ -19,17 +19,18 @@ from sparkcdc.core.errors import (
 )
 from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.snapshot.signals import signal_table_ddl
+from sparkcdc.sources.mysql.chunks.sql import ident
 from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.schema.column_types import charset_of_collation, column_from_catalog
 from sparkcdc.sources.mysql.server.client import ServerConnection, binlog_off
 from sparkcdc.sources.mysql.server.flavour import is_mariadb, status_statement
 from sparkcdc.sources.mysql.server.grants import grant_statements, missing_privileges
-from sparkcdc.sources.table_filter import compile_patterns, no_table_matches, unmatched_patterns
+from sparkcdc.sources.sql_catalog import Grantee, ListedTable, SqlCatalog
 
 SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
 
 
-class MySQLCatalog(ServerConnection):
+class MySQLCatalog(ServerConnection, SqlCatalog):
     """A catalog connection to one MySQL/MariaDB server (also a context manager); the port's
     :class:`~sparkcdc.sources.port.Catalog`."""
 
@@ -93,30 +94,23 @@ class MySQLCatalog(ServerConnection):
 
     # -- tables and schemas ----------------------------------------------------------------
 
-    def match_tables(self, patterns: Sequence[str], each: bool = False) -> list[tuple[str, str]]:
-        """The base tables whose ``db.table`` fully matches one of the regular expressions
-        (NoTablesMatched if none does, or with ``each`` if one of them matches none)."""
-        compiled = compile_patterns(patterns)
+    def _listed_tables(self) -> Iterable[ListedTable]:
         rows = self.query(
             "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES "
             "WHERE TABLE_TYPE = 'BASE TABLE'"
         )
-        found = sorted(
-            (str(db), str(table))
-            for db, table in rows
+        return [
+            ListedTable((str(db), str(t)))
+            for db, t in rows
             if str(db).lower() not in SYSTEM_SCHEMAS
-            and any(p.fullmatch(f"{db}.{table}") for p in compiled)
+        ]
+
+    def _no_match(self) -> tuple[str, str]:
+        return (
+            f"on {self.address}",
+            "patterns are regular expressions over db.table (e.g. 'shop\\..*'), fix them "
+            f"or create the tables (the server lists only those user '{self.user}' may read)",
         )
-        unmatched = unmatched_patterns(patterns, (f"{d}.{t}" for d, t in found))
-        if not found or (each and unmatched):
-            raise no_table_matches(
-                patterns,
-                unmatched,
-                f"on {self.address}",
-                "patterns are regular expressions over db.table (e.g. 'shop\\..*'), fix them "
-                f"or create the tables (the server lists only those user '{self.user}' may read)",
-            )
-        return found
 
     def load_schema(self, db: str, table: str, key_columns: Sequence[str] = ()) -> TableSchema:
         """The table's columns in ordinal order and its primary key in key order."""
@@ -207,25 +201,15 @@ class MySQLCatalog(ServerConnection):
                 key="source.signal_table",
             )
 
-    def write_signal(self, table: str, signal_id: str, kind: str, data: str) -> None:
-        """Insert a signal row into the signal table ``db.table`` (committed at once)."""
-        db, _, name = table.partition(".")
-        quoted = f"`{db}`.`{name}`"
-        self.check_signal_table(table)
-        try:
-            self.query(
-                f"INSERT INTO {quoted} (id, type, data) VALUES (%s, %s, %s)",
-                (signal_id, kind, data),
-            )
-        except MissingPrivilege as exc:
-            account = self.account()
-            raise MissingPrivilege(
-                f"User {account} may not insert into {table} on {self.address}; as an "
-                f"administrator run GRANT INSERT ON {quoted} TO {account}, or send the signal "
-                "with --channel file.",
-                user=self.user,
-                missing=["INSERT"],
-            ) from exc
+    def _quote_table(self, schema: str, table: str) -> str:
+        return f"{ident(schema)}.{ident(table)}"
+
+    def _execute(self, sql: str, args: tuple[object, ...]) -> None:
+        self.query(sql, args)
+
+    def _grantee(self) -> Grantee:
+        account = self.account()
+        return Grantee(self.user, account, account)
 
     def account(self) -> str:
         """The account the server knows the user as, quoted (``'cdc'@'%'``)."""

@@ -9,7 +9,7 @@ import pymysql
 
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.errors import ConnectionFailed, SourceError
-from sparkcdc.sources.heartbeat import action_query_failed
+from sparkcdc.sources.heartbeat import run_action_query
 from sparkcdc.sources.mysql.server.client import ServerConnection
 
 
@@ -26,16 +26,16 @@ class ActionQuery:
         if not self.sql:
             return
         try:
-            if self._conn is None:
-                self._conn = ServerConnection.of(self.source)
-            self._conn.query(self.sql)
+            where = f"{self.source.host}:{self.source.port}"
+            run_action_query(self._query, self.sql, where, _server_words)
         except ConnectionFailed:
             self.close()  # a lost server: the replication stream reconnects, and so does this
             raise
-        except SourceError as exc:
-            where = f"{self.source.host}:{self.source.port}"
-            # not chained: Spark's report of the stream's failure names the first error it shows
-            raise action_query_failed(where, _server_words(exc)) from None
+
+    def _query(self, sql: str) -> None:
+        if self._conn is None:
+            self._conn = ServerConnection.of(self.source)
+        self._conn.query(sql)
 
     def close(self) -> None:
         if self._conn is not None:
@@ -47,5 +47,5 @@ def _server_words(exc: SourceError) -> str:
     """The server's own message behind ``exc``, with its error code."""
     cause = exc.__cause__
     if isinstance(cause, pymysql.err.MySQLError) and len(cause.args) > 1:
-        return f"error {cause.args[0]}: {str(cause.args[1]).rstrip('.')}"
-    return str(exc).rstrip(".")
+        return f"error {cause.args[0]}: {cause.args[1]}"
+    return str(exc)

@@ -18,7 +18,6 @@ import io
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import psycopg2
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
@@ -70,24 +69,18 @@ class ChunkSession(Session):
     def _run(self, sql: str, work: Callable[[Any], T]) -> T:
         """``work(cursor)``, in the snapshot's transaction when one is given; a refusal as a
         sparkcdc error; a lost connection reopened once."""
-        for attempt in (0, 1):
+
+        def in_snapshot(cur: Any) -> T:
+            if self.snapshot is None:
+                return work(cur)
             try:
-                with self._conn.cursor() as cur:
-                    if self.snapshot is None:
-                        return work(cur)
-                    try:
-                        cur.execute(f"{_BEGIN} {text_literal(self.snapshot)}")
-                        result = work(cur)
-                    finally:
-                        if not self._conn.closed:
-                            cur.execute("ROLLBACK")  # read only: nothing to keep
-                    return result
-            except psycopg2.Error as exc:
-                if exc.pgcode is None and self._conn.closed and attempt == 0:
-                    self._conn = self._open()
-                    continue
-                raise self._refusal(sql, exc) from exc
-        raise AssertionError("unreachable")
+                cur.execute(f"{_BEGIN} {text_literal(self.snapshot)}")
+                return work(cur)
+            finally:
+                if not self._conn.closed:
+                    cur.execute("ROLLBACK")  # read only: nothing to keep
+
+        return self._with_cursor(sql, in_snapshot)
 
 
 def text_columns(data: pa.Buffer, count: int) -> list[pa.Array]:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Self
 
 import pyarrow as pa
 
@@ -35,7 +34,8 @@ from sparkcdc.core.chunk import KeyColumn, KeyValue
 from sparkcdc.core.errors import ConfigError, SourceError
 from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.snapshot.correct import CHUNK_SCHEMA
-from sparkcdc.snapshot.dialect import locate_in_batches
+from sparkcdc.sources.keyset_chunks import KeysetChunks
+from sparkcdc.sources.keyset_sql import KeyRange
 from sparkcdc.sources.port import SnapshotPin
 from sparkcdc.sources.postgres.chunks import sql as q
 from sparkcdc.sources.postgres.chunks.columns_now import PinnedTables, Select
@@ -46,6 +46,7 @@ from sparkcdc.sources.postgres.chunks.pin_token import PinToken
 from sparkcdc.sources.postgres.chunks.typed import typed_table
 from sparkcdc.sources.postgres.chunks.visibility import visible_lsn
 from sparkcdc.sources.postgres.offset import LsnOffset
+from sparkcdc.sources.postgres.server.connect import Row
 from sparkcdc.sources.postgres.settings import PostgresSettings
 from sparkcdc.sources.postgres.wire.lsn import parse_lsn
 
@@ -58,7 +59,7 @@ _ESTIMATE_SQL = (
 _INSERT_SQL = "SELECT pg_current_wal_insert_lsn()::text"
 
 
-class PostgresChunks:
+class PostgresChunks(KeysetChunks):
     """:class:`sparkcdc.snapshot.dialect.SnapshotDialect` for PostgreSQL (a context manager):
     one connection to ``source``'s database, reading in the exported snapshot of ``pin`` if
     given. Tables are named by schema (``db``) and table."""
@@ -89,25 +90,28 @@ class PostgresChunks:
         not_null = {c.column.name for c in self._tables[(db, table)] if c.not_null}
         return any(k.name not in not_null for k in keys)
 
-    def _condition(
-        self,
-        db: str,
-        table: str,
-        keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        hi: KeyValue | None,
-        upto: KeyValue | None = None,
-        where: str | None = None,
-    ) -> str:
+    def _condition(self, db: str, table: str, keys: Sequence[KeyColumn], span: KeyRange) -> str:
+        where = span.where
         if where and (refusal := q.condition_refusal(where)):
             raise ConfigError(f"The condition {where!r} for {db}.{table} is refused: {refusal}.")
         nulls = self._nullable(db, table, keys)
-        return q.range_condition(self._cols(keys), keys, nulls, lo, hi, upto, where)
+        return q.range_condition(self._cols(keys), keys, nulls, span)
 
     def _order(self, keys: Sequence[KeyColumn], desc: bool = False) -> str:
         return ", ".join(c + (" DESC" if desc else "") for c in self._cols(keys))
 
-    def _keys(self, select: str, keys: Sequence[KeyColumn]) -> list[KeyValue]:
+    def _key_select(self, keys: Sequence[KeyColumn]) -> str:
+        return ", ".join(self._cols(keys))
+
+    def _rows(self, sql: str) -> list[Row]:
+        return self.session.rows(sql)
+
+    def _locate_rows(
+        self, keys: Sequence[KeyColumn], values: Sequence[KeyValue], bounds: Sequence[KeyValue]
+    ) -> list[Row]:
+        return self.session.query(q.locate_query(keys, values, bounds))
+
+    def _key_values(self, select: str, keys: Sequence[KeyColumn]) -> list[KeyValue]:
         """The key values of ``select``'s rows (the key columns, in order), made by the same
         JSON encoding as the chunks' keys and parsed."""
         texts = text_columns(self.session.copy(select), len(keys))
@@ -138,70 +142,18 @@ class PostgresChunks:
         )
         return max(int(counted[0][0]), round(estimate))
 
-    def key_range(
-        self, db: str, table: str, keys: Sequence[KeyColumn]
-    ) -> tuple[KeyValue, KeyValue] | None:
-        """The first and last key in key order (one query of two ``ORDER BY .. LIMIT 1``)."""
-        cols, name = ", ".join(self._cols(keys)), self._table(db, table)
-        first = f"SELECT {cols} FROM {name} ORDER BY {self._order(keys)} LIMIT 1"
-        last = f"SELECT {cols} FROM {name} ORDER BY {self._order(keys, desc=True)} LIMIT 1"
-        found = self._keys(f"({first}) UNION ALL ({last})", keys)
-        return (found[0], found[-1]) if found else None
-
-    def key_after(
-        self,
-        db: str,
-        table: str,
-        keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        offset: int,
-        upto: KeyValue | None = None,
-    ) -> KeyValue | None:
-        """``WHERE key >= lo [AND key <= upto] ORDER BY key LIMIT 1 OFFSET offset``."""
-        found = self._keys(
-            f"SELECT {', '.join(self._cols(keys))} FROM {self._table(db, table)}"
-            f" WHERE {self._condition(db, table, keys, lo, None, upto)}"
-            f" ORDER BY {self._order(keys)} LIMIT 1 OFFSET {int(offset)}",
-            keys,
-        )
-        return found[0] if found else None
-
-    def count_between(
-        self,
-        db: str,
-        table: str,
-        keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        hi: KeyValue | None,
-        limit: int,
-    ) -> int:
-        """``count(*)`` over a ``LIMIT``-ed subquery, so a huge range stops at ``limit``."""
-        rows = self.session.rows(
-            f"SELECT count(*) FROM (SELECT 1 FROM {self._table(db, table)}"
-            f" WHERE {self._condition(db, table, keys, lo, hi)} LIMIT {int(limit)}) AS c"
-        )
-        return int(rows[0][0])
-
-    def read_chunk(
-        self,
-        schema: TableSchema,
-        keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        hi: KeyValue | None,
-        typed: bool = False,
-        upto: KeyValue | None = None,
-        where: str | None = None,
+    def _read_chunk(
+        self, schema: TableSchema, keys: Sequence[KeyColumn], span: KeyRange, typed: bool
     ) -> pa.Table:
-        """One COPY of the table's columns (``upto``, ``where``: see
-        :func:`.sql.range_condition`). Without ``typed``: :data:`CHUNK_SCHEMA`, the JSON
-        text of :mod:`.images`. With ``typed``: the ``key`` text and the typed columns of
-        :func:`.typed.typed_table`."""
+        """One COPY of the table's columns in ``span``. Without ``typed``: :data:`CHUNK_SCHEMA`,
+        the JSON text of :mod:`.images`. With ``typed``: the ``key`` text and the typed
+        columns of :func:`.typed.typed_table`."""
         db, table = schema.db, schema.table
         names = schema.column_names()
 
         def select(exprs: list[str], keys_now: dict[str, str]) -> str:
             named = [replace(k, name=keys_now.get(k.name, k.name)) for k in keys]
-            condition = self._condition(db, table, named, lo, hi, upto, where)
+            condition = self._condition(db, table, named, span)
             return f"SELECT {', '.join(exprs)} FROM {self._table(db, table)} WHERE {condition}"
 
         data = self._chunk_data(schema, select)
@@ -236,17 +188,6 @@ class PostgresChunks:
             return str(exc.fields.get("detail") or exc)
         return None
 
-    def locate(
-        self,
-        keys: Sequence[KeyColumn],
-        values: Sequence[KeyValue],
-        bounds: Sequence[KeyValue],
-    ) -> list[int]:
-        """Cross joins of value and bound literals, LOCATE_BATCH of each per query."""
-        return locate_in_batches(
-            values, bounds, lambda vs, bs: self.session.query(q.locate_query(keys, vs, bs))
-        )
-
     def read_point(self) -> LsnOffset | None:
         """Where the last chunk read saw its table: the pin's point, or a later pin of the
         table's own once it was rewritten since (:mod:`.columns_now`); None without a pin."""
@@ -272,9 +213,3 @@ class PostgresChunks:
         if self.pinned is not None:
             self.pinned.close()
         self.session.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

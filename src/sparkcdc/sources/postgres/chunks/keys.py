@@ -11,8 +11,9 @@ json, xml, geometric types, money, bit strings, arrays) are refused.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from sparkcdc.core.chunk import KeyColumn
 from sparkcdc.core.errors import ConfigError, SourceError
@@ -25,6 +26,9 @@ from sparkcdc.sources.postgres.pgoutput.types import (
     column,
 )
 from sparkcdc.sources.postgres.server.connect import Session
+
+T = TypeVar("T")
+Missing = Callable[[str], Exception]  # the error for a name that is not there
 
 _COLUMNS_SQL = (
     "SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull,"
@@ -93,23 +97,36 @@ def table_columns(session: Session, db: str, table: str) -> list[TableColumn]:
     ]
 
 
+def as_spelled(
+    items: Sequence[T], name_of: Callable[[T], str], names: Sequence[str], missing: Missing
+) -> list[T]:
+    """The item of each of ``names``: the one spelled so, else the one named so apart from
+    case (SQL folds an unquoted name to lower case); ``missing(name)`` is raised for none."""
+    by_name = {name_of(i).lower(): i for i in items} | {name_of(i): i for i in items}
+    found = [by_name.get(n) or by_name.get(n.lower()) for n in names]
+    for name, item in zip(names, found, strict=True):
+        if item is None:
+            raise missing(name)
+    return [item for item in found if item is not None]
+
+
 def chunk_key_columns(
     session: Session, db: str, table: str, names: Sequence[str]
 ) -> list[KeyColumn]:
     """The named columns (the table's spelling first, then case-insensitively) as chunk key
     columns; ConfigError for a missing column or one whose type cannot order chunks."""
     columns = table_columns(session, db, table)
-    by_name = {c.column.name.lower(): c for c in columns} | {c.column.name: c for c in columns}
+
+    def missing(name: str) -> ConfigError:
+        return ConfigError(
+            f"{db}.{table} has no column {name} to cut its snapshot chunks along; list "
+            "columns of the table in source.snapshot.chunk_key_columns "
+            f"({', '.join(c.column.name for c in columns)}).",
+            key="source.snapshot.chunk_key_columns",
+        )
+
     keys = []
-    for name in names:
-        found = by_name.get(name) or by_name.get(name.lower())
-        if found is None:
-            raise ConfigError(
-                f"{db}.{table} has no column {name} to cut its snapshot chunks along; list "
-                "columns of the table in source.snapshot.chunk_key_columns "
-                f"({', '.join(c.column.name for c in columns)}).",
-                key="source.snapshot.chunk_key_columns",
-            )
+    for found in as_spelled(columns, lambda c: c.column.name, names, missing):
         c = found.column
         if not c.logical or array_element(c.logical) or c.data_type in REFUSED:
             raise ConfigError(

@@ -7,11 +7,10 @@ cast to the key column's type (:attr:`KeyColumn.data_type`, checked to be a type
 server compares them with the columns, so each column's collation decides; ``locate`` compares
 literals with literals and gives them the column's ``COLLATE``.
 
-Keyset conditions are Debezium's and Flink CDC 2.x's ``lo <= key < hi`` (seeds 000, 003) in
-PostgreSQL's own key order: ascending, NULL after every value, as ``ORDER BY k1, k2`` and a
-b-tree index give it. Over NOT NULL columns they are row-value comparisons,
-``(k1, k2) >= (a, b)``, which a b-tree index answers with one range scan; over nullable columns
-they are expanded lexicographically with NULL greatest.
+Keyset conditions are the shared ones of :mod:`sparkcdc.sources.keyset_sql` in PostgreSQL's
+own key order: ascending, NULL after every value, as ``ORDER BY k1, k2`` and a b-tree index give
+it; over NOT NULL columns they are row-value comparisons, ``(k1, k2) >= (a, b)``, which a
+b-tree index answers with one range scan.
 """
 
 from __future__ import annotations
@@ -24,8 +23,9 @@ from collections.abc import Sequence
 
 from sparkcdc.core import types
 from sparkcdc.core.chunk import KeyColumn
+from sparkcdc.sources import keyset_sql
+from sparkcdc.sources.keyset_sql import Bound, KeyRange, KeysetSyntax
 
-Bound = Sequence[object]
 # a type or collation name as format_type and quote_ident write it (``pg_catalog."en-x-icu"``,
 # ``timestamp(3) with time zone``, ``public.mood``): nothing that could end its expression
 _WORD = r'(?:"(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*)'
@@ -100,77 +100,23 @@ def literal(key: KeyColumn, value: object) -> str | None:
     return f"CAST({text_literal(input_text(key, value))} AS {sql_name(key.data_type)})"
 
 
-def _term(parts: list[str | None]) -> str | None:
-    """``parts`` joined by AND; None (false) if one is false, "true" if none is left."""
-    kept = [p for p in parts if p != "true"]
-    if any(p is None for p in kept):
-        return None
-    return " AND ".join(p for p in kept if p is not None) or "true"
-
-
-def _eq(col: str, value: str | None, nulls: bool) -> str | None:
-    if value is None:
-        return f"{col} IS NULL" if nulls else None
-    return f"{col} = {value}"
-
-
-def _strict(col: str, op: str, value: str | None, nulls: bool) -> str | None:
-    """``col op value`` (op ``<`` or ``>``) with NULL greater than every value."""
-    if op == ">":
-        if value is None:
-            return None
-        return f"({col} > {value} OR {col} IS NULL)" if nulls else f"{col} > {value}"
-    if value is None:
-        return f"{col} IS NOT NULL" if nulls else "true"
-    return f"{col} < {value}"
-
-
-def compare_keys(
-    cols: Sequence[str], keys: Sequence[KeyColumn], bound: Bound, op: str, nulls: bool
-) -> str:
-    """``key op bound`` (op ``>=``, ``<`` or ``<=``) in key order; ``nulls``: a key column may
-    be NULL. A row-value comparison where it means the same, else the lexicographic OR of
-    ``k1 = a AND k2 > b`` terms."""
-    if len(bound) != len(keys):
-        raise ValueError(f"a chunk bound has {len(bound)} values for {len(keys)} key columns")
-    values = [literal(k, v) for k, v in zip(keys, bound, strict=True)]
-    if not nulls and all(v is not None for v in values):
-        if len(cols) == 1:
-            return f"{cols[0]} {op} {values[0]}"
-        return f"({', '.join(cols)}) {op} ({', '.join(map(str, values))})"
-    strict = ">" if op == ">=" else "<"
-    terms = [
-        _term([*(_eq(c, v, nulls) for c, v in zip(cols[:i], values[:i], strict=True)),
-               _strict(cols[i], strict, values[i], nulls)])
-        for i in range(len(cols))
-    ]  # fmt: skip
-    if op != "<":
-        terms.append(_term([_eq(c, v, nulls) for c, v in zip(cols, values, strict=True)]))
-    kept = [t for t in terms if t is not None]
-    if "true" in kept:
-        return "true"
-    return "(" + " OR ".join(f"({t})" for t in kept) + ")" if kept else "false"
+KEYSET = KeysetSyntax(
+    literal,
+    nulls_first=False,
+    true="true",
+    false="false",
+    same=lambda a, b: f"{a} IS NOT DISTINCT FROM {b}",
+    row_values=True,
+)
 
 
 def range_condition(
-    cols: Sequence[str],
-    keys: Sequence[KeyColumn],
-    nulls: bool,
-    lo: Bound | None,
-    hi: Bound | None,
-    upto: Bound | None = None,
-    where: str | None = None,
+    cols: Sequence[str], keys: Sequence[KeyColumn], nulls: bool, span: KeyRange
 ) -> str:
-    """``lo <= key < hi`` as a WHERE condition (None bounds are open), and ``key <= upto``
-    (an incremental snapshot's maximum key), and ``(where)``; "true" when nothing bounds."""
-    parts = [
-        compare_keys(cols, keys, bound, op, nulls)
-        for bound, op in ((lo, ">="), (hi, "<"), (upto, "<="))
-        if bound is not None
-    ]
-    if where:
-        parts.append(f"({where})")
-    return " AND ".join(parts) or "true"
+    """``span`` over the quoted ``cols`` as a WHERE condition: the shared keyset SQL
+    (:func:`sparkcdc.sources.keyset_sql.range_condition`), NULL last; ``nulls``: a key
+    column may be NULL."""
+    return keyset_sql.range_condition(KEYSET, cols, keys, span, nulls)
 
 
 def _located(keys: Sequence[KeyColumn], value: Bound) -> list[str]:
@@ -185,25 +131,10 @@ def _located(keys: Sequence[KeyColumn], value: Bound) -> list[str]:
 def locate_query(
     keys: Sequence[KeyColumn], values: Sequence[Bound], bounds: Sequence[Bound]
 ) -> str:
-    """For each value (by index ``i``), how many bounds are ``<=`` it: two VALUES lists of
-    typed literals cross-joined and compared by the server, NULL greatest."""
-    rows = ", ".join(f"({i}, {', '.join(_located(keys, v))})" for i, v in enumerate(values))
-    marks = ", ".join(f"({', '.join(_located(keys, b))})" for b in bounds)
-    names = ", ".join(f"k{j}" for j in range(len(keys)))
-
-    def at_least(j: int, last: bool) -> str:  # v.kj > b.kj (>= for the last column)
-        if last:
-            return f"COALESCE(v.k{j} >= b.k{j}, v.k{j} IS NULL)"
-        return f"COALESCE(v.k{j} > b.k{j}, v.k{j} IS NULL AND b.k{j} IS NOT NULL)"
-
-    n = len(keys)
-    same = [f"v.k{j} IS NOT DISTINCT FROM b.k{j}" for j in range(n)]
-    terms = [" AND ".join([*same[:i], at_least(i, i == n - 1)]) for i in range(n)]
-    return (
-        f"SELECT v.i, count(*) FILTER (WHERE {' OR '.join(f'({t})' for t in terms)})"
-        f" FROM (VALUES {rows}) AS v(i, {names}) CROSS JOIN (VALUES {marks}) AS b({names})"
-        " GROUP BY v.i"
-    )
+    """For each value (by index ``i``), how many bounds are ``<=`` it, compared by the server
+    with the keys' collations (:func:`sparkcdc.sources.keyset_sql.locate_query`)."""
+    located = [_located(keys, v) for v in values], [_located(keys, b) for b in bounds]
+    return keyset_sql.locate_query(KEYSET, *located)
 
 
 # string literals, quoted identifiers and dollar-quoted strings, whose content is not SQL

@@ -42,9 +42,10 @@ from typing import TypeVar
 import pyarrow as pa
 
 from sparkcdc.config.model import SourceConfig
-from sparkcdc.core.chunk import KeyColumn, KeyValue
+from sparkcdc.core.chunk import KeyColumn
 from sparkcdc.core.errors import SourceError
 from sparkcdc.core.schema import Column, TableSchema
+from sparkcdc.sources.keyset_chunks import Keys, KeyWork
 from sparkcdc.sources.port import TableView
 from sparkcdc.sources.postgres.chunks.columns_now import (
     ATTEMPTS,
@@ -55,7 +56,7 @@ from sparkcdc.sources.postgres.chunks.columns_now import (
 )
 from sparkcdc.sources.postgres.chunks.copy import ChunkSession
 from sparkcdc.sources.postgres.chunks.dialect import PostgresChunks
-from sparkcdc.sources.postgres.chunks.keys import table_columns
+from sparkcdc.sources.postgres.chunks.keys import as_spelled, table_columns
 from sparkcdc.sources.postgres.chunks.view_token import ViewToken
 from sparkcdc.sources.postgres.server.attributes import TableAttributes, read_attributes
 
@@ -112,19 +113,16 @@ class StreamedTable:
     def key_names(self, names: Sequence[str]) -> list[tuple[str, str]]:
         """(the stream's spelling, the name now) of each of the key columns ``names``."""
         now = self.names()
-        spelled = {n.lower(): n for n in now} | {n: n for n in now}
-        out = []
-        for name in names:
-            found = spelled.get(name) or spelled.get(name.lower())
-            if found is None:
-                raise SourceError(
-                    f"the key column {name} of {self.schema.name} is no longer in the table; a "
-                    "table's key cannot change while it is captured, so start the pipeline "
-                    "afresh (startup: initial).",
-                    table=self.schema.name,
-                )
-            out.append((found, now[found]))
-        return out
+
+        def missing(name: str) -> SourceError:
+            return SourceError(
+                f"the key column {name} of {self.schema.name} is no longer in the table; a "
+                "table's key cannot change while it is captured, so start the pipeline afresh "
+                "(startup: initial).",
+                table=self.schema.name,
+            )
+
+        return [(n, now[n]) for n in as_spelled(list(now), str, names, missing)]
 
     def select_list(self) -> list[str]:
         """The select-list expression of each of the stream's columns (module docstring)."""
@@ -207,44 +205,12 @@ class StreamedChunks(PostgresChunks):
 
         return self._again(work)
 
-    def key_range(
-        self, db: str, table: str, keys: Sequence[KeyColumn]
-    ) -> tuple[KeyValue, KeyValue] | None:
+    def _with_keys(self, db: str, table: str, keys: Keys, work: KeyWork[T], check: bool) -> T:
+        """``work`` over the key columns under their names now, the view's table's queries
+        run again as :meth:`StreamedTable.again` says (the splitter's only when refused)."""
         if not self.view.covers(db, table):
-            return super().key_range(db, table, keys)
-        found = self._again(
-            lambda: [PostgresChunks.key_range(self, db, table, self._named(db, table, keys))]
-        )
-        return found[0]
-
-    def key_after(
-        self,
-        db: str,
-        table: str,
-        keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        offset: int,
-        upto: KeyValue | None = None,
-    ) -> KeyValue | None:
-        if not self.view.covers(db, table):
-            return super().key_after(db, table, keys, lo, offset, upto)
-        found = self._again(lambda: [PostgresChunks.key_after(
-            self, db, table, self._named(db, table, keys), lo, offset, upto)], False)  # fmt: skip
-        return found[0]
-
-    def count_between(
-        self,
-        db: str,
-        table: str,
-        keys: Sequence[KeyColumn],
-        lo: KeyValue | None,
-        hi: KeyValue | None,
-        limit: int,
-    ) -> int:
-        if not self.view.covers(db, table):
-            return super().count_between(db, table, keys, lo, hi, limit)
-        return self._again(lambda: PostgresChunks.count_between(
-            self, db, table, self._named(db, table, keys), lo, hi, limit), False)  # fmt: skip
+            return work(list(keys))
+        return self._again(lambda: [work(self._named(db, table, keys))], check)[0]
 
     def _chunk_data(self, schema: TableSchema, select: Select) -> pa.Buffer:
         if not self.view.covers(schema.db, schema.table):

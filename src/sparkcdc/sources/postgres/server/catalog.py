@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Self
 
 from sparkcdc.config.model import SourceConfig
-from sparkcdc.core.errors import ConfigError, MissingPrivilege, SourceError, TableWithoutKey
+from sparkcdc.core.errors import ConfigError, SourceError, TableWithoutKey
 from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.snapshot.signals import SIGNAL_TABLE_DDL
 from sparkcdc.sources.port import TableName
@@ -33,7 +33,7 @@ from sparkcdc.sources.postgres.server.publication import plan_publication, slot_
 from sparkcdc.sources.postgres.server.readiness import check_access, check_identity, check_server
 from sparkcdc.sources.postgres.settings import PostgresSettings
 from sparkcdc.sources.postgres.wire.lsn import format_lsn, parse_lsn
-from sparkcdc.sources.table_filter import compile_patterns, no_table_matches, unmatched_patterns
+from sparkcdc.sources.sql_catalog import Grantee, ListedTable, SqlCatalog
 
 log = logging.getLogger("sparkcdc.source")
 
@@ -46,6 +46,7 @@ _TABLES_SQL = (
     " WHERE c.relkind IN ('r', 'p') AND {partitions}"
     " AND n.nspname <> 'information_schema' AND left(n.nspname, 3) <> 'pg_'"
 )
+_UNLOGGED = "which logical decoding cannot capture (unlogged or temporary)"
 _RELATION_SQL = (
     "SELECT c.oid, c.relreplident FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
     " WHERE n.nspname = %s AND c.relname = %s AND c.relkind IN ('r', 'p')"
@@ -68,7 +69,7 @@ _EXISTS_SQL = (
 )
 
 
-class PostgresCatalog:
+class PostgresCatalog(SqlCatalog):
     """A catalog connection to one database of a PostgreSQL server (a context manager), or
     ``session`` (one reading in a snapshot: :mod:`..chunks.pin_view`). ``slot`` is the
     pipeline's replication slot (default: ``source.slot`` if set): when known,
@@ -130,33 +131,24 @@ class PostgresCatalog:
         regular expressions (unlogged tables, which logical decoding never sees, are left out
         with a warning); NoTablesMatched, naming the database, if none does, or with ``each``
         if one of them matches none."""
-        compiled = compile_patterns(patterns)
-        partitions = "NOT c.relispartition" if self._version >= 130000 else "c.relkind = 'r'"
-        found: list[TableName] = []
-        unlogged: list[TableName] = []
-        for schema, table, persistence in self.session.query(
-            _TABLES_SQL.format(partitions=partitions)
-        ):
-            if any(p.fullmatch(f"{schema}.{table}") for p in compiled):
-                (found if persistence == "p" else unlogged).append((str(schema), str(table)))
-        if unlogged:
-            log.warning(
-                "source.tables matches %s on %s, which logical decoding cannot capture "
-                "(unlogged or temporary); left out",
-                ", ".join(f"{s}.{t}" for s, t in sorted(unlogged)), self.address,
-            )  # fmt: skip
-        unmatched = unmatched_patterns(patterns, (f"{s}.{t}" for s, t in found))
-        if not found or (each and unmatched):
-            raise no_table_matches(
-                patterns,
-                unmatched,
-                f"in database '{self.database}' on {self.address}",
-                "tables are looked for in source.database only (postgres when it is not set), "
-                "so set it to the database that holds them, or fix the patterns (regular "
-                "expressions over schema.table, e.g. 'public\\..*') or create the tables",
-            )
-        self._matched = sorted(found)
+        self._matched = super().match_tables(patterns, each)
         return list(self._matched)
+
+    def _listed_tables(self) -> Iterable[ListedTable]:
+        partitions = "NOT c.relispartition" if self._version >= 130000 else "c.relkind = 'r'"
+        rows = self.session.query(_TABLES_SQL.format(partitions=partitions))
+        return [
+            ListedTable((str(s), str(t)), None if persistence == "p" else _UNLOGGED)
+            for s, t, persistence in rows
+        ]
+
+    def _no_match(self) -> tuple[str, str]:
+        return (
+            f"in database '{self.database}' on {self.address}",
+            "tables are looked for in source.database only (postgres when it is not set), "
+            "so set it to the database that holds them, or fix the patterns (regular "
+            "expressions over schema.table, e.g. 'public\\..*') or create the tables",
+        )
 
     def load_schema(self, db: str, table: str, key_columns: Sequence[str] = ()) -> TableSchema:
         """The table's columns in attnum order (types mapped by :mod:`..pgoutput.types`), its
@@ -288,24 +280,14 @@ class PostgresCatalog:
                 key="source.signal_table",
             )
 
-    def write_signal(self, table: str, signal_id: str, kind: str, data: str) -> None:
-        """Insert a signal row into the signal table ``schema.table`` (committed at once)."""
-        schema, _, name = table.partition(".")
-        quoted = self.session.qualified(schema, name)
-        self.check_signal_table(table)
-        try:
-            self.session.query(
-                f"INSERT INTO {quoted} (id, type, data) VALUES (%s, %s, %s)",
-                (signal_id, kind, data),
-            )
-        except MissingPrivilege as exc:
-            raise MissingPrivilege(
-                f"User '{self.user}' may not insert into {table} on {self.address}; as an "
-                f"administrator run GRANT INSERT ON {quoted} TO {self.session.ident(self.user)}, "
-                "or send the signal with --channel file.",
-                user=self.user,
-                missing=["INSERT"],
-            ) from exc
+    def _quote_table(self, schema: str, table: str) -> str:
+        return self.session.qualified(schema, table)
+
+    def _execute(self, sql: str, args: tuple[object, ...]) -> None:
+        self.session.query(sql, args)
+
+    def _grantee(self) -> Grantee:
+        return Grantee(self.user, f"'{self.user}'", self.session.ident(self.user))
 
     # -- lifecycle ---------------------------------------------------------------------------
 

@@ -24,8 +24,8 @@ import math
 import os
 import re
 import ssl
-from collections.abc import Sequence
-from typing import Any, Self
+from collections.abc import Callable, Sequence
+from typing import Any, Self, TypeVar
 
 import psycopg2
 import psycopg2.errors
@@ -45,6 +45,7 @@ from sparkcdc.sources.postgres.wire.errors import CLEAR_TEXT_REFUSED, CLIENT_CER
 from sparkcdc.sources.tls import handshake_failed, not_encrypted
 
 Row = tuple[Any, ...]
+T = TypeVar("T")
 
 SESSION_OPTIONS: dict[str, str] = {
     "TimeZone": "UTC",
@@ -109,11 +110,20 @@ class Session:
     def query(self, sql: str, args: Sequence[object] | None = None) -> list[Row]:
         """Run one statement; its rows (none for a statement without a result). A refusal is
         a sparkcdc error carrying the server's ``sqlstate``."""
+
+        def fetch(cur: Any) -> list[Row]:
+            cur.execute(sql, args)
+            return list(cur.fetchall()) if cur.description is not None else []
+
+        return self._with_cursor(sql, fetch)
+
+    def _with_cursor(self, sql: str, work: Callable[[Any], T]) -> T:
+        """``work(cursor)`` for the statement ``sql``; a refusal as a sparkcdc error carrying
+        the server's ``sqlstate``; a lost connection reopened once."""
         for attempt in (0, 1):
             try:
                 with self._conn.cursor() as cur:
-                    cur.execute(sql, args)
-                    return list(cur.fetchall()) if cur.description is not None else []
+                    return work(cur)
             except psycopg2.Error as exc:
                 if exc.pgcode is None and self._conn.closed and attempt == 0:
                     self._conn = self._open()

@@ -15,7 +15,7 @@ import logging
 
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.errors import ConnectionFailed, SourceError
-from sparkcdc.sources.heartbeat import action_query_failed
+from sparkcdc.sources.heartbeat import run_action_query
 from sparkcdc.sources.postgres.server.connect import Session
 
 log = logging.getLogger("sparkcdc.source")
@@ -40,23 +40,19 @@ class WalHeartbeat:
             [(at,)] = self._session.query(_EMIT_SQL, (PREFIX,))
             log.debug("heartbeat written at %s", at)
             if self.action_query:
-                self._act(self._session, self.action_query)
+                session = self._session
+                run_action_query(session.query, self.action_query, session.address, _words)
         except ConnectionFailed:
             self.close()  # opened again at the next beat
             raise
-
-    def _act(self, session: Session, sql: str) -> None:
-        try:
-            session.query(sql)
-        except ConnectionFailed:
-            raise
-        except SourceError as exc:
-            diag = getattr(exc.__cause__, "diag", None)
-            words = getattr(diag, "message_primary", None) or str(exc)
-            # not chained: Spark's report of the stream's failure names the first error it shows
-            raise action_query_failed(session.address, words.rstrip(".")) from None
 
     def close(self) -> None:
         if self._session is not None:
             self._session.close()
             self._session = None
+
+
+def _words(exc: SourceError) -> str:
+    """The server's own message behind ``exc``."""
+    diag = getattr(exc.__cause__, "diag", None)
+    return getattr(diag, "message_primary", None) or str(exc)
