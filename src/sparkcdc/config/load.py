@@ -59,6 +59,8 @@ from sparkcdc.config.values import (
     ranged,
 )
 from sparkcdc.core.errors import ConfigError
+from sparkcdc.sinks.registry import canonical as canonical_sink
+from sparkcdc.sinks.registry import sink_type
 from sparkcdc.sources.registry import canonical, source_type
 
 _ENV = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -341,12 +343,19 @@ def _path(base: Path, remote: bool = False) -> Callable[[Any, str], str]:
 
 def _sink(s: dict[str, Any], base: Path) -> SinkConfig:
     return SinkConfig(
-        type=_get(s, "type", "sink", _one_of("delta"), "delta"),
+        type=_get(s, "type", "sink", _sink_type, "delta"),
         path=(path := _get(s, "path", "sink", _path(base, remote=True), _REQUIRED)),
         maintenance=_maintenance(_section(s.get("maintenance"), "sink.maintenance",
                                           MAINTENANCE_KEYS)),
         storage_options=as_storage_options(s.get("storage_options"), path),
     )  # fmt: skip
+
+
+def _sink_type(value: Any, key: str) -> str:
+    """A type the sink registry knows (:mod:`sparkcdc.sinks.registry`), by its kept name."""
+    text = as_text(value, key)
+    sink_type(text, key)
+    return canonical_sink(text)
 
 
 def _maintenance(s: dict[str, Any]) -> MaintenanceConfig:
