@@ -4,10 +4,10 @@ A TRUNCATE reaches the sink as a schema event (``op = 's'``) whose change kind i
 (MySQL's and MariaDB's TRUNCATE TABLE statement; each table a PostgreSQL Truncate message names,
 CASCADE and RESTART IDENTITY included; :func:`sparkcdc.sinks.batch_events.is_truncate`).
 :mod:`.lake` notes it as a reset, which empties the replica in the batch's MERGE; here it
-becomes a change of its table, ``op = 't'`` with ``before`` and ``after`` null and the event's own ``source`` and ``transaction``, so the sink
-appends it to the table's change log with the table's other changes of the batch, in log order
-and in the same commit: once per batch id, as every change-log row. A reader of the change log
-alone sees where the table was emptied.
+becomes a change of its table, ``op = 't'`` with ``before`` and ``after`` null and the event's
+own ``source`` and ``transaction``, so the sink appends it to the table's change log with the
+table's other changes of the batch, in log order and in the same commit: once per batch id, as
+every change-log row. A reader of the change log alone sees where the table was emptied.
 """
 
 from __future__ import annotations
