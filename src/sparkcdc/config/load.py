@@ -155,6 +155,9 @@ def load_config_text(
     base = Path(base_dir)
     source = _source(root.get("source"))
     sink = _sink(_section(root.get("sink"), "sink", SINK_KEYS, required=True), base)
+    if source.on_log_gone == "resnapshot" and sink.type != "delta":
+        fail("source.on_log_gone", f"resnapshot deletes the keys gone at the source from Delta "
+             f"replicas only, and sink.type is {sink.type}; use on_log_gone: fail")  # fmt: skip
     pipeline = _pipeline(
         _section(root.get("pipeline"), "pipeline", PIPELINE_KEYS, required=True), base
     )
