@@ -4,7 +4,8 @@
 under ``sink.path`` in this process (:data:`LAKES`), so a sink opened again on the same path (a
 restarted pipeline) finds its tables and the batch ids it applied. Per table it keeps a replica
 (rows by key) and a change log (rows in log order), from JSON row images and from snapshot
-chunks read through :mod:`sparkcdc.sinks.batch_events`. It writes no snapshot chunk files.
+chunks read through :mod:`sparkcdc.sinks.batch_events`. It writes no snapshot chunk files. Its
+one key of its own, ``sink.label``, is only there to show a sink type's keys reach it.
 """
 
 from __future__ import annotations
@@ -171,4 +172,4 @@ def _open(config: SinkConfig, context: SinkContext) -> Sink:
     return MemorySink(LAKES.setdefault(config.path, MemoryLake()), context.app_id)
 
 
-SINK_TYPE = SinkType("memory", check=_check, open=_open, chunk_writer=None)
+SINK_TYPE = SinkType("memory", check=_check, open=_open, chunk_writer=None, keys=("label",))

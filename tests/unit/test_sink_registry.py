@@ -54,6 +54,16 @@ def test_a_resnapshot_is_refused_for_a_sink_other_than_delta(tmp_path: Path) -> 
     assert load_config_text(text + "sink: {path: /l}\n", "/").source.on_log_gone == "resnapshot"
 
 
+def test_a_sink_types_own_keys_are_allowed_for_it_only(tmp_path: Path) -> None:
+    own = BASE + f"sink: {{type: tests.fakes.sink, path: {tmp_path}, label: 7}}\n"
+    assert load_config_text(own, "/").sink.settings == {"label": "7"}
+    with pytest.raises(ConfigError, match="allowed keys are type, path, maintenance, "
+                       r"storage_options\.$") as err:  # fmt: skip
+        load_config_text(BASE + "sink: {path: /l, label: 7}\n", "/")
+    assert err.value.fields["key"] == "sink.label"
+    assert load_config_text(BASE + "sink: {path: /l}\n", "/").sink.settings == {}
+
+
 def test_the_delta_check_of_a_folder_needs_no_storage(tmp_path: Path) -> None:
     check_sink(SinkConfig(path=str(tmp_path / "lake")))  # a folder's errors come on writing
 

@@ -128,9 +128,12 @@ class ChunkWriter(Protocol):
 
 @dataclass(frozen=True)
 class SinkType:
-    """A sink type: its name (``sink.type``) and its parts (module docstring)."""
+    """A sink type: its name (``sink.type``), its own keys of the ``sink`` section (beside
+    ``type``, ``path``, ``maintenance`` and ``storage_options``; read as text into
+    ``SinkConfig.settings``, e.g. a table catalog's name) and its parts (module docstring)."""
 
     name: str
     check: Callable[[SinkConfig], None]
     open: Callable[[SinkConfig, SinkContext], Sink]
     chunk_writer: ChunkWriter | None = None
+    keys: tuple[str, ...] = ()
