@@ -7,10 +7,8 @@ their in-memory sink). Looking a type up imports its package's light module only
 
 from __future__ import annotations
 
-import importlib
-
 from sparkcdc.config.model import SinkConfig
-from sparkcdc.core.errors import ConfigError
+from sparkcdc.core.plugins import module_value, unknown_type
 from sparkcdc.sinks.port import ChunkWriter, Sink, SinkContext, SinkType
 
 BUILT_IN = {"delta": "sparkcdc.sinks.delta"}
@@ -27,20 +25,11 @@ def sink_type(name: str, key: str = "sink.type") -> SinkType:
     for a module of one's own, also why it could not be imported)."""
     kept = canonical(name)
     module = BUILT_IN.get(kept) or (kept if "." in kept else None)
-    found, why = None, ""
-    if module is not None:
-        try:
-            found = getattr(importlib.import_module(module), "SINK_TYPE", None)
-        except ImportError as exc:
-            why = f" (importing {module} failed: {exc})"
-        else:
-            why = "" if module in BUILT_IN.values() else f" ({module} has no SINK_TYPE)"
+    found, why = (
+        (None, "") if module is None else module_value(module, "SINK_TYPE", kept in BUILT_IN)
+    )
     if not isinstance(found, SinkType):
-        raise ConfigError(
-            f"{key}: {name!r} is not a supported sink{why}; use one of "
-            f"{', '.join(BUILT_IN)} or a module of your own with a SINK_TYPE.",
-            key=key,
-        )
+        raise unknown_type(key, name, "sink", why, BUILT_IN, "SINK_TYPE")
     return found
 
 
