@@ -1,5 +1,6 @@
-"""The contract suite runs every test once per registered source: MySQL/MariaDB and PostgreSQL
-on private servers, and the fake source on a file."""
+"""The contract suites run every test once per registered implementation: the source suite
+against MySQL/MariaDB and PostgreSQL on private servers and the fake source on a file; the sink
+suite against Delta and the in-memory sink."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.contract.harness import FakeHarness, Harness, MariaDBHarness, PostgresHarness
+from tests.contract.sink_harness import DeltaHarness, MemoryHarness, SinkHarness
 
 
 @pytest.fixture(params=["mysql", "postgres", "fake"])
@@ -18,3 +20,10 @@ def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Harness:
         return PostgresHarness(request.getfixturevalue("postgres"), request.getfixturevalue("pgdb"))
     server = request.getfixturevalue("mariadb")
     return MariaDBHarness(server, request.getfixturevalue("db"))
+
+
+@pytest.fixture(params=["delta", "memory"])
+def sink_harness(request: pytest.FixtureRequest, tmp_path: Path) -> SinkHarness:
+    if request.param == "memory":
+        return MemoryHarness(tmp_path)
+    return DeltaHarness(tmp_path)

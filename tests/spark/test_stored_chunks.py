@@ -19,6 +19,7 @@ from sparkcdc.core.chunk import Split
 from sparkcdc.core.errors import ConfigError, SinkError
 from sparkcdc.core.offset_events import snapshot_batch
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.sinks.delta import SINK_TYPE as DELTA
 from sparkcdc.sinks.delta import chunk_files
 from sparkcdc.sinks.delta.chunk_rows import disjoint
 from sparkcdc.sinks.delta.sink import DeltaSink
@@ -438,7 +439,7 @@ def test_a_run_read_again_after_a_crash_replaces_the_files_its_first_attempt_lef
     later = BinlogOffset(HIGH.file, HIGH.pos + 100, HIGH.gtid)
     again = result(0, "again", later)
     store.put(again)
-    keep_run(store, [again, kept], a, True, True)
+    keep_run(store, [again, kept], a, True, True, write_files=DELTA.chunk_writer)
     replica = store.data_path(splits[0], ".x2.replica.parquet")
     changelog = store.data_path(splits[0], ".x2.changelog.parquet")
     assert pq.read_table(replica).column("owner").to_pylist() == ["again", "kept"]
@@ -447,5 +448,5 @@ def test_a_run_read_again_after_a_crash_replaces_the_files_its_first_attempt_lef
     inode = replica.stat().st_ino
     replayed = [store.get(s) for s in splits]
     assert all(r is not None for r in replayed)
-    keep_run(store, replayed, a, True, False)  # type: ignore[arg-type]
+    keep_run(store, replayed, a, True, False, write_files=DELTA.chunk_writer)  # type: ignore[arg-type]
     assert replica.stat().st_ino == inode  # the finished run's own files, kept

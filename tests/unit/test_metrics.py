@@ -225,7 +225,7 @@ def test_the_sink_counts_change_log_rows_per_table_and_op(tmp_path: Path) -> Non
     assert seen == report.ops  # the figures a reader took are never changed under it
     assert sink.batches == 2 and sink.changes == sum(sink.events.values()) == 6
     assert sink.last_commit_s is not None
-    assert SinkFigures.of(sink).events == sink.events
+    assert sink.figures().events == sink.events
 
 
 def test_the_page_shows_the_watched_sink_and_status_file(tmp_path: Path) -> None:

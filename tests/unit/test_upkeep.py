@@ -26,7 +26,7 @@ from sparkcdc.sinks.delta import chunk_files, commits
 from sparkcdc.sinks.delta.sink import DeltaSink
 from sparkcdc.sinks.delta.upkeep import RETENTION_KEYS, Schedule, delta_tables, upkeep_table
 from sparkcdc.spark.pipeline.exposition import render
-from sparkcdc.spark.pipeline.metrics import SinkFigures, families
+from sparkcdc.spark.pipeline.metrics import families
 from sparkcdc.spark.pipeline.run_lock import hold_run_lock
 from tests.cases.envelopes import Changes
 from tests.cases.exposition import parse, values
@@ -235,12 +235,12 @@ def test_the_upkeep_figures_as_metrics(tmp_path: Path) -> None:
     sink = DeltaSink(str(tmp_path), APP, upkeep=schedule)
     batches(sink, 12)
     schedule.run()
-    found = parse(render(families(SinkFigures.of(sink), None, now[0])))
+    found = parse(render(families(sink.figures(), None, now[0])))
     assert values(found, "sparkcdc_upkeep_runs_total") == {(): 1}
     assert values(found, "sparkcdc_upkeep_files_compacted_total") == {(): 12}  # the change log's
     assert values(found, "sparkcdc_upkeep_files_vacuumed_total") == {(): schedule.vacuumed}
     assert schedule.vacuumed >= 12 + 11  # the compacted files and the replica's rewritten ones
     assert values(found, "sparkcdc_upkeep_bytes_vacuumed_total") == {(): schedule.vacuumed_bytes}
     assert values(found, "sparkcdc_upkeep_last_timestamp_seconds") == {(): now[0]}
-    plain = parse(render(families(SinkFigures.of(DeltaSink(str(tmp_path), APP)), None, now[0])))
+    plain = parse(render(families(DeltaSink(str(tmp_path), APP).figures(), None, now[0])))
     assert not any(name.startswith("sparkcdc_upkeep_") for name in plain)

@@ -190,11 +190,10 @@ def _command(args: argparse.Namespace, quiet: bool) -> int:
 
 def _check(config: Config, quiet: bool) -> None:
     """What ``run`` checks before Spark starts (:func:`~sparkcdc.sources.readiness.check_source`,
-    the start position only for a pipeline that has not run yet; a lake on object storage
-    written to, :mod:`~sparkcdc.sinks.delta.lake_check`), changing nothing."""
+    the start position only for a pipeline that has not run yet; the sink's storage written
+    to, :func:`~sparkcdc.sinks.registry.check_sink`), changing nothing."""
     from sparkcdc.core.logs import counted
-    from sparkcdc.sinks.delta.lake_check import check_lake
-    from sparkcdc.sinks.delta.storage import LakeStorage
+    from sparkcdc.sinks.registry import check_sink
     from sparkcdc.sources.readiness import check_source
     from sparkcdc.sources.registry import open_source
     from sparkcdc.spark.pipeline.checkpoint import resumes
@@ -202,7 +201,7 @@ def _check(config: Config, quiet: bool) -> None:
 
     spark_log_level()  # a wrong SPARKCDC_SPARK_LOG_LEVEL, refused as run refuses it
     schemas = check_source(open_source(config.source), not resumes(config.pipeline.checkpoint))
-    check_lake(LakeStorage(config.sink.path, config.sink.storage_options))
+    check_sink(config.sink)
     if not quiet:
         print(f"ok: {counted(len(schemas), 'table')} ready for change data capture")
         if config.sink.storage_options or "://" in config.sink.path:

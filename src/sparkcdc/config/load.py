@@ -46,6 +46,8 @@ from sparkcdc.config.values import (
     ranged,
 )
 from sparkcdc.core.errors import ConfigError
+from sparkcdc.sinks.registry import canonical as canonical_sink
+from sparkcdc.sinks.registry import sink_type
 from sparkcdc.sources.registry import canonical, source_type
 
 _ENV = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -112,7 +114,10 @@ def load_config_text(
     root = _section(_substitute(doc, "", refs, unneeded), "", SECTIONS)
     base = Path(base_dir)
     source = _source(root.get("source"))
-    sink = _sink(_section(root.get("sink"), "sink", SINK_KEYS, required=True), base)
+    sink = _sink(root.get("sink"), base)
+    if source.on_log_gone == "resnapshot" and sink.type != "delta":
+        fail("source.on_log_gone", f"resnapshot deletes the keys gone at the source from Delta "
+             f"replicas only, and sink.type is {sink.type}; use on_log_gone: fail")  # fmt: skip
     pipeline = _pipeline(
         _section(root.get("pipeline"), "pipeline", PIPELINE_KEYS, required=True), base
     )
@@ -274,14 +279,27 @@ def _path(base: Path, remote: bool = False) -> Callable[[Any, str], str]:
     return convert
 
 
-def _sink(s: dict[str, Any], base: Path) -> SinkConfig:
+def _sink(section: Any, base: Path) -> SinkConfig:
+    """The ``sink`` section: the common keys and the sink type's own (``SinkType.keys``)."""
+    named = section.get("type") if isinstance(section, dict) else None
+    kind = _get({"type": named}, "type", "sink", _sink_type, "delta")
+    s = _section(section, "sink", SINK_KEYS + sink_type(kind).keys, required=True)
+    own = {k: as_text(v, f"sink.{k}") for k, v in s.items() if k not in SINK_KEYS}
     return SinkConfig(
-        type=_get(s, "type", "sink", _one_of("delta"), "delta"),
+        type=kind,
         path=(path := _get(s, "path", "sink", _path(base, remote=True), _REQUIRED)),
         maintenance=_maintenance(_section(s.get("maintenance"), "sink.maintenance",
                                           MAINTENANCE_KEYS)),
         storage_options=as_storage_options(s.get("storage_options"), path),
+        settings=own,
     )  # fmt: skip
+
+
+def _sink_type(value: Any, key: str) -> str:
+    """A type the sink registry knows (:mod:`sparkcdc.sinks.registry`), by its kept name."""
+    text = as_text(value, key)
+    sink_type(text, key)
+    return canonical_sink(text)
 
 
 def _maintenance(s: dict[str, Any]) -> MaintenanceConfig:

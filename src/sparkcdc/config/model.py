@@ -223,17 +223,21 @@ class SinkConfig:
     """Where changes go: Delta tables under ``path`` (``<db>/<table>`` and ``__changelog``), a
     folder or object storage (``s3://``, ``gs://``, ``abfss://``) reached with delta-rs's
     ``storage_options``; the options naming a key or token hold a
-    :class:`~sparkcdc.config.secret.Secret` and never print."""
+    :class:`~sparkcdc.config.secret.Secret` and never print. ``type`` names the sink type
+    (:mod:`sparkcdc.sinks.registry`); ``settings`` holds its own keys (``SinkType.keys``)."""
 
     path: str
     type: str = "delta"
     maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
     storage_options: dict[str, str | Secret] = field(default_factory=dict)
+    settings: dict[str, str] = field(default_factory=dict)  # the sink type's own keys, as text
 
     def redacted(self) -> dict[str, Any]:
-        """The settings with every secret option shown as ``***``, for logs."""
+        """The settings with every secret option shown as ``***``, for logs (the sink type's
+        own keys by name only)."""
         return {
             "type": self.type,
+            "settings": sorted(self.settings),
             "path": self.path,
             "storage_options": {k: str(v) for k, v in self.storage_options.items()},
         }

@@ -1,0 +1,55 @@
+"""The Delta sink (``sink.type: delta``): each captured table's replica and change log as Delta
+tables written with delta-rs (:mod:`.sink`). Looking the type up imports nothing heavy; its
+parts import deltalake when called."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from sparkcdc.config.model import SinkConfig
+from sparkcdc.sinks.port import ChunkFiles, Sink, SinkContext, SinkType
+
+if TYPE_CHECKING:
+    from sparkcdc.core.schema import TableSchema
+    from sparkcdc.snapshot.split_store import SplitResult, SplitStore
+
+
+def check(config: SinkConfig) -> None:
+    """A lake on object storage written to, before Spark starts (:mod:`.lake_check`)."""
+    from sparkcdc.sinks.delta.lake_check import check_lake
+    from sparkcdc.sinks.delta.storage import LakeStorage
+
+    check_lake(LakeStorage(config.path, config.storage_options))
+
+
+def open_sink(config: SinkConfig, context: SinkContext) -> Sink:
+    """The :class:`~.sink.DeltaSink` of ``config``, with its upkeep schedule
+    (``sink.maintenance``)."""
+    from sparkcdc.sinks.delta.sink import DeltaSink
+    from sparkcdc.sinks.delta.storage import LakeStorage
+    from sparkcdc.sinks.delta.upkeep import Schedule
+
+    lake = LakeStorage(config.path, config.storage_options)
+    upkeep = config.maintenance
+    return DeltaSink(
+        lake, app_id=context.app_id, mark=context.mark,
+        upkeep=Schedule(lake, upkeep.compact_every, upkeep.retain),
+    )  # fmt: skip
+
+
+def write_chunk_files(
+    results: Sequence[SplitResult],
+    schema: TableSchema,
+    store: SplitStore,
+    fresh: bool,
+    database: str | None,
+) -> ChunkFiles:
+    """The run's replica and change-log Parquet files, written on the executor
+    (:mod:`.chunk_files`)."""
+    from sparkcdc.sinks.delta.chunk_files import files_of
+
+    return files_of(results, schema, store, fresh=fresh, database=database)
+
+
+SINK_TYPE = SinkType("delta", check=check, open=open_sink, chunk_writer=write_chunk_files)

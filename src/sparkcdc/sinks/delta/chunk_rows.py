@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 from sparkcdc.core import columns as col
 from sparkcdc.core.convert import cast_struct
 from sparkcdc.core.event import OP_CHUNK, OP_READ, TRANSACTION_TYPE
+from sparkcdc.sinks.batch_events import chunk_table
 from sparkcdc.sinks.delta import commits
 from sparkcdc.sinks.delta.storage import LakeStorage, as_storage
 
@@ -132,19 +133,7 @@ def chunk_refs(rows: pa.Table) -> list[dict]:
 
 def chunk_rows(ref: dict) -> pa.Table:
     """The typed rows of one ``k`` event (``key`` dropped), read from the split store."""
-    where = json.loads(ref["after"])
-    path = where["path"]
-    try:
-        with pa.memory_map(path) as source:
-            table = pa.ipc.open_file(source).read_all()
-    except OSError as exc:
-        raise OSError(
-            f"the snapshot chunk file {path} is gone ({exc}); the split store must stay "
-            "readable by the sink until Spark commits the micro-batch"
-        ) from exc
-    if table.num_rows != int(where["rows"]):
-        raise ValueError(f"{path} holds {table.num_rows} rows, its event says {where['rows']}")
-    return table.drop_columns(["key"])
+    return chunk_table(ref["after"])
 
 
 def expand(rows: pa.Table, columns: list[pa.Field]) -> tuple[pa.Table, pa.ChunkedArray]:

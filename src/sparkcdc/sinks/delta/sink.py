@@ -75,7 +75,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -85,6 +85,7 @@ from sparkcdc.core.errors import ConfigError, SinkError
 from sparkcdc.core.event import OP_CHUNK, OP_CREATE, OP_NOTICE, OP_READ, OP_SCHEMA
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.sinks.batch_events import is_truncate, read_batch
 from sparkcdc.sinks.delta import (
     chunk_files,
     chunk_rows,
@@ -98,21 +99,9 @@ from sparkcdc.sinks.delta.lake import Lake, TableName
 from sparkcdc.sinks.delta.replica import latest_changes
 from sparkcdc.sinks.delta.storage import LakeStorage, as_storage
 from sparkcdc.sinks.delta.upkeep import Schedule
-from sparkcdc.store import batch_files
+from sparkcdc.sinks.port import BatchFrame, Mark, Sink, SinkFigures, UpkeepFigures
 
 log = logging.getLogger("sparkcdc.sink")
-
-
-class ArrowFrame(Protocol):
-    """What ``foreachBatch`` hands the sink: a DataFrame, of which it needs its Arrow table."""
-
-    def toArrow(self) -> pa.Table: ...
-
-
-class Mark(Protocol):
-    """Told once per micro-batch that the batch's log changes are committed."""
-
-    def touch(self) -> None: ...
 
 
 @dataclass
@@ -128,7 +117,7 @@ class BatchReport:
     ops: dict[tuple[str, str], int] = field(default_factory=dict)  # (table, op) -> changes
 
 
-class DeltaSink:
+class DeltaSink(Sink):
     """``writeStream.foreachBatch(DeltaSink(path, app_id))``; see the module docstring.
     ``path``: the lake's folder, or its :class:`~.storage.LakeStorage` (object storage)."""
 
@@ -164,17 +153,30 @@ class DeltaSink:
             self._app_id = self._app_id()
         return self._app_id
 
-    def __call__(self, df: ArrowFrame, batch_id: int) -> None:
+    def write_batch(self, batch: BatchFrame, batch_id: int) -> None:
         try:
             if self.upkeep is not None and self.batches and self.upkeep.due():
                 self.upkeep.run()  # Spark committed the batch before this one
             started = time.perf_counter()
-            envelope, images = batch_files.expand(df.toArrow())
+            envelope, images = read_batch(batch)
             read_s = time.perf_counter() - started
             self.write(envelope, int(batch_id), read_s=read_s, images=images)
         except BaseException as exc:
             self.error = exc
             raise
+
+    def figures(self) -> SinkFigures:
+        schedule, upkeep = self.upkeep, None
+        if schedule is not None and schedule.every > 0:
+            upkeep = UpkeepFigures(schedule.runs, schedule.compacted, schedule.vacuumed,
+                                   schedule.vacuumed_bytes, schedule.last_s)  # fmt: skip
+        return SinkFigures(self.batches, self.changes, self.events, self.last_event_ts_ms,
+                           self.last_commit_s, self.error, upkeep)  # fmt: skip
+
+    def upkeep_at_end(self) -> None:
+        """Compaction and vacuum if due: no batch is written again (:mod:`.upkeep`)."""
+        if self.upkeep is not None and self.upkeep.due():
+            self.upkeep.run()
 
     # -------------------------------------------------------------- one batch
     def write(
@@ -197,7 +199,7 @@ class DeltaSink:
             row = envelope.slice(i, 1).to_pylist()[0]
             had = existing.replica_columns(self.lake, (row["db"], row["table"]))
             self.lake.announce(row, i, resets)
-            if truncates.is_truncate(row):
+            if is_truncate(row):
                 truncated.append(i)
             found = existing.effect_of(row, i, self.lake, had)
             if found is not None:

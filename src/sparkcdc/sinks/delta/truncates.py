@@ -2,41 +2,22 @@
 
 A TRUNCATE reaches the sink as a schema event (``op = 's'``) whose change kind is ``truncate``
 (MySQL's and MariaDB's TRUNCATE TABLE statement; each table a PostgreSQL Truncate message names,
-CASCADE and RESTART IDENTITY included). :mod:`.lake` notes it as a reset, which empties the
-replica in the batch's MERGE; here it becomes a change of its table, ``op = 't'`` with
-``before`` and ``after`` null and the event's own ``source`` and ``transaction``, so the sink
-appends it to the table's change log with the table's other changes of the batch, in log order
-and in the same commit: once per batch id, as every change-log row. A reader of the change log
-alone sees where the table was emptied.
+CASCADE and RESTART IDENTITY included; :func:`sparkcdc.sinks.batch_events.is_truncate`).
+:mod:`.lake` notes it as a reset, which empties the replica in the batch's MERGE; here it
+becomes a change of its table, ``op = 't'`` with ``before`` and ``after`` null and the event's
+own ``source`` and ``transaction``, so the sink appends it to the table's change log with the
+table's other changes of the batch, in log order and in the same commit: once per batch id, as
+every change-log row. A reader of the change log alone sees where the table was emptied.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkcdc.core.event import OP_TRUNCATE
-
-_TRUNCATE = re.compile(r"\s*TRUNCATE\b", re.IGNORECASE)
-
-
-def is_truncate(row: dict[str, Any]) -> bool:
-    """Whether a schema event (as a dict) is a TRUNCATE of a table the sink knows the schema of
-    (by the change's kind, else by the statement)."""
-    if not row.get("schema_id"):
-        return False  # a table never announced has no change log to write to
-    try:
-        change = json.loads(row.get("after") or "null")
-    except ValueError:
-        change = None
-    if isinstance(change, dict) and "kind" in change:
-        return bool(change["kind"] == "truncate")
-    return bool(_TRUNCATE.match(row.get("ddl") or ""))
 
 
 def as_changes(envelope: pa.Table, truncates: Sequence[int]) -> pa.Table:

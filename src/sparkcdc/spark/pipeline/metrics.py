@@ -1,4 +1,4 @@
-"""The pipeline's Prometheus metrics: the sink's counters on the driver and the source process's
+"""The pipeline's Prometheus metrics: the sink's figures on the driver and the source process's
 status file (:mod:`sparkcdc.spark.stream.status`) as metric families.
 
 :func:`families` is a pure function of those figures and the time now; a figure the run does
@@ -10,46 +10,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sparkcdc.sinks.delta.sink import DeltaSink
+from sparkcdc.sinks.port import Sink, SinkFigures, UpkeepFigures
 from sparkcdc.spark.pipeline.exposition import FamiliesCollector, Family, Sample, page
 from sparkcdc.spark.stream.status import read_status
 
 Status = Mapping[str, Any]  # the status file's JSON object
 
-
-@dataclass(frozen=True)
-class SinkFigures:
-    """The sink's counters at one moment."""
-
-    batches: int = 0
-    events: Mapping[tuple[str, str], int] = field(default_factory=dict)  # (table, op) -> rows
-    last_event_ts_ms: int | None = None  # source commit time of the newest change written
-    last_commit_s: float | None = None  # wall time the last batch was written
-    upkeep: UpkeepFigures | None = None  # None: the run keeps no upkeep schedule
-
-    @classmethod
-    def of(cls, sink: DeltaSink) -> SinkFigures:
-        schedule = sink.upkeep
-        upkeep = None
-        if schedule is not None and schedule.every > 0:
-            upkeep = UpkeepFigures(schedule.runs, schedule.compacted, schedule.vacuumed,
-                                   schedule.vacuumed_bytes, schedule.last_s)  # fmt: skip
-        return cls(sink.batches, sink.events, sink.last_event_ts_ms, sink.last_commit_s, upkeep)
-
-
-@dataclass(frozen=True)
-class UpkeepFigures:
-    """The upkeep of the sink's tables in this run (:mod:`sparkcdc.sinks.delta.upkeep`)."""
-
-    runs: int = 0
-    compacted: int = 0  # data files rewritten
-    vacuumed: int = 0  # files deleted
-    vacuumed_bytes: int = 0
-    last_s: float | None = None  # wall time of the last run (an earlier run's, from the sink)
+__all__ = ["PipelineMetrics", "SinkFigures", "UpkeepFigures", "families"]
 
 
 def families(sink: SinkFigures, status: Status | None, now: float) -> list[Family]:
@@ -249,16 +219,16 @@ class PipelineMetrics(FamiliesCollector):
 
     def __init__(self) -> None:
         super().__init__(self.now)
-        self._sink: DeltaSink | None = None
+        self._sink: Sink | None = None
         self._status_path: Path | None = None
 
-    def watch(self, sink: DeltaSink, status_path: Path) -> None:
+    def watch(self, sink: Sink, status_path: Path) -> None:
         self._sink, self._status_path = sink, status_path
 
     def now(self) -> list[Family]:
         """The families as the live figures stand."""
         sink, path = self._sink, self._status_path
-        figures = SinkFigures() if sink is None else SinkFigures.of(sink)
+        figures = SinkFigures() if sink is None else sink.figures()
         status = None if path is None else read_status(path)
         return families(figures, status, time.time())
 

@@ -1,4 +1,4 @@
-"""What ``sparkcdc run`` shows while it runs: the sink's counters and the source's status file
+"""What ``sparkcdc run`` shows while it runs: the sink's figures and the source's status file
 turned into one :class:`Progress` sample about once a second."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sparkcdc.sinks.delta.sink import DeltaSink
+from sparkcdc.sinks.port import Sink
 from sparkcdc.spark.stream.status import read_status
 
 
@@ -36,7 +36,7 @@ class Meter:
 
     WINDOW = 10.0  # seconds of history behind the events/s figure
 
-    def __init__(self, sink: DeltaSink, status_path: Path) -> None:
+    def __init__(self, sink: Sink, status_path: Path) -> None:
         self.sink, self.status_path = sink, status_path
         self._samples: deque[tuple[float, int]] = deque([(time.monotonic(), 0)])
         self.last = Progress(0, 0, 0.0, None, None, False)
@@ -46,17 +46,18 @@ class Meter:
         if not force and now - self._samples[-1][0] < 1.0:
             return None
         status = read_status(self.status_path) or {}
-        changes = int(self.sink.changes)
+        figures = self.sink.figures()
+        changes = figures.changes
         self._samples.append((now, changes))
         while len(self._samples) > 2 and now - self._samples[0][0] > self.WINDOW:
             self._samples.popleft()
         t0, c0 = self._samples[0]
         rate = (changes - c0) / max(now - t0, 1e-6)
         caught_up = bool(status.get("caught_up"))
-        last_ts = self.sink.last_event_ts_ms
+        last_ts = figures.last_event_ts_ms
         lag = None if last_ts is None else max(0.0, time.time() - last_ts / 1000)
         self.last = Progress(
-            int(self.sink.batches),
+            figures.batches,
             changes,
             rate,
             0.0 if caught_up else lag,

@@ -24,12 +24,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sparkcdc.config.model import Config
+from sparkcdc.config.model import Config, SinkConfig
 from sparkcdc.core.errors import LogPositionGone
 from sparkcdc.core.logs import counted
 from sparkcdc.core.offset import Offset
 from sparkcdc.sinks.delta.gone_keys import delete_gone
 from sparkcdc.sinks.delta.lake import Lake
+from sparkcdc.sinks.delta.storage import LakeStorage
 from sparkcdc.sources.registry import open_source
 from sparkcdc.spark.pipeline.offset_log import read_offset_file
 from sparkcdc.spark.pipeline.state import RESNAPSHOT_MARKER as MARKER
@@ -95,11 +96,12 @@ class ResnapshotSink:
         self,
         sink: Callable[[Any, int], None],
         checkpoint: Path,
-        lake: Lake,
+        sink_config: SinkConfig,
         parse: Callable[[dict[str, Any]], Offset],
         app_id: Callable[[], str],
     ) -> None:
-        self.sink, self.checkpoint, self.lake = sink, checkpoint, lake
+        self.sink, self.checkpoint = sink, checkpoint
+        self.lake = Lake(LakeStorage(sink_config.path, sink_config.storage_options))
         self.parse, self.app_id = parse, app_id
 
     def __call__(self, df: Any, batch_id: int) -> None:

@@ -1,4 +1,4 @@
-"""One pipeline run: check the source, start Spark, stream its changes into Delta, stop cleanly.
+"""One pipeline run: check the source, start Spark, stream its changes into the sink, stop cleanly.
 
 ``run_pipeline(config)`` is what ``sparkcdc run`` does:
 
@@ -7,7 +7,8 @@
    (:mod:`sparkcdc.sources.readiness`);
 2. start the SparkSession (:mod:`.session`), its web UI's address logged and named in the run
    lock for ``sparkcdc status``;
-3. ``readStream.format("<type>-cdc")`` → ``writeStream.foreachBatch(DeltaSink)`` with Spark's
+3. ``readStream.format("<type>-cdc")`` → ``writeStream.foreachBatch(sink)`` (the ``sink.type``'s
+   writer, :mod:`sparkcdc.sinks.registry`) with Spark's
    checkpoint in ``<checkpoint>/spark`` and the source's own files (schema history, status) in
    ``<checkpoint>/sparkcdc``;
 4. with ``pipeline.metrics.port`` set, serve Prometheus metrics from the start to the end
@@ -50,11 +51,8 @@ from sparkcdc.config.secret import forget_key
 from sparkcdc.core import errors
 from sparkcdc.core.logs import counted
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.sinks.delta.lake import Lake
-from sparkcdc.sinks.delta.lake_check import check_lake
-from sparkcdc.sinks.delta.sink import DeltaSink
-from sparkcdc.sinks.delta.storage import LakeStorage
-from sparkcdc.sinks.delta.upkeep import Schedule
+from sparkcdc.sinks.port import Sink, SinkContext
+from sparkcdc.sinks.registry import check_sink, open_sink
 from sparkcdc.snapshot.signals import signal_folder
 from sparkcdc.sources.readiness import check_source as check_source_of
 from sparkcdc.sources.registry import open_source, source_type
@@ -134,7 +132,7 @@ def _run_locked(
     try:
         server = serve_metrics(config.pipeline.metrics, metrics)  # a port in use fails here
         schemas = check_source(config, startup=not has_checkpoint(config))
-        check_lake(LakeStorage(config.sink.path, config.sink.storage_options))
+        check_sink(config.sink)  # the sink's storage reachable, before Spark starts
         log.info(
             "capturing %s: %s", counted(len(schemas), "table"), ", ".join(t.name for t in schemas)
         )
@@ -211,20 +209,16 @@ def _stream(
     stop_file = own / STOP_FILE
     stop_file.unlink(missing_ok=True)  # a previous run's stop
     spark_checkpoint = checkpoint / "spark"
-    upkeep = config.sink.maintenance
-    lake = LakeStorage(config.sink.path, config.sink.storage_options)
-    sink = DeltaSink(
-        lake,
-        app_id=lambda: pipeline_id(spark_checkpoint),
-        mark=BatchMark(own / "batch.mark"),
-        upkeep=Schedule(lake, upkeep.compact_every, upkeep.retain),
+    context = SinkContext(
+        app_id=lambda: pipeline_id(spark_checkpoint), mark=BatchMark(own / "batch.mark")
     )
+    sink = open_sink(config.sink, context)
     metrics.watch(sink, status_path)
     writer: Callable[[Any, int], None] = sink
     if resnapshot.pending(checkpoint) is not None:
         source = open_source(config.source)
         writer = resnapshot.ResnapshotSink(
-            sink, checkpoint, Lake(lake), source.offset,
+            sink, checkpoint, config.sink, source.offset,
             lambda: pipeline_id(spark_checkpoint),
         )  # fmt: skip
     started = time.monotonic()
@@ -252,17 +246,16 @@ def _stream(
             warming.join(timeout=60)  # before the session stops under it
 
 
-def _upkeep_at_end(sink: DeltaSink, spark_checkpoint: Path) -> None:
-    """The sink's upkeep once the query ended by itself, if due and Spark committed every
-    batch (none is written again, :mod:`sparkcdc.sinks.delta.upkeep`)."""
-    upkeep = sink.upkeep
-    if upkeep is not None and upkeep.due() and uncommitted_batch(spark_checkpoint) is None:
-        upkeep.run()
+def _upkeep_at_end(sink: Sink, spark_checkpoint: Path) -> None:
+    """The sink's upkeep once the query ended by itself, if Spark committed every batch (none
+    is written again)."""
+    if uncommitted_batch(spark_checkpoint) is None:
+        sink.upkeep_at_end()
 
 
 def _watch(
     query: Any,
-    sink: DeltaSink,
+    sink: Sink,
     status_path: Path,
     progress: ProgressCallback | None,
     stop: StopRequest,
@@ -285,7 +278,7 @@ def _watch(
         raise _as_sparkcdc_error(exc, sink, status_path) from None
     if progress is not None:
         progress(meter.sample(force=True) or meter.last)
-    return int(sink.batches)
+    return sink.figures().batches
 
 
 def _query(
@@ -313,7 +306,8 @@ def _query(
         item_rows=store.item_rows,
         status_file=str(own / STATUS_FILE),
         snapshot_dir=str(own / "snapshot"),
-        snapshot_delivery="store",  # the Delta sink reads the chunks from the split store
+        snapshot_delivery="store",  # the sink reads the chunks from the split store
+        sink_type=config.sink.type,  # the snapshot tasks write the chunks' files for it
         signal_dir=str(signal_folder(checkpoint)),
         batch_mark=str(own / "batch.mark"),  # the sink's mark, watched by incremental snapshots
         stop_file=str(own / STOP_FILE),  # no micro-batch is planned once it exists
@@ -399,10 +393,11 @@ def _error_of(found: dict[str, Any]) -> errors.SparkCDCError:
     return cls(str(found.get("message")).strip())
 
 
-def _as_sparkcdc_error(exc: Exception, sink: DeltaSink, status_path: Path) -> Exception:
+def _as_sparkcdc_error(exc: Exception, sink: Sink, status_path: Path) -> Exception:
     """The SparkCDCError behind a failed query (sink, log reader), else the exception itself."""
-    if isinstance(sink.error, errors.SparkCDCError):
-        return sink.error
+    failed = sink.figures().error
+    if isinstance(failed, errors.SparkCDCError):
+        return failed
     status = read_status(status_path) or {}
     found = status.get("error") or {}
     text = str(exc)

@@ -8,9 +8,9 @@ corrected with the source's back-fill read of its window, as the task's worker).
 is kept in the :class:`~sparkcdc.snapshot.split_store.SplitStore` beside the checkpoint before
 it is sent, so a replayed task returns exactly what its first attempt read. With
 ``snapshot_delivery = store`` the chunk goes to Spark as one ``k`` event naming its typed Arrow
-file and the Delta data files its task wrote for the run of splits it belongs to
-(:mod:`sparkcdc.sinks.delta.chunk_files`); with ``rows`` as ``r`` events with JSON row
-images.
+file and the sink's data files its task wrote for the run of splits it belongs to
+(the sink type's chunk writer, :mod:`sparkcdc.sinks.port`); with ``rows`` as ``r`` events with
+JSON row images.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from sparkcdc.core.event import Change
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.offset_events import chunk_event, snapshot_batch
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.sinks.delta import chunk_files
+from sparkcdc.sinks.port import ChunkWriter
+from sparkcdc.sinks.registry import chunk_writer
 from sparkcdc.snapshot.dialect import SnapshotDialect
 from sparkcdc.snapshot.scan import joinable, scan_run
 from sparkcdc.snapshot.split_store import SplitResult, SplitStore
@@ -55,6 +56,7 @@ def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.Reco
     typed = options.snapshot_delivery == "store"
     database = options.source.settings.source_database  # source.db of schema-named tables
     reader = _Reader(options, task, typed)
+    files = chunk_writer(options.sink_type)  # the sink's files of each run, or None
     pending: list[Future[Any]] = []  # the last run's jobs: its splits kept, then its events
     try:
         with ThreadPoolExecutor(1, thread_name_prefix="sparkcdc-split-files") as writer:
@@ -79,7 +81,9 @@ def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.Reco
                     read[s.index] if r is None else r for s, r in zip(run, found, strict=True)
                 ]
                 jobs.append(
-                    writer.submit(keep_run, store, results, schema, typed, bool(read), database)
+                    writer.submit(
+                        keep_run, store, results, schema, typed, bool(read), database, files
+                    )  # fmt: skip
                 )
                 yield from _sent(pending)
                 pending = jobs
@@ -177,13 +181,15 @@ def keep_run(
     typed: bool,
     fresh: bool,
     database: str | None = None,
+    write_files: ChunkWriter | None = None,
 ) -> list[pa.RecordBatch]:
-    """A run's events; with typed chunks, its Delta data files are written first (``fresh``:
-    a split of the run was read now; else they are kept if an earlier attempt wrote them).
-    ``database``: the events' ``source.db`` where the table's first name part is a schema."""
+    """A run's events; with typed chunks and a sink's ``write_files``, the sink's data files
+    are written first (``fresh``: a split of the run was read now; else they are kept if an
+    earlier attempt wrote them). ``database``: the events' ``source.db`` where the table's
+    first name part is a schema."""
     if not typed:
         return [event for result in results for event in _events(result, schema, database)]
-    files = chunk_files.files_of(results, schema, store, fresh=fresh, database=database)
+    files = None if write_files is None else write_files(results, schema, store, fresh, database)
     return [kept_chunk_event(r, schema, store.rows_path(r.split), files, database)
             for r in results]  # fmt: skip
 
@@ -196,7 +202,7 @@ def kept_chunk_event(
     database: str | None = None,
 ) -> pa.RecordBatch:
     """The one ``k`` event of a split's chunk kept in the store, at its high watermark, with
-    its Delta data files if the task wrote them (:mod:`sparkcdc.sinks.delta.chunk_files`)."""
+    its sink data files if the task wrote them (:class:`sparkcdc.sinks.port.ChunkWriter`)."""
     ref: dict[str, Any] = {"path": str(path), "rows": result.rows.num_rows}
     if files is not None:
         ref["files"] = files

@@ -58,6 +58,7 @@ class SourceOptions:
     status_file: str | None = None
     snapshot_dir: str | None = None
     snapshot_delivery: str = "rows"
+    sink_type: str = "delta"  # whose chunk writer a snapshot task runs (:mod:`sparkcdc.sinks`)
     table: str | None = None  # the one db.table of a batch read or of a typed table stream
     signal_dir: str | None = None  # the folder of the file signal channel
     batch_mark: str | None = None  # the sink's batch mark (:mod:`..incremental.batch_mark`)
@@ -114,6 +115,7 @@ class SourceOptions:
             status_file=opts.given("status_file"),
             snapshot_dir=opts.given("snapshot_dir"),
             snapshot_delivery=delivery,
+            sink_type=opts.given("sink_type") or cls.sink_type,
             table=table,
             signal_dir=opts.given("signal_dir"),
             batch_mark=opts.given("batch_mark"),
@@ -239,6 +241,7 @@ def source_options(
     status_file: str | None = None,
     snapshot_dir: str | None = None,
     snapshot_delivery: str = "rows",
+    sink_type: str = "delta",
     signal_dir: str | None = None,
     batch_mark: str | None = None,
     log_dir: str | None = None,
@@ -262,6 +265,7 @@ def source_options(
         "item_rows": str(item_rows),
         "schema_history": schema_history,
         "snapshot_delivery": snapshot_delivery,
+        "sink_type": sink_type,
     }
     for setting in SOURCE_SETTINGS:
         opts.update(setting.to_options(value_of(source, setting.field)))

@@ -1,0 +1,69 @@
+"""The envelope's side channels, read the same way by every sink.
+
+Besides the changes (``c``, ``u``, ``d``, ``r``) a micro-batch may carry events that stand for
+something kept elsewhere:
+
+====  ======================================================================================
+f     the whole micro-batch, kept in an Arrow file by the stream reader
+      (:mod:`sparkcdc.store.batch_files`): :func:`read_batch` puts its events in its place
+k     a snapshot chunk kept typed in the split store: :func:`chunk_table` reads its rows
+      (each an ``r`` row at the chunk's high watermark)
+s     a schema event; :func:`is_truncate` says whether it is a TRUNCATE (a ``t`` row of the
+      change log, and the replica emptied)
+n     a notification of an incremental snapshot: no change
+====  ======================================================================================
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+
+import pyarrow as pa
+
+from sparkcdc.core.images import TypedImages
+from sparkcdc.sinks.port import BatchFrame
+from sparkcdc.store import batch_files
+
+_TRUNCATE = re.compile(r"\s*TRUNCATE\b", re.IGNORECASE)
+
+
+def read_batch(batch: BatchFrame) -> tuple[pa.Table, list[TypedImages]]:
+    """The micro-batch's envelope rows with each ``f`` event replaced by its file's events,
+    and the typed row images kept beside them."""
+    return batch_files.expand(batch.toArrow())
+
+
+def chunk_table(after: str | None) -> pa.Table:
+    """The typed rows of the chunk a ``k`` event (its ``after``) names, read from the split
+    store, without their ``key`` column."""
+    where = json.loads(after or "{}")
+    path = where["path"]
+    try:
+        with pa.memory_map(path) as source:
+            table = pa.ipc.open_file(source).read_all()
+    except OSError as exc:
+        raise OSError(
+            f"the snapshot chunk file {path} is gone ({exc}); the split store must stay "
+            "readable by the sink until Spark commits the micro-batch"
+        ) from exc
+    if table.num_rows != int(where["rows"]):
+        raise ValueError(f"{path} holds {table.num_rows} rows, its event says {where['rows']}")
+    return table.drop_columns(["key"])
+
+
+def is_truncate(row: Mapping[str, object]) -> bool:
+    """Whether a schema event (as a dict) is a TRUNCATE of a table the sink knows the schema of
+    (by the change's kind, else by the statement)."""
+    if not row.get("schema_id"):
+        return False  # a table never announced has no change log to write to
+    after = row.get("after")
+    try:
+        change = json.loads(after if isinstance(after, str) else "null")
+    except ValueError:
+        change = None
+    if isinstance(change, dict) and "kind" in change:
+        return bool(change["kind"] == "truncate")
+    ddl = row.get("ddl")
+    return bool(_TRUNCATE.match(ddl if isinstance(ddl, str) else ""))

@@ -1,0 +1,139 @@
+"""The sink port: what the pipeline asks of a sink, whatever the tables are kept in.
+
+One sink type is one package under ``sinks/`` whose ``SINK_TYPE`` is a :class:`SinkType`
+(:mod:`.registry` finds it by ``sink.type``). It gives four things, each used in one place:
+
+=================  ===========================================  ============================
+part               what it does                                 called by
+=================  ===========================================  ============================
+``check``          the sink's storage reachable and writable,   ``sparkcdc check`` / ``run``,
+                   before Spark starts                          before the session starts
+``open``           a :class:`Sink`: Spark's ``foreachBatch``    ``spark/pipeline/run.py``
+                   writer of envelope micro-batches
+``chunk_writer``   the executor side of the initial snapshot:   ``spark/snapshot/split_task``
+                   a run of chunks written ahead of the sink
+                   as files the driver commits (None: none)
+=================  ===========================================  ============================
+
+A :class:`Sink` writes micro-batch N exactly once per batch id: Spark replays the batch after a
+crash, and the replay must change nothing already written (Delta keeps the batch id as the
+commit's transaction identifier; a table format with snapshot properties keeps it there). For
+every source table it keeps a replica (upsert by key, delete, emptied by a TRUNCATE) and a
+change log (appended, a ``t`` row per TRUNCATE), and evolves both on a schema change. The
+envelope's side channels are read with :mod:`.batch_events`. The progress line and the
+metrics read only :meth:`Sink.figures`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    from sparkcdc.config.model import SinkConfig
+    from sparkcdc.core.schema import TableSchema
+    from sparkcdc.snapshot.split_store import SplitResult, SplitStore
+
+ChunkFiles = dict[str, object]
+"""What a chunk writer wrote for a run of chunks, as JSON inside each chunk's ``k`` event."""
+
+
+class BatchFrame(Protocol):
+    """What ``foreachBatch`` hands a sink: a DataFrame, of which it needs its Arrow table."""
+
+    def toArrow(self) -> pa.Table: ...
+
+
+class Mark(Protocol):
+    """Told once per micro-batch that the batch's log changes are committed (the pipeline's
+    batch mark, which lets an incremental snapshot's next window start)."""
+
+    def touch(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class UpkeepFigures:
+    """The upkeep of the sink's tables in this run (compaction and vacuum)."""
+
+    runs: int = 0
+    compacted: int = 0  # data files rewritten
+    vacuumed: int = 0  # files deleted
+    vacuumed_bytes: int = 0
+    last_s: float | None = None  # wall time of the last run (an earlier run's, from the sink)
+
+
+@dataclass(frozen=True)
+class SinkFigures:
+    """A sink's counters at one moment, read by the progress line and the metrics."""
+
+    batches: int = 0
+    changes: int = 0  # change-log rows written
+    events: Mapping[tuple[str, str], int] = field(default_factory=dict)  # (table, op) -> rows
+    last_event_ts_ms: int | None = None  # source commit time of the newest change written
+    last_commit_s: float | None = None  # wall time the last batch was written
+    error: BaseException | None = None  # what stopped the last batch, if one failed
+    upkeep: UpkeepFigures | None = None  # None: the sink keeps no upkeep schedule
+
+
+@dataclass(frozen=True)
+class SinkContext:
+    """What the pipeline gives the sink it opens: the pipeline's id (asked for once the first
+    batch comes: it lives in Spark's checkpoint) and the batch mark."""
+
+    app_id: Callable[[], str]
+    mark: Mark | None = None
+
+
+class Sink(ABC):
+    """Spark's ``foreachBatch`` writer of envelope micro-batches; idempotent per batch id."""
+
+    def __call__(self, batch: BatchFrame, batch_id: int) -> None:
+        self.write_batch(batch, int(batch_id))
+
+    @abstractmethod
+    def write_batch(self, batch: BatchFrame, batch_id: int) -> None:
+        """Write micro-batch ``batch_id`` (envelope rows in log order); a batch id written
+        before changes nothing. Raises :class:`~sparkcdc.core.errors.SinkError`."""
+
+    @abstractmethod
+    def figures(self) -> SinkFigures:
+        """The counters now (read from another thread: never a half-updated value)."""
+
+    @abstractmethod
+    def upkeep_at_end(self) -> None:
+        """The query ended by itself and Spark committed every batch: the tables' upkeep if
+        it is due (nothing for a sink that keeps none)."""
+
+
+class ChunkWriter(Protocol):
+    """Executor side of the initial snapshot: the files a run of chunks (one table's
+    consecutive splits, all kept in ``store``) becomes in the sink, written by the task that
+    read them, so the driver's sink only commits them. ``fresh``: a split was read now
+    (rewrite); else an earlier attempt's files are kept. ``database``: the rows' ``source.db``
+    where the table's first name part is a schema."""
+
+    def __call__(
+        self,
+        results: Sequence[SplitResult],
+        schema: TableSchema,
+        store: SplitStore,
+        fresh: bool,
+        database: str | None,
+    ) -> ChunkFiles: ...
+
+
+@dataclass(frozen=True)
+class SinkType:
+    """A sink type: its name (``sink.type``), its own keys of the ``sink`` section (beside
+    ``type``, ``path``, ``maintenance`` and ``storage_options``; read as text into
+    ``SinkConfig.settings``, e.g. a table catalog's name) and its parts (module docstring)."""
+
+    name: str
+    check: Callable[[SinkConfig], None]
+    open: Callable[[SinkConfig, SinkContext], Sink]
+    chunk_writer: ChunkWriter | None = None
+    keys: tuple[str, ...] = ()
