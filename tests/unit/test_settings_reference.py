@@ -42,10 +42,13 @@ def test_the_readme_reference_names_every_source_setting_and_its_default() -> No
         assert setting.shown in cell, (setting.key, setting.shown, cell)
 
 
-def test_the_spark_options_table_names_every_option() -> None:
+def documented_options() -> set[str]:
     rows = first_table((ROOT / "docs" / "spark.md").read_text(), "| option | meaning |")
-    documented = {name for row in rows for name in re.findall(r"`([a-z_]+)`", row[0])}
-    assert documented == set(option_names()) | own_keys() | set(OTHER_OPTIONS)
+    return {name for row in rows for name in re.findall(r"`([a-z_]+)`", row[0])}
+
+
+def test_the_spark_options_table_names_every_option() -> None:
+    assert documented_options() == set(option_names()) | own_keys() | set(OTHER_OPTIONS)
 
 
 @pytest.mark.parametrize("kind", sorted(BUILT_IN))
@@ -60,8 +63,12 @@ def test_every_setting_reaches_the_spark_source_unchanged(kind: str, tmp_path: P
         f"sink: {{path: {tmp_path / 'lake'}}}\npipeline: {{checkpoint: {tmp_path / 'cp'}}}\n",
         str(tmp_path),
     )
+    paths = ("status_file", "snapshot_dir", "signal_dir", "batch_mark", "log_dir", "stop_file",
+             "start_file")  # fmt: skip
     options = source_options(cfg.source, "history", max_bytes=1, max_items=1,
-                             batch_mode="MEMSIZE", item_rows=1)  # fmt: skip
+                             batch_mode="MEMSIZE", item_rows=1, sink_type="delta",
+                             **{path: str(tmp_path / path) for path in paths})  # fmt: skip
+    assert set(options) <= documented_options(), set(options) - documented_options()
     back = SourceOptions.parse(options, kind).source
     for setting in SOURCE_SETTINGS:
         if setting.options:

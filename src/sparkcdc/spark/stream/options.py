@@ -40,11 +40,12 @@ DELIVERIES = ("rows", "store")
 OTHER_OPTIONS = (
     "password", "password_sealed", "table", "max_bytes", "max_items", "batch_mode", "item_rows",
     "schema_history", "status_file", "snapshot_dir", "snapshot_delivery", "signal_dir",
-    "batch_mark", "log_dir", "stop_file", "start_file",
+    "batch_mark", "log_dir", "stop_file", "start_file", "sink_type",
 )  # fmt: skip
 """The options besides those of the common settings (:data:`SOURCE_SETTINGS`) and of the source
 type's own (:attr:`~sparkcdc.config.model.SourceSettings.KEYS`): the password, a batch read's
-table, the event store's limits and the paths the pipeline keeps beside its checkpoint."""
+table, the event store's limits, the paths the pipeline keeps beside its checkpoint and the sink
+type whose chunk writer a snapshot's tasks run."""
 
 
 @dataclass(frozen=True)
