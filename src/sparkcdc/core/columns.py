@@ -184,7 +184,10 @@ def _counting(firsts: Sequence[int], counts: Sequence[int], n: int) -> np.ndarra
     """Each run counting up from its first value, as one int64 array."""
     sizes = np.asarray(counts, np.int64)
     starts = np.cumsum(sizes) - sizes
-    return np.arange(n, dtype=np.int64) + np.repeat(np.asarray(firsts, np.int64) - starts, sizes)
+    counting: np.ndarray = np.arange(n, dtype=np.int64) + np.repeat(
+        np.asarray(firsts, np.int64) - starts, sizes
+    )
+    return counting
 
 
 def int_runs(

@@ -112,7 +112,7 @@ class TypedImages:
 
     @property
     def nbytes(self) -> int:
-        return self.rows.get_total_buffer_size()
+        return int(self.rows.get_total_buffer_size())
 
 
 def _via(storage: pa.DataType, target: pa.DataType) -> Callable[[Sequence[object]], pa.Array]:
@@ -257,7 +257,7 @@ def json_values(images: pa.StructArray, names: Sequence[str]) -> list[list[objec
 
 
 def _logical(f: pa.Field) -> str:
-    return (f.metadata or {}).get(LOGICAL.encode(), b"").decode()
+    return str((f.metadata or {}).get(LOGICAL.encode(), b"").decode())
 
 
 def _json_column(values: pa.Array, logical: str) -> list[object]:

@@ -48,7 +48,7 @@ def canonical(value: Any, data_type: str) -> str:
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(dt.UTC).replace(tzinfo=None)
-        return value.isoformat(timespec="microseconds")
+        return str(value.isoformat(timespec="microseconds"))
     if isinstance(value, Decimal):
         return format(value, "f")
     if isinstance(value, float):

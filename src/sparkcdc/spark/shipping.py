@@ -106,4 +106,4 @@ def register() -> None:
     """Have Spark's pickler carry this module's code by value, not by reference."""
     from pyspark import cloudpickle
 
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]

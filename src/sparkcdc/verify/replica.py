@@ -123,7 +123,8 @@ def chunk_indexes(
     if len(keys) == 1 and keys[0].integer and all(-(2**63) <= b[0] < 2**63 for b in bounds):
         values = replica.column(keys[0].name).to_numpy()
         edges = np.array([b[0] for b in bounds], dtype=np.int64)
-        return np.searchsorted(edges, values, side="right").astype(np.int64)
+        placed: np.ndarray = np.searchsorted(edges, values, side="right").astype(np.int64)
+        return placed
     values = key_values(replica, keys)
     return np.array(KeyOrder(keys, dialect).locate(values, bounds), dtype=np.int64)
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -125,13 +126,13 @@ def append_chunks(
     return wrote_log or wrote_replica
 
 
-def chunk_refs(rows: pa.Table) -> list[dict]:
+def chunk_refs(rows: pa.Table) -> list[dict[str, Any]]:
     """What the ``k`` events among ``rows`` name: their chunk files, rows and data files."""
     picked = rows.filter(pc.equal(rows.column("op"), OP_CHUNK)).column("after")
     return [json.loads(after) for after in picked.to_pylist()]
 
 
-def chunk_rows(ref: dict) -> pa.Table:
+def chunk_rows(ref: dict[str, Any]) -> pa.Table:
     """The typed rows of one ``k`` event (``key`` dropped), read from the split store."""
     return chunk_table(ref["after"])
 

@@ -74,7 +74,7 @@ def delete_gone(
         commits.ORDER_COLUMN, pa.array(range(gone.num_rows), pa.int64())
     )
     commits.merge_replica(replica, deletes, key, app_id, 0)
-    return gone.num_rows
+    return int(gone.num_rows)
 
 
 def _names(changelog: str) -> tuple[str | None, str | None, str | None]:

@@ -93,7 +93,8 @@ def read_notifications(lake: str | LakeStorage) -> list[dict[str, Any]]:
     if table is None:
         return []
     rows = table.to_pyarrow_table().sort_by([("batch_id", "ascending"), ("index", "ascending")])
-    return rows.to_pylist()
+    kept: list[dict[str, Any]] = rows.to_pylist()
+    return kept
 
 
 def record(lake: str | LakeStorage, envelope: pa.Table, app_id: str, batch_id: int) -> int:
@@ -106,7 +107,7 @@ def record(lake: str | LakeStorage, envelope: pa.Table, app_id: str, batch_id: i
             log.info("%s", describe(row["db"], row["table"], row["details"]))
     else:
         log.debug("batch %d: its notifications were written before", batch_id)
-    return rows.num_rows
+    return int(rows.num_rows)
 
 
 def describe(db: str, table: str, details: str | None) -> str:

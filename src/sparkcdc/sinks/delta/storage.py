@@ -95,7 +95,8 @@ class LakeStorage:
         fs.copy_files(source, self._where(path), destination_filesystem=self.filesystem)
 
     def exists(self, path: str) -> bool:
-        return self.filesystem.get_file_info(self._where(path)).type != fs.FileType.NotFound
+        found: bool = self.filesystem.get_file_info(self._where(path)).type != fs.FileType.NotFound
+        return found
 
     def names(self, path: str) -> list[str]:
         """The names of the folders and files right under ``path`` (none if it is missing)."""

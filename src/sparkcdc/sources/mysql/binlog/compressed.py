@@ -19,6 +19,7 @@ import zlib
 
 from sparkcdc.core.errors import SourceError
 from sparkcdc.sources.mysql.binlog import events as ev
+from sparkcdc.sources.mysql.binlog.tablemap import read_packed_int
 
 UNCOMPRESSED = {
     ev.QUERY_COMPRESSED: ev.QUERY,
@@ -43,7 +44,7 @@ def uncompressed(event_type: int, data: bytes, fd: ev.FormatDescription) -> tupl
         p = start + (4 if fd.post_header_len(ev.WRITE_ROWS_V1) == 6 else 6) + 2
         if inner >= ev.WRITE_ROWS_V2:
             p += data[p] | data[p + 1] << 8
-        ncols, p = ev.read_packed_int(data, p)
+        ncols, p = read_packed_int(data, p)
         p += (ncols + 7) // 8 * (2 if inner in ev.UPDATE_ROWS else 1)
     body = inflate(data[p:end], event_type)
     return inner, data[:4] + bytes([inner]) + data[5:p] + body + data[end:]

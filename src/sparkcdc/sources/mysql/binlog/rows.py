@@ -32,7 +32,7 @@ from sparkcdc.sources.mysql.binlog import events as ev
 from sparkcdc.sources.mysql.binlog import native
 from sparkcdc.sources.mysql.binlog.native import decode_event, native_layout
 from sparkcdc.sources.mysql.binlog.rowcode import ColumnCode, Namespace, column_code, plain
-from sparkcdc.sources.mysql.binlog.tablemap import TableMap
+from sparkcdc.sources.mysql.binlog.tablemap import TableMap, read_packed_int
 from sparkcdc.sources.mysql.binlog.typedvalues import key_text
 
 _RowsFn = Callable[[bytes, int, int], tuple[list[LogChange] | ColumnarRows, int]]
@@ -100,7 +100,7 @@ class RowsDecoder:
         p = start + 8
         if event_type >= ev.WRITE_ROWS_V2:
             p += data[p] | data[p + 1] << 8
-        ncols, p = ev.read_packed_int(data, p)
+        ncols, p = read_packed_int(data, p)
         if ncols != self.ncols:
             raise SourceError(
                 f"a rows event of {self.where} has {ncols} columns but its table map has "

@@ -184,7 +184,7 @@ def array_json(columns: Sequence[Col]) -> str:
     return f"CONCAT('[',{items},']')"
 
 
-def literal(key: KeyColumn, value: Any, against_column: bool = True) -> str | None:
+def literal(key: KeyColumn, value: object, against_column: bool = True) -> str | None:
     """A typed SQL literal of one key value in its JSON encoding (None for a null value).
 
     A TIMESTAMP compared with the column is ``FROM_UNIXTIME`` of its UTC seconds (exact in the

@@ -24,16 +24,16 @@ class _Connection(Connection):
     @property
     def encrypted(self) -> bool:
         """Whether the connection runs over TLS."""
-        return isinstance(self._sock, ssl.SSLSocket)
+        return isinstance(getattr(self, "_sock", None), ssl.SSLSocket)
 
     def _create_ssl_ctx(self, sslp: Any) -> ssl.SSLContext:
         global _PREFERRED
         if sslp:  # TLS options given: PyMySQL as it is
-            made: ssl.SSLContext = super()._create_ssl_ctx(sslp)
+            made: ssl.SSLContext = super()._create_ssl_ctx(sslp)  # type: ignore[misc]  # PyMySQL's, unstubbed
             return made
         with _LOCK:
             if _PREFERRED is None:
-                _PREFERRED = super()._create_ssl_ctx(sslp)
+                _PREFERRED = super()._create_ssl_ctx(sslp)  # type: ignore[misc]
             return _PREFERRED
 
 

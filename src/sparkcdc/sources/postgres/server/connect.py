@@ -88,7 +88,7 @@ class Session:
     def _open(self) -> Any:
         source = self._source
         try:
-            conn = psycopg2.connect(
+            params: dict[str, Any] = dict(
                 host=source.host,
                 port=source.port,
                 user=source.user,
@@ -100,6 +100,7 @@ class Session:
                 options=" ".join(f"-c {k}={v}" for k, v in SESSION_OPTIONS.items()),
                 **tls_options(source.tls),
             )
+            conn = psycopg2.connect(**params)
         except psycopg2.OperationalError as exc:
             raise login_error(str(exc), source, self.database) from exc
         conn.autocommit = True

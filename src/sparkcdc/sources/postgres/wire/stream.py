@@ -52,7 +52,8 @@ _XLOG = struct.Struct(">QQ")
 
 def xlog_start(item: bytes) -> int:
     """An item's walStart: the LSN of its change."""
-    return _U64.unpack_from(item, 1)[0]
+    start: int = _U64.unpack_from(item, 1)[0]
+    return start
 
 
 def unpack_xlog(item: bytes) -> tuple[int, int, bytes]:
