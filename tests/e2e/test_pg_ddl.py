@@ -22,7 +22,7 @@ from deltalake import DeltaTable
 
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 from tests.e2e.cli import write_config
-from tests.e2e.test_incremental import (
+from tests.e2e.incremental_runs import (
     Launch,
     incremental_source,
     launch,

@@ -20,8 +20,7 @@ from sparkcdc.snapshot.signals import SIGNAL_TABLE_DDL
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 from tests.cases.changelog import source_names
 from tests.e2e.cli import write_config
-from tests.e2e.snapshot_workload import PG_ITEMS, load_items
-from tests.e2e.test_incremental import (
+from tests.e2e.incremental_runs import (
     COLUMNS,
     CountedChurn,
     Launch,
@@ -35,6 +34,7 @@ from tests.e2e.test_incremental import (
     stop,
     wait_for,
 )
+from tests.e2e.snapshot_workload import PG_ITEMS, load_items
 
 pytestmark = [pytest.mark.postgres, pytest.mark.spark, pytest.mark.slow]
 __all__ = ["launch"]  # the fixture

@@ -22,8 +22,7 @@ from deltalake import DeltaTable
 
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 from tests.e2e.cli import available_now, write_config
-from tests.e2e.snapshot_workload import Churn, Transfers, load_items
-from tests.e2e.test_snapshot import (
+from tests.e2e.snapshot_runs import (
     ITEM_COLUMNS,
     check_changelog,
     crash_mid_snapshot,
@@ -32,6 +31,7 @@ from tests.e2e.test_snapshot import (
     snapshot_then_log,
     split_metas,
 )
+from tests.e2e.snapshot_workload import Churn, Transfers, load_items
 
 pytestmark = [pytest.mark.postgres, pytest.mark.spark, pytest.mark.slow]
 

@@ -12,11 +12,8 @@ no primary key) and exits; a transfer workload proves the copy is one consistent
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import random
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,128 +21,21 @@ import pytest
 from deltalake import DeltaTable
 
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
-from tests.e2e.cli import available_now, crash, run, start, write_config
+from tests.e2e.cli import run, write_config
+from tests.e2e.snapshot_runs import (
+    ITEM_COLUMNS,
+    check_changelog,
+    crash_mid_snapshot,
+    ran_in_parallel,
+    replica,
+    snapshot_source,
+    snapshot_then_log,
+    source_items,
+    split_metas,
+)
 from tests.e2e.snapshot_workload import Churn, Transfers, load_items
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.spark, pytest.mark.slow]
-
-TRIALS = int(os.environ.get("SPARKCDC_SNAPSHOT_CRASH_TRIALS", "5"))
-
-
-def snapshot_source(parallelism: int = 2, chunk: int = 1000, batch_rows: int = 4000) -> str:
-    return (
-        ", server_id: '7201-7210', snapshot: {"
-        f"chunk_size: {chunk}, parallelism: {parallelism}, batch_rows: {batch_rows}}}"
-    )
-
-
-def replica(path: Path, columns: list[str]) -> list[tuple[Any, ...]]:
-    rows = DeltaTable(str(path)).to_pyarrow_table(columns=columns).to_pylist()
-    return sorted(tuple(r[c] for c in columns) for r in rows)
-
-
-def source_items(server: ThrowawayMariaDB, db: str) -> list[tuple[Any, ...]]:
-    return sorted(tuple(r) for r in server.query("SELECT id, version, name, amount FROM items", db))
-
-
-ITEM_COLUMNS = ["id", "version", "name", "amount"]
-
-
-def split_metas(tmp: Path, table: str) -> list[dict[str, Any]]:
-    folder = tmp / "checkpoint" / "sparkcdc" / "snapshot" / "splits" / table
-    metas = []
-    for path in folder.glob("*.json"):
-        with contextlib.suppress(OSError, ValueError):  # being replaced right now
-            metas.append(json.loads(path.read_text()))
-    return metas
-
-
-def binlog_place(source: dict[str, Any]) -> tuple[int, int]:
-    """Where in the binlog a change log row's event lies (a snapshot row: its high watermark)."""
-    return (int(source["file"].rsplit(".", 1)[1]), source["pos"])
-
-
-def check_changelog(path: Path, place: Callable[[dict[str, Any]], Any] = binlog_place) -> None:
-    """One ``r`` row per key, and no change of a key older than its ``r`` row (by ``place`` of
-    the rows' ``source``)."""
-    log = DeltaTable(str(path)).to_pyarrow_table(columns=["op", "before", "after", "source"])
-    reads: dict[int, Any] = {}
-    changes: list[tuple[int, Any]] = []
-    for row in log.to_pylist():
-        at = place(row["source"])
-        if row["op"] == "r":
-            key = row["after"]["id"]
-            assert key not in reads, f"key {key} was snapshotted twice"
-            reads[key] = at
-            continue
-        for image in (row["before"], row["after"]):
-            if image is not None:
-                changes.append((image["id"], at))
-    stale = [(k, at, reads[k]) for k, at in changes if k in reads and at < reads[k]]
-    assert not stale, f"{len(stale)} changes older than their key's snapshot row: {stale[:5]}"
-
-
-def ran_in_parallel(metas: list[dict[str, Any]]) -> bool:
-    """Whether two splits were read by different Spark task workers at the same time."""
-    return any(
-        a["task"].split(" pid ")[1] != b["task"].split(" pid ")[1]
-        and a["started"] < b["ended"]
-        and b["started"] < a["ended"]
-        for a in metas
-        for b in metas
-    )
-
-
-def snapshot_then_log(cfg: Path, tmp: Path, churn: Churn) -> None:
-    """``sparkcdc run`` while ``churn`` writes: through the snapshot and a few seconds of the
-    log past its hand-off, stopped (exit 0), then run to the log's end once the writes stop."""
-    churn.start()
-    try:
-        proc = start(cfg)
-        handoff = tmp / "checkpoint" / "sparkcdc" / "snapshot" / "handoff.json"
-        deadline = time.monotonic() + 300
-        while not handoff.exists():
-            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
-            assert time.monotonic() < deadline, "the snapshot did not finish in 300 s"
-            time.sleep(0.5)
-        time.sleep(3)  # the log flows for a while past the hand-off
-    finally:
-        churn.halt()
-    proc.terminate()
-    out, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 0, out.decode(errors="replace")
-    available_now(cfg)  # catch up with the last changes
-
-
-def crash_mid_snapshot(
-    cfg: Path, tmp: Path, table: str, splits: int, churn: Churn, rng: random.Random
-) -> dict[int, float]:
-    """TRIALS ``kill -9`` crashes of ``sparkcdc run`` while ``churn`` writes, each at a random
-    moment after new splits of ``table`` finished, then a last run to the log's end: asserts no
-    restart read a split finished before it again; each split's read start after the end."""
-    churn.start()
-    finished: list[dict[int, float]] = []  # split index -> its read's start, at each crash
-    try:
-        for _ in range(TRIALS):
-            target = len(split_metas(tmp, table)) + rng.randrange(1, 4)
-            proc = start(cfg)
-            deadline = time.monotonic() + 300
-            while len(split_metas(tmp, table)) < target:
-                assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
-                assert time.monotonic() < deadline, "no new split finished in 300 s"
-                time.sleep(0.05)
-            time.sleep(rng.uniform(0.0, 0.5))
-            crash(proc)
-            finished.append({m["split"]["index"]: m["started"] for m in split_metas(tmp, table)})
-    finally:
-        churn.halt()
-    assert len(finished[-1]) < splits, "the snapshot finished before the last crash"
-    available_now(cfg)  # the last restart: resumes the snapshot, then the log up to its end
-    after = {m["split"]["index"]: m["started"] for m in split_metas(tmp, table)}
-    for crashed, before in enumerate(finished):
-        reread = [i for i, started in before.items() if after.get(i) != started]
-        assert not reread, f"splits {reread} finished before crash {crashed} were read again"
-    return after
 
 
 def test_initial_snapshot_under_concurrent_writes_then_the_log(

@@ -21,8 +21,7 @@ from deltalake import DeltaTable
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from tests.cases.changelog import source_names
 from tests.e2e.cli import write_config
-from tests.e2e.snapshot_workload import Churn, load_items
-from tests.e2e.test_incremental import (
+from tests.e2e.incremental_runs import (
     Launch,
     caught_up,
     launch,
@@ -31,6 +30,7 @@ from tests.e2e.test_incremental import (
     stop,
     wait_for,
 )
+from tests.e2e.snapshot_workload import Churn, load_items
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.spark, pytest.mark.slow]
 __all__ = ["launch"]  # the fixture
