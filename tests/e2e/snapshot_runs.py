@@ -15,27 +15,15 @@ from typing import Any
 
 from deltalake import DeltaTable
 
-from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from tests.e2e.cli import available_now, crash, start
 from tests.e2e.snapshot_workload import Churn
 
 TRIALS = int(os.environ.get("SPARKCDC_SNAPSHOT_CRASH_TRIALS", "5"))
 
 
-def snapshot_source(parallelism: int = 2, chunk: int = 1000, batch_rows: int = 4000) -> str:
-    return (
-        ", server_id: '7201-7210', snapshot: {"
-        f"chunk_size: {chunk}, parallelism: {parallelism}, batch_rows: {batch_rows}}}"
-    )
-
-
 def replica(path: Path, columns: list[str]) -> list[tuple[Any, ...]]:
     rows = DeltaTable(str(path)).to_pyarrow_table(columns=columns).to_pylist()
     return sorted(tuple(r[c] for c in columns) for r in rows)
-
-
-def source_items(server: ThrowawayMariaDB, db: str) -> list[tuple[Any, ...]]:
-    return sorted(tuple(r) for r in server.query("SELECT id, version, name, amount FROM items", db))
 
 
 ITEM_COLUMNS = ["id", "version", "name", "amount"]
@@ -50,12 +38,7 @@ def split_metas(tmp: Path, table: str) -> list[dict[str, Any]]:
     return metas
 
 
-def binlog_place(source: dict[str, Any]) -> tuple[int, int]:
-    """Where in the binlog a change log row's event lies (a snapshot row: its high watermark)."""
-    return (int(source["file"].rsplit(".", 1)[1]), source["pos"])
-
-
-def check_changelog(path: Path, place: Callable[[dict[str, Any]], Any] = binlog_place) -> None:
+def check_changelog(path: Path, place: Callable[[dict[str, Any]], Any]) -> None:
     """One ``r`` row per key, and no change of a key older than its ``r`` row (by ``place`` of
     the rows' ``source``)."""
     log = DeltaTable(str(path)).to_pyarrow_table(columns=["op", "before", "after", "source"])
