@@ -15,13 +15,16 @@ adding its class here and its parameter there.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from sparkcdc.snapshot.signals import SIGNAL_TABLE_DDL, signal_table_ddl
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 from tests.e2e.cli import log_end, write_config
+from tests.e2e.snapshot_workload import ITEMS, PG_ITEMS, Server
 from tests.e2e.workload import DDL, MARIADB, PG_DDL, POSTGRES, Dialect
 
 SLOT = "sparkcdc_checkpoint"  # PostgreSQL's slot is named after the checkpoint folder
@@ -39,16 +42,31 @@ class E2ESource(Protocol):
     """Whether the parallel snapshot reads every chunk in one pinned snapshot (no windows)."""
     full_before_image: bool
     """Whether a delete's before image holds every column (else the key only)."""
+    capture_signal_table: bool
+    """Whether the signal table must be captured too (its rows are read from the log)."""
 
     @property
-    def server(self) -> Any:
+    def server(self) -> Server:
         """The server, for the workloads (``connect``, ``execute``, ``query``)."""
 
     def create_accounts(self) -> None:
         """Create the workload's ``accounts`` table in the test's database."""
 
-    def start_capturing(self, table: str) -> str:
-        """Make the database ready to stream ``table`` from now on; the ``startup`` to use."""
+    def create_items(self, table: str) -> None:
+        """Create an empty table of the snapshot workload's ``items`` shape named ``table``."""
+
+    def create_signal_table(self, table: str) -> str:
+        """Create the signal table ``table``; its name as the pipeline file gives it."""
+
+    def numbers(self, count: int) -> str:
+        """A FROM clause of the integers ``1 .. count`` in a column ``seq``."""
+
+    def write_before_capture(self, *sql: str) -> None:
+        """Run ``sql`` so that the pipeline's log never holds it (MariaDB: with ``sql_log_bin``
+        off; PostgreSQL: before the slot exists, so call it before :meth:`start_capturing`)."""
+
+    def start_capturing(self, tables: list[str]) -> str:
+        """Make the database ready to stream ``tables`` from now on; the ``startup`` to use."""
 
     def config(self, tmp: Path, table: str, startup: str, extra_source: str = "") -> Path:
         """A pipeline file capturing ``table`` (a regular expression over names in the test's
@@ -66,6 +84,12 @@ class E2ESource(Protocol):
     def place(self, source: dict[str, Any]) -> Any:
         """A change log row's place in the log (by its ``source`` field), ordered."""
 
+    def log_event(self, source: dict[str, Any]) -> Any:
+        """A change log row's event in the log, one per row event, in log order."""
+
+    def origin(self, table: str) -> tuple[str, str | None, str]:
+        """The (db, schema, table) a change log row of ``table`` names as its source."""
+
     def pin(self, meta: dict[str, Any]) -> Any:
         """A finished split's snapshot point (the ``high`` of its record)."""
 
@@ -81,6 +105,7 @@ class MariaDBSource:
     dialect: Dialect = MARIADB
     pins_one_snapshot: bool = False
     full_before_image: bool = True
+    capture_signal_table: bool = False
 
     @property
     def schema(self) -> str:
@@ -89,7 +114,23 @@ class MariaDBSource:
     def create_accounts(self) -> None:
         self.server.execute(*(s.format(db=self.database) for s in DDL))
 
-    def start_capturing(self, table: str) -> str:
+    def create_items(self, table: str) -> None:
+        self.server.execute(ITEMS.format(db=self.database).replace(".items", f".{table}"))
+
+    def create_signal_table(self, table: str) -> str:
+        self.server.execute(signal_table_ddl(f"{self.database}.{table}"))
+        return f"{self.database}.{table}"
+
+    def numbers(self, count: int) -> str:
+        return f"seq_1_to_{count}"
+
+    def write_before_capture(self, *sql: str) -> None:
+        with contextlib.closing(self.server.connect(self.database)) as conn, conn.cursor() as cur:
+            cur.execute("SET sql_log_bin = 0")
+            for statement in sql:
+                cur.execute(statement)
+
+    def start_capturing(self, tables: list[str]) -> str:
         return log_end(self.server)
 
     def config(self, tmp: Path, table: str, startup: str, extra_source: str = "") -> Path:
@@ -118,6 +159,13 @@ class MariaDBSource:
     def pin(self, meta: dict[str, Any]) -> Any:
         return (meta["high"]["file"], meta["high"]["pos"])
 
+    def log_event(self, source: dict[str, Any]) -> tuple[str, int, int]:
+        """(file, pos, row) of the row's event in the binlog."""
+        return (source["file"], source["pos"], source["row"])
+
+    def origin(self, table: str) -> tuple[str, str | None, str]:
+        return (self.database, None, table)
+
     def lake(self, tmp: Path) -> Path:
         return tmp / "lake" / self.database
 
@@ -131,13 +179,29 @@ class PostgresSource:
     dialect: Dialect = POSTGRES
     pins_one_snapshot: bool = True
     full_before_image: bool = False  # REPLICA IDENTITY DEFAULT: a delete's key only
+    capture_signal_table: bool = True  # signals are read from the slot's stream
 
     def create_accounts(self) -> None:
         self.server.execute(*PG_DDL, database=self.database)
 
-    def start_capturing(self, table: str) -> str:
+    def create_items(self, table: str) -> None:
+        self.server.execute(PG_ITEMS.replace("items", table), database=self.database)
+
+    def create_signal_table(self, table: str) -> str:
+        self.server.execute(SIGNAL_TABLE_DDL.format(name=table), database=self.database)
+        return f"public.{table}"
+
+    def numbers(self, count: int) -> str:
+        return f"generate_series(1, {count}) AS seq"
+
+    def write_before_capture(self, *sql: str) -> None:
+        self.server.execute(*sql, database=self.database)
+
+    def start_capturing(self, tables: list[str]) -> str:
+        """A publication of ``tables`` and the checkpoint's slot: every write from here on is
+        in the log the pipeline reads."""
         self.server.execute(
-            f"CREATE PUBLICATION {SLOT} FOR TABLE {table}",
+            f"CREATE PUBLICATION {SLOT} FOR TABLE {', '.join(tables)}",
             f"SELECT pg_create_logical_replication_slot('{SLOT}', 'pgoutput')",
             database=self.database,
         )
@@ -165,6 +229,13 @@ class PostgresSource:
 
     def pin(self, meta: dict[str, Any]) -> Any:
         return meta["high"]["lsn"]
+
+    def log_event(self, source: dict[str, Any]) -> str:
+        """The row's position text in the WAL."""
+        return str(source["position"])
+
+    def origin(self, table: str) -> tuple[str, str | None, str]:
+        return (self.database, "public", table)
 
     def slots(self) -> list[tuple[Any, ...]]:
         return self.query("SELECT slot_name FROM pg_replication_slots")

@@ -9,16 +9,14 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from deltalake import DeltaTable
 
 from sparkcdc.sinks.delta.notifications import read_notifications
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
-from tests.e2e.cli import crash, start
 from tests.e2e.snapshot_workload import Churn
 
 COLUMNS = ["id", "version", "name", "amount"]
@@ -57,22 +55,6 @@ class _Counting:
 
 
 Launch = Callable[[Path], "subprocess.Popen[bytes]"]
-
-
-@pytest.fixture
-def launch() -> Iterator[Launch]:
-    """``start`` for the test: a pipeline still running when the test ends (it failed) is
-    killed with its process group."""
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def launch(cfg: Path) -> subprocess.Popen[bytes]:
-        procs.append(start(cfg))
-        return procs[-1]
-
-    yield launch
-    for proc in procs:
-        if proc.poll() is None:
-            crash(proc)
 
 
 def signal(cfg: Path, action: str, *args: str) -> str:
@@ -127,22 +109,29 @@ def replica(path: Path, columns: list[str] = COLUMNS) -> list[tuple[Any, ...]]:
     return sorted(tuple(r[c] for c in columns) for r in rows)
 
 
-def source(server: ThrowawayMariaDB, db: str, table: str = "items") -> list[tuple[Any, ...]]:
+def items_of(server: ThrowawayMariaDB, db: str, table: str = "items") -> list[tuple[Any, ...]]:
     rows = server.query(f"SELECT {', '.join(COLUMNS)} FROM {table}", db)
     return sorted(tuple(r) for r in rows)
+
+
+Rows = list[tuple[Any, ...]]
 
 
 def caught_up(
     proc: subprocess.Popen[bytes], server: ThrowawayMariaDB, lake: Path, tables: list[str]
 ) -> None:
     """Wait until the replica of every ``db.table`` equals its source (the writers stopped)."""
+    caught_up_with(proc, lambda name: items_of(server, *name.split(".")), lake, tables)
+
+
+def caught_up_with(
+    proc: subprocess.Popen[bytes], rows_of: Callable[[str], Rows], lake: Path, tables: list[str]
+) -> None:
+    """Wait until the replica of every ``schema.table`` (``lake/schema/table``) equals
+    ``rows_of`` it (the writers stopped)."""
 
     def equal() -> bool:
-        for name in tables:
-            db, table = name.split(".")
-            if replica(lake / db / table) != source(server, db, table):
-                return False
-        return True
+        return all(replica(lake.joinpath(*name.split("."))) == rows_of(name) for name in tables)
 
     wait_for(proc, equal, "the replica to catch up with the source", timeout=90)
 

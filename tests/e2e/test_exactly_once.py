@@ -37,7 +37,7 @@ def test_kill_9_mid_stream_then_restart(source: E2ESource, tmp_path: Path) -> No
     rng = random.Random(SEEDS[source.name])
     changes = CHANGES[source.name]
     source.create_accounts()
-    startup = source.start_capturing("accounts")
+    startup = source.start_capturing(["accounts"])
     cfg = source.config(tmp_path, "accounts", startup)
     lake = source.lake(tmp_path)
     changelog = lake / "accounts__changelog"

@@ -12,38 +12,41 @@ snapshotted while the others stream on.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sparkcdc.sinks.delta.notifications import read_notifications
-from sparkcdc.snapshot.signals import signal_table_ddl
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from tests.cases.changelog import source_names
+from tests.cases.e2e_sources import E2ESource
 from tests.e2e.cli import crash, log_end, write_config
 from tests.e2e.incremental_runs import (
+    COLUMNS,
     CountedChurn,
     Launch,
+    Rows,
     caught_up,
+    caught_up_with,
     check_changelog,
     check_progress,
     incremental_source,
+    items_of,
     notes,
     replica,
     signal,
-    source,
     stop,
     wait_for,
 )
 from tests.e2e.snapshot_workload import ITEMS, load_items
 
-pytestmark = [pytest.mark.mariadb, pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 TRIALS = int(os.environ.get("SPARKCDC_INCREMENTAL_CRASH_TRIALS", "5"))
 
@@ -53,44 +56,48 @@ def recreate(server: ThrowawayMariaDB, *dbs: str) -> None:
         server.execute(f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}")
 
 
-def test_incremental_snapshot_under_a_concurrent_workload(
-    mariadb: ThrowawayMariaDB, tmp_path: Path, launch: Launch
-) -> None:
-    db, other = "inc_load", "inc_other"
-    recreate(mariadb, db, other)
-    load_items(mariadb, db, 30000)
-    mariadb.execute(ITEMS.format(db=other))  # filled by its writer only, through the log
-    cfg = write_config(
-        tmp_path,
-        mariadb,
-        rf"({db}|{other})\.items",
-        startup=log_end(mariadb),
-        extra_source=incremental_source(),
+def rows_of(source: E2ESource) -> Callable[[str], Rows]:
+    """The rows of a ``schema.table`` of ``source``, as :func:`replica` gives them."""
+    return lambda name: sorted(
+        source.query(f"SELECT {', '.join(COLUMNS)} FROM {name.split('.')[1]}")
     )
-    lake = tmp_path / "lake"
-    churn = CountedChurn(mariadb, db, top=60000, seed=11, pause=0.005)
-    side = CountedChurn(mariadb, other, top=20000, seed=12, pause=0.01)
+
+
+def test_incremental_snapshot_under_a_concurrent_workload(
+    source: E2ESource, tmp_path: Path, launch: Launch
+) -> None:
+    """``items`` is snapshotted while its writer churns it; ``other`` is filled by its writer
+    only, through the log."""
+    schema, server, database = source.schema, source.server, source.database
+    load_items(server, database, 30000)
+    source.create_items("other")
+    startup = source.start_capturing(["items", "other"])
+    cfg = source.config(tmp_path, "(items|other)", startup, extra_source=incremental_source())
+    lake, tables = tmp_path / "lake", [f"{schema}.items", f"{schema}.other"]
+    churn = CountedChurn(server, database, top=60000, seed=11, pause=0.005)
+    side = CountedChurn(server, database, top=20000, seed=12, pause=0.01, table="other")
     proc = launch(cfg)
     churn.start()
     side.start()
     try:
-        wait_for(proc, lambda: bool(replica(lake / other / "items")), "the stream to flow")
-        assert "sent to" in signal(cfg, "execute-snapshot", "--tables", f"{db}.items")
+        wait_for(proc, lambda: bool(replica(lake / schema / "other")), "the stream to flow")
+        assert "sent to" in signal(cfg, "execute-snapshot", "--tables", f"{schema}.items")
         wait_for(proc, lambda: bool(notes(lake, "completed")), "the snapshot to complete")
         time.sleep(1)  # the log flows on past the snapshot
     finally:
         churn.halt()
         side.halt()
-    caught_up(proc, mariadb, lake, [f"{db}.items", f"{other}.items"])
+    caught_up_with(proc, rows_of(source), lake, tables)
     stop(proc)
 
     assert churn.commits > 100 and side.commits > 50
-    assert replica(lake / db / "items") == source(mariadb, db)
-    assert replica(lake / other / "items") == source(mariadb, other)
-    reads = check_changelog(lake / db / "items__changelog", churn.changes)
-    assert source_names(lake / db / "items__changelog", "r") == {(db, None, "items", True)}
-    assert check_changelog(lake / other / "items__changelog", side.changes) == 0
-    rows = check_progress(lake, f"{db}.items")
+    for name in tables:
+        assert replica(lake.joinpath(*name.split("."))) == rows_of(source)(name)
+    items_log, other_log = lake / schema / "items__changelog", lake / schema / "other__changelog"
+    reads = check_changelog(items_log, churn.changes, source.log_event)
+    assert source_names(items_log, "r") == {(*source.origin("items"), True)}
+    assert check_changelog(other_log, side.changes, source.log_event) == 0
+    rows = check_progress(lake, f"{schema}.items")
     assert len(rows) >= 2, f"the snapshot took {len(rows)} window only"
     assert 20000 < reads <= rows[-1]  # window changes dropped some rows, not many
     assert [n["type"] for n in notes(lake)][:2] == ["queued", "started"]
@@ -98,43 +105,45 @@ def test_incremental_snapshot_under_a_concurrent_workload(
 
 
 def test_signals_through_the_signal_table(
-    mariadb: ThrowawayMariaDB, tmp_path: Path, launch: Launch
+    source: E2ESource, tmp_path: Path, launch: Launch
 ) -> None:
-    db = "inc_signals"
-    recreate(mariadb, db)
-    load_items(mariadb, db, 20000)
-    mariadb.execute(
-        signal_table_ddl(f"{db}.sig"),
-        ITEMS.format(db=db).replace(".items", ".dark"),
+    """Snapshots queued while paused (one of ``dark``, rows the log never saw, with a
+    ``--where`` condition) run after the resume; a log signal is noted in order."""
+    schema, server, database = source.schema, source.server, source.database
+    load_items(server, database, 20000)
+    sig = source.create_signal_table("sig")
+    source.create_items("dark")
+    source.write_before_capture(
+        f"INSERT INTO dark SELECT seq, 1, CONCAT('dark-', seq), 0.5 FROM {source.numbers(3000)}"
     )
-    with contextlib.closing(mariadb.connect(db)) as conn, conn.cursor() as cur:
-        cur.execute("SET sql_log_bin = 0")  # rows the log never saw
-        cur.execute("INSERT INTO dark SELECT seq, 1, CONCAT('dark-', seq), 0.5 FROM seq_1_to_3000")
-    cfg = write_config(
-        tmp_path,
-        mariadb,
-        rf"{db}\.(items|dark)",
-        startup=log_end(mariadb),
-        extra_source=f", signal_table: {db}.sig" + incremental_source(),
-    )
+    captured = ["items", "dark"] + (["sig"] if source.capture_signal_table else [])
+    startup = source.start_capturing(captured)
+    cfg = source.config(
+        tmp_path, f"({'|'.join(captured)})", startup,
+        extra_source=f", signal_table: {sig}" + incremental_source(),
+    )  # fmt: skip
     lake = tmp_path / "lake"
     proc = launch(cfg)
     # paused first, so no chunk can be read before the resume whatever the timing
-    assert f"sent to {db}.sig" in signal(cfg, "pause-snapshot")
-    signal(cfg, "execute-snapshot", "--tables", f"{db}.items")
-    signal(cfg, "execute-snapshot", "--tables", f"{db}.dark", "--where", "id % 10 = 0")
+    assert f"sent to {sig}" in signal(cfg, "pause-snapshot")
+    signal(cfg, "execute-snapshot", "--tables", f"{schema}.items")
+    signal(cfg, "execute-snapshot", "--tables", f"{schema}.dark", "--where", "id % 10 = 0")
     signal(cfg, "log", "--message", "backfill queued")
     wait_for(proc, lambda: bool(notes(lake, "log")), "the log signal")
     time.sleep(2)  # batches go by, paused
     assert not notes(lake, "chunk")
     signal(cfg, "resume-snapshot")
     wait_for(proc, lambda: len(notes(lake, "table-done")) == 2, "both tables to be done")
-    caught_up(proc, mariadb, lake, [f"{db}.items"])
+    caught_up_with(proc, rows_of(source), lake, [f"{schema}.items"])
     stop(proc)
 
     assert not list((tmp_path / "checkpoint").glob("sparkcdc/signals/*.json"))  # table channel
-    assert replica(lake / db / "items") == source(mariadb, db)
-    assert replica(lake / db / "dark") == [(i, 1, f"dark-{i}", 0.5) for i in range(10, 3001, 10)]
+    assert replica(lake / schema / "items") == rows_of(source)(f"{schema}.items")
+    dark = rows_of(source)(f"{schema}.dark")
+    assert replica(lake / schema / "dark") == [r for r in dark if r[0] % 10 == 0]
+    assert replica(lake / schema / "dark") == [
+        (i, 1, f"dark-{i}", 0.5) for i in range(10, 3001, 10)
+    ]
     seen = [(n["type"], n["table"]) for n in notes(lake)]
     assert seen[:5] == [
         ("paused", ""),
@@ -143,16 +152,18 @@ def test_signals_through_the_signal_table(
         ("log", ""),
         ("resumed", ""),
     ], seen
-    assert notes(lake, "log")[0]["details"]["message"] == "backfill queued"
-    assert [d for d in notes(lake, "queued", f"{db}.dark")][0]["details"]["where"] == "id % 10 = 0"
-    check_progress(lake, f"{db}.items")
-    check_progress(lake, f"{db}.dark")
-    assert notes(lake, "table-done", f"{db}.dark")[0]["details"]["rows"] == 300
-    assert check_changelog(lake / db / "items__changelog", 0) == 20000
-    assert check_changelog(lake / db / "dark__changelog", 0) == 300
+    assert [n["details"].get("message") for n in notes(lake, "log")] == ["backfill queued"]
+    queued_dark = notes(lake, "queued", f"{schema}.dark")
+    assert queued_dark[0]["details"]["where"] == "id % 10 = 0"
+    check_progress(lake, f"{schema}.items")
+    check_progress(lake, f"{schema}.dark")
+    assert notes(lake, "table-done", f"{schema}.dark")[0]["details"]["rows"] == 300
+    assert check_changelog(lake / schema / "items__changelog", 0, source.log_event) == 20000
+    assert check_changelog(lake / schema / "dark__changelog", 0, source.log_event) == 300
     assert seen[-1] == ("completed", "")
 
 
+@pytest.mark.mariadb
 def test_kill_9_mid_incremental_snapshot_resumes(
     mariadb: ThrowawayMariaDB, tmp_path: Path, launch: Launch
 ) -> None:
@@ -190,7 +201,7 @@ def test_kill_9_mid_incremental_snapshot_resumes(
     caught_up(proc, mariadb, lake, [table])
     stop(proc)
 
-    assert replica(lake / db / "items") == source(mariadb, db)
+    assert replica(lake / db / "items") == items_of(mariadb, db)
     reads = check_changelog(lake / db / "items__changelog", churn.changes)
     rows = check_progress(lake, table)
     assert 20000 < reads <= rows[-1]
@@ -211,6 +222,7 @@ def test_kill_9_mid_incremental_snapshot_resumes(
     assert resumed >= TRIALS - 1, f"only {resumed} crashes landed mid-snapshot"
 
 
+@pytest.mark.mariadb
 def test_tables_added_to_a_running_pipeline_are_snapshotted(
     mariadb: ThrowawayMariaDB, tmp_path: Path, launch: Launch
 ) -> None:
@@ -261,8 +273,8 @@ def test_tables_added_to_a_running_pipeline_are_snapshotted(
     caught_up(proc, mariadb, lake, [f"{db}.items", f"{db}.extra"])
     stop(proc)
 
-    assert replica(lake / db / "extra") == source(mariadb, db, "extra")
-    assert replica(lake / db / "items") == source(mariadb, db)
+    assert replica(lake / db / "extra") == items_of(mariadb, db, "extra")
+    assert replica(lake / db / "items") == items_of(mariadb, db)
     queued = notes(lake, "queued")
     assert [(n["table"], n["details"]["signal"]) for n in queued] == [("extra", "added")]
     assert not notes(lake, "started", f"{db}.items")  # the streamed table is not read again
