@@ -80,3 +80,8 @@ class MotoS3:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+def storage_options(options: dict[str, str]) -> str:
+    """``options`` as the pipeline file's ``sink.storage_options`` (``extra_sink``)."""
+    return ", storage_options: {" + ", ".join(f"{k}: '{v}'" for k, v in options.items()) + "}"

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.cases.cluster import StandaloneCluster
-from tests.cases.s3 import MotoS3
+from tests.cases.s3 import MotoS3, storage_options
 from tests.cases.spark_rest import committed_batches, snapshot_batches, snapshot_finished
 from tests.e2e.cli import available_now, crash, start
 from tests.e2e.cluster_runs import snapshot_tasks_per_worker, wait_for
@@ -37,7 +37,6 @@ from tests.e2e.cluster_sources import (
     replica_equals_source,
 )
 from tests.e2e.crashes import version
-from tests.e2e.test_s3_lake import storage_options
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3]
 

@@ -12,9 +12,9 @@ from deltalake import DeltaTable
 
 from tests.cases.mysql8 import BinlogWriter
 from tests.cases.mysql8.workload import sample_row
+from tests.cases.mysql_types import TYPES, U
 from tests.e2e.cli import available_now, run, write_config
 from tests.fakes.mysql_primary import MySQLPrimary
-from tests.integration.test_mysql_stream import TYPES, U
 
 
 def test_check_and_run_on_a_mysql_8_server(tmp_path: Path) -> None:

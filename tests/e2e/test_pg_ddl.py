@@ -22,10 +22,9 @@ from deltalake import DeltaTable
 
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 from tests.e2e.cli import write_config
-from tests.e2e.test_incremental import (
+from tests.e2e.incremental_runs import (
     Launch,
     incremental_source,
-    launch,
     notes,
     signal,
     stop,
@@ -34,7 +33,6 @@ from tests.e2e.test_incremental import (
 from tests.e2e.test_verify import verify
 
 pytestmark = [pytest.mark.postgres, pytest.mark.spark, pytest.mark.slow]
-__all__ = ["launch"]  # the fixture
 
 ROWS = 400
 TABLES = (

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
+from tests.cases.pg_toast import DOC, big, changelog, replica, source_rows
 from tests.e2e.cli import available_now, run, write_config
-from tests.integration.test_pg_toast import DOC, big, changelog, replica, source_rows
 
 pytestmark = pytest.mark.postgres
 

@@ -13,7 +13,11 @@ import pytest
 
 from sparkcdc.cli.main import EXIT_CONFIG
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
-from tests.cases.s3 import MotoS3, free_port
+from tests.cases.s3 import (
+    MotoS3,
+    free_port,
+    storage_options,
+)
 from tests.e2e.cli import available_now, in_process, write_config
 from tests.e2e.crashes import changelog_identities, crash_trials, replica_rows, source_rows
 from tests.e2e.workload import DDL, ChangeWorkload
@@ -22,11 +26,6 @@ pytestmark = [pytest.mark.mariadb, pytest.mark.spark, pytest.mark.s3]
 
 SNAPSHOT_ROWS = 2000
 CHANGES = 3000
-
-
-def storage_options(options: dict[str, str]) -> str:
-    """``options`` as the pipeline file's ``sink.storage_options`` (``extra_sink``)."""
-    return ", storage_options: {" + ", ".join(f"{k}: '{v}'" for k, v in options.items()) + "}"
 
 
 def test_run_on_s3_through_a_crash(mariadb: ThrowawayMariaDB, s3: MotoS3, tmp_path: Path) -> None:

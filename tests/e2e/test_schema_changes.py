@@ -16,7 +16,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from sparkcdc.sinks.delta.notifications import read_notifications
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from sparkcdc.sources.registry import open_source
 from sparkcdc.verify.committed import CommittedPosition
-from tests.e2e.cli import crash, start, write_config
+from tests.e2e.cli import crash, write_config
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.spark, pytest.mark.slow]
 
@@ -38,21 +38,6 @@ SOURCE = (
 ROWS = 3000  # kinds; dflt a third
 
 Proc = subprocess.Popen[bytes]
-
-
-@pytest.fixture
-def launch() -> Iterator[Callable[[Path], Proc]]:
-    """``start`` for the test; a pipeline still running when the test ends is killed."""
-    procs: list[Proc] = []
-
-    def launch(cfg: Path) -> Proc:
-        procs.append(start(cfg))
-        return procs[-1]
-
-    yield launch
-    for proc in procs:
-        if proc.poll() is None:
-            crash(proc)
 
 
 def cli(cfg: Path, *args: str) -> tuple[int, str]:

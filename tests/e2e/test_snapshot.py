@@ -1,22 +1,23 @@
-"""The parallel snapshot through ``sparkcdc run``, as a user runs it.
+"""The parallel snapshot through ``sparkcdc run``, as a user runs it, on every source.
 
-``startup: initial`` while a writer churns every part of the key space: afterwards the replica
+``startup: initial`` while a writer churns every part of the key space (updates, deletes,
+inserts inside, below and past the key range, primary-key updates): afterwards the replica
 equals the source row by row, the change log holds one ``r`` row per snapshotted key and never a
 change older than that key's snapshot row, and the splits of the table ran in two Spark tasks at
-the same time. ``kill -9`` mid-snapshot, five randomized crashes in one snapshot: each restart
-resumes without reading finished splits again, and the end equals the source. ``startup:
-snapshot`` copies tables of every key shape (composite, case-insensitive strings, empty, growing,
-no primary key) and exits; a transfer workload proves the copy is one consistent cut of the log.
+the same time. MariaDB corrects chunks in watermark windows (which saw writes); PostgreSQL reads
+every chunk in one exported snapshot (no window to correct) and leaves only the checkpoint's slot.
+``kill -9`` mid-snapshot, five randomized crashes in one snapshot: each restart resumes without
+reading finished splits again (on PostgreSQL in a new pin), and the end equals the source.
+``startup: snapshot`` copies a table that transfers keep at a constant total: the copy is one
+consistent cut; on MariaDB with tables of every key shape (composite, case-insensitive strings,
+empty, growing, no primary key); on PostgreSQL it leaves no replication slot behind.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import random
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,186 +25,107 @@ import pytest
 from deltalake import DeltaTable
 
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
-from tests.e2e.cli import available_now, crash, run, start, write_config
+from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
+from tests.cases.e2e_sources import SLOT, E2ESource, MariaDBSource, PostgresSource
+from tests.e2e.cli import available_now, run, write_config
+from tests.e2e.snapshot_runs import (
+    ITEM_COLUMNS,
+    check_changelog,
+    crash_mid_snapshot,
+    ran_in_parallel,
+    replica,
+    snapshot_then_log,
+    split_metas,
+)
 from tests.e2e.snapshot_workload import Churn, Transfers, load_items
 
-pytestmark = [pytest.mark.mariadb, pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-TRIALS = int(os.environ.get("SPARKCDC_SNAPSHOT_CRASH_TRIALS", "5"))
-
-
-def snapshot_source(parallelism: int = 2, chunk: int = 1000, batch_rows: int = 4000) -> str:
-    return (
-        ", server_id: '7201-7210', snapshot: {"
-        f"chunk_size: {chunk}, parallelism: {parallelism}, batch_rows: {batch_rows}}}"
-    )
+CRASH_SEEDS = {"mysql": 500, "postgres": 600}
 
 
-def replica(path: Path, columns: list[str]) -> list[tuple[Any, ...]]:
-    rows = DeltaTable(str(path)).to_pyarrow_table(columns=columns).to_pylist()
-    return sorted(tuple(r[c] for c in columns) for r in rows)
-
-
-def source_items(server: ThrowawayMariaDB, db: str) -> list[tuple[Any, ...]]:
-    return sorted(tuple(r) for r in server.query("SELECT id, version, name, amount FROM items", db))
-
-
-ITEM_COLUMNS = ["id", "version", "name", "amount"]
-
-
-def split_metas(tmp: Path, table: str) -> list[dict[str, Any]]:
-    folder = tmp / "checkpoint" / "sparkcdc" / "snapshot" / "splits" / table
-    metas = []
-    for path in folder.glob("*.json"):
-        with contextlib.suppress(OSError, ValueError):  # being replaced right now
-            metas.append(json.loads(path.read_text()))
-    return metas
-
-
-def binlog_place(source: dict[str, Any]) -> tuple[int, int]:
-    """Where in the binlog a change log row's event lies (a snapshot row: its high watermark)."""
-    return (int(source["file"].rsplit(".", 1)[1]), source["pos"])
-
-
-def check_changelog(path: Path, place: Callable[[dict[str, Any]], Any] = binlog_place) -> None:
-    """One ``r`` row per key, and no change of a key older than its ``r`` row (by ``place`` of
-    the rows' ``source``)."""
-    log = DeltaTable(str(path)).to_pyarrow_table(columns=["op", "before", "after", "source"])
-    reads: dict[int, Any] = {}
-    changes: list[tuple[int, Any]] = []
-    for row in log.to_pylist():
-        at = place(row["source"])
-        if row["op"] == "r":
-            key = row["after"]["id"]
-            assert key not in reads, f"key {key} was snapshotted twice"
-            reads[key] = at
-            continue
-        for image in (row["before"], row["after"]):
-            if image is not None:
-                changes.append((image["id"], at))
-    stale = [(k, at, reads[k]) for k, at in changes if k in reads and at < reads[k]]
-    assert not stale, f"{len(stale)} changes older than their key's snapshot row: {stale[:5]}"
-
-
-def ran_in_parallel(metas: list[dict[str, Any]]) -> bool:
-    """Whether two splits were read by different Spark task workers at the same time."""
-    return any(
-        a["task"].split(" pid ")[1] != b["task"].split(" pid ")[1]
-        and a["started"] < b["ended"]
-        and b["started"] < a["ended"]
-        for a in metas
-        for b in metas
-    )
-
-
-def snapshot_then_log(cfg: Path, tmp: Path, churn: Churn) -> None:
-    """``sparkcdc run`` while ``churn`` writes: through the snapshot and a few seconds of the
-    log past its hand-off, stopped (exit 0), then run to the log's end once the writes stop."""
-    churn.start()
-    try:
-        proc = start(cfg)
-        handoff = tmp / "checkpoint" / "sparkcdc" / "snapshot" / "handoff.json"
-        deadline = time.monotonic() + 300
-        while not handoff.exists():
-            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
-            assert time.monotonic() < deadline, "the snapshot did not finish in 300 s"
-            time.sleep(0.5)
-        time.sleep(3)  # the log flows for a while past the hand-off
-    finally:
-        churn.halt()
-    proc.terminate()
-    out, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 0, out.decode(errors="replace")
-    available_now(cfg)  # catch up with the last changes
-
-
-def crash_mid_snapshot(
-    cfg: Path, tmp: Path, table: str, splits: int, churn: Churn, rng: random.Random
-) -> dict[int, float]:
-    """TRIALS ``kill -9`` crashes of ``sparkcdc run`` while ``churn`` writes, each at a random
-    moment after new splits of ``table`` finished, then a last run to the log's end: asserts no
-    restart read a split finished before it again; each split's read start after the end."""
-    churn.start()
-    finished: list[dict[int, float]] = []  # split index -> its read's start, at each crash
-    try:
-        for _ in range(TRIALS):
-            target = len(split_metas(tmp, table)) + rng.randrange(1, 4)
-            proc = start(cfg)
-            deadline = time.monotonic() + 300
-            while len(split_metas(tmp, table)) < target:
-                assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
-                assert time.monotonic() < deadline, "no new split finished in 300 s"
-                time.sleep(0.05)
-            time.sleep(rng.uniform(0.0, 0.5))
-            crash(proc)
-            finished.append({m["split"]["index"]: m["started"] for m in split_metas(tmp, table)})
-    finally:
-        churn.halt()
-    assert len(finished[-1]) < splits, "the snapshot finished before the last crash"
-    available_now(cfg)  # the last restart: resumes the snapshot, then the log up to its end
-    after = {m["split"]["index"]: m["started"] for m in split_metas(tmp, table)}
-    for crashed, before in enumerate(finished):
-        reread = [i for i, started in before.items() if after.get(i) != started]
-        assert not reread, f"splits {reread} finished before crash {crashed} were read again"
-    return after
+def items(source: E2ESource) -> list[tuple[Any, ...]]:
+    return sorted(source.query("SELECT id, version, name, amount FROM items"))
 
 
 def test_initial_snapshot_under_concurrent_writes_then_the_log(
-    mariadb: ThrowawayMariaDB, tmp_path: Path
+    source: E2ESource, tmp_path: Path
 ) -> None:
-    db = "snap_initial"
-    mariadb.execute(f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}")
-    load_items(mariadb, db, 30000)
-    churn = Churn(mariadb, db, top=60000, seed=7)
-    cfg = write_config(
-        tmp_path, mariadb, rf"{db}\.items", startup="initial", extra_source=snapshot_source()
-    )
+    load_items(source.server, source.database, 30000)
+    churn = Churn(source.server, source.database, top=60000, seed=7)
+    settings = source.snapshot_settings()
+    cfg = source.config(tmp_path, "items", "initial", extra_source=settings)
     snapshot_then_log(cfg, tmp_path, churn)
 
-    lake = tmp_path / "lake" / db
+    lake = source.lake(tmp_path)
     assert churn.commits > 100
-    assert replica(lake / "items", ITEM_COLUMNS) == source_items(mariadb, db)
-    check_changelog(lake / "items__changelog")
+    assert replica(lake / "items", ITEM_COLUMNS) == items(source)
+    check_changelog(lake / "items__changelog", source.place)
 
-    metas = split_metas(tmp_path, f"{db}.items")
+    metas = split_metas(tmp_path, f"{source.schema}.items")
     assert len(metas) >= 30
-    assert sum(m["window_changes"] for m in metas) > 0  # windows did see writes
+    if source.pins_one_snapshot:
+        assert len({source.pin(m) for m in metas}) == 1  # one pinned snapshot for every chunk
+        assert sum(m["window_changes"] for m in metas) == 0  # so no chunk had a window
+    else:
+        assert sum(m["window_changes"] for m in metas) > 0  # windows did see writes
     assert ran_in_parallel(metas), "no two splits ran in different Spark tasks at the same time"
+    if isinstance(source, PostgresSource):
+        assert source.slots() == [(SLOT,)]  # the pin's temporary slot is gone
 
 
 def test_kill_9_mid_snapshot_resumes_without_rereading_finished_splits(
-    mariadb: ThrowawayMariaDB, tmp_path: Path
+    source: E2ESource, tmp_path: Path
 ) -> None:
     """TRIALS crashes in one snapshot, each at a random moment after new splits finished (the
     later ones while the snapshot resumes from the crash before): no restart reads a split
-    finished before it again, and the end equals the source."""
-    rng = random.Random(500)
-    db, splits = "snap_crash", 60
-    table = f"{db}.items"
-    mariadb.execute(f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}")
-    load_items(mariadb, db, splits * 1000)
-    cfg = write_config(
-        tmp_path,
-        mariadb,
-        rf"{db}\.items",
-        startup="initial",
-        extra_source=snapshot_source(chunk=1000, batch_rows=2000),
-    )
-    churn = Churn(mariadb, db, top=splits * 2000, seed=5, pause=0.01)
+    finished before it again (on PostgreSQL the splits read after a crash carry a later pin's
+    point), and the end equals the source, with a change log of no gap or duplicate."""
+    rng = random.Random(CRASH_SEEDS[source.name])
+    splits, table = 60, f"{source.schema}.items"
+    load_items(source.server, source.database, splits * 1000)
+    settings = source.snapshot_settings(chunk=1000, batch_rows=2000)
+    cfg = source.config(tmp_path, "items", "initial", extra_source=settings)
+    churn = Churn(source.server, source.database, top=splits * 2000, seed=5, pause=0.01)
     after = crash_mid_snapshot(cfg, tmp_path, table, splits, churn, rng)
     assert len(after) >= splits
-    lake = tmp_path / "lake" / db
-    assert replica(lake / "items", ITEM_COLUMNS) == source_items(mariadb, db)
-    check_changelog(lake / "items__changelog")
+    if source.pins_one_snapshot:
+        assert len({source.pin(m) for m in split_metas(tmp_path, table)}) > 1  # pinned anew
+    lake = source.lake(tmp_path)
+    assert replica(lake / "items", ITEM_COLUMNS) == items(source)
+    check_changelog(lake / "items__changelog", source.place)
 
 
-def test_snapshot_mode_copies_every_key_shape_consistently_and_exits(
-    mariadb: ThrowawayMariaDB, tmp_path: Path
+@pytest.mark.postgres
+def test_snapshot_mode_is_one_consistent_cut_and_leaves_no_slot(
+    postgres: ThrowawayPostgres, pgdb: str, tmp_path: Path
 ) -> None:
-    db = "snap_shapes"
+    accounts, source = 3000, PostgresSource(postgres, pgdb)
+    Transfers.create(postgres, pgdb, accounts)
+    transfers = Transfers(postgres, pgdb, accounts, seed=3)
+    settings = source.snapshot_settings(chunk=200)
+    cfg = source.config(tmp_path, "accounts", "snapshot", extra_source=settings)
+    transfers.start()
+    try:
+        available_now(cfg)
+    finally:
+        transfers.halt()
+    assert transfers.commits > 50
+    rows = DeltaTable(str(source.lake(tmp_path) / "accounts")).to_pyarrow_table()
+    assert rows.num_rows == accounts
+    assert sum(rows.column("balance").to_pylist()) == accounts * Transfers.TOTAL_PER_ACCOUNT
+    metas = split_metas(tmp_path, "public.accounts")
+    assert len(metas) > 1 and sum(m["rows"] for m in metas) == accounts
+    assert len({source.pin(m) for m in metas}) == 1  # every chunk in the one pinned snapshot
+    # the copy is whole and no more log is read: no slot is left to hold the server's WAL
+    assert source.slots() == []
+
+
+@pytest.mark.mariadb
+def test_snapshot_mode_copies_every_key_shape_consistently_and_exits(
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path
+) -> None:
     mariadb.execute(
-        f"DROP DATABASE IF EXISTS {db}",
-        f"CREATE DATABASE {db}",
         f"CREATE TABLE {db}.pairs (a INT, b VARCHAR(10), v INT, PRIMARY KEY (a, b))",
         f"INSERT INTO {db}.pairs SELECT seq % 7, CONCAT('k', seq), seq FROM {db}.seq_1_to_3000",
         f"CREATE TABLE {db}.names (name VARCHAR(20) COLLATE utf8mb4_general_ci PRIMARY KEY, v INT)",
@@ -222,7 +144,7 @@ def test_snapshot_mode_copies_every_key_shape_consistently_and_exits(
         mariadb,
         rf"{db}\..*",
         startup="snapshot",
-        extra_source=snapshot_source(chunk=400, batch_rows=800)
+        extra_source=MariaDBSource(mariadb, db).snapshot_settings(chunk=400, batch_rows=800)
         + f", key_columns: {{{db}.nokey: code}}",
     )
     transfers.start()

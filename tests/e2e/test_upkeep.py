@@ -21,19 +21,17 @@ from deltalake import DeltaTable
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from tests.cases.changelog import source_names
 from tests.e2e.cli import write_config
-from tests.e2e.snapshot_workload import Churn, load_items
-from tests.e2e.test_incremental import (
+from tests.e2e.incremental_runs import (
     Launch,
     caught_up,
-    launch,
+    items_of,
     replica,
-    source,
     stop,
     wait_for,
 )
+from tests.e2e.snapshot_workload import Churn, load_items
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.spark, pytest.mark.slow]
-__all__ = ["launch"]  # the fixture
 
 STREAM_SECONDS = 60
 # Data files a table keeps on disk while it streams: up to SMALL_FILES (10) and the batches of
@@ -116,5 +114,5 @@ def test_a_running_pipeline_keeps_its_tables_bounded(
     assert done.returncode == 0, done.stderr
     assert f"upkeep of {db}.items__changelog: compacted" in done.stdout
     assert on_disk(table) == live(table) and on_disk(log) == live(log) == (1, live(log)[1])
-    assert replica(table) == source(mariadb, db)
+    assert replica(table) == items_of(mariadb, db)
     assert DeltaTable(str(log)).count() == rows.num_rows

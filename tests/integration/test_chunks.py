@@ -29,7 +29,7 @@ from sparkcdc.sources.mysql.chunks.typed import typed_chunk_schema
 from sparkcdc.sources.mysql.schema.column_types import key_column
 from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
-from tests.integration.test_decoder import (
+from tests.cases.decoder import (
     ALL_TYPES,
     COLUMNS,
     D65_MAX,

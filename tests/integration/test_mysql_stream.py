@@ -19,28 +19,17 @@ from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
 from sparkcdc.sources.mysql.server.startup import resolve_startup
 from tests.cases import partial_json as pj
+from tests.cases.decoder import expected_json
 from tests.cases.mysql8 import BinlogWriter, Column, Table
 from tests.cases.mysql8 import events as mev
 from tests.cases.mysql8.stream import change_rows, read_until, serve, source_of, stream
 from tests.cases.mysql8.workload import sample_row
+from tests.cases.mysql_types import (
+    TYPES,
+    U,
+)
 from tests.fakes.mysql_primary import MySQLPrimary
-from tests.integration.test_decoder import expected_json
 
-U = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
-TYPES = Table(
-    "shop", "types",
-    [Column("id", "int"), Column("ti", "tinyint"), Column("tu", "tinyint unsigned"),
-     Column("si", "smallint"), Column("mu", "mediumint unsigned"), Column("i", "int"),
-     Column("bi", "bigint"), Column("bu", "bigint unsigned"), Column("de", "decimal(12,3)"),
-     Column("fl", "float"), Column("db", "double"), Column("bt", "bit(10)"),
-     Column("d", "date"), Column("t", "time(3)"), Column("dt", "datetime(6)"),
-     Column("ts", "timestamp(2)"), Column("y", "year"), Column("c", "char(4)"),
-     Column("vc", "varchar(300)"), Column("bn", "binary(4)"), Column("vb", "varbinary(10)"),
-     Column("tx", "text"), Column("mt", "mediumtext"), Column("bl", "blob"),
-     Column("lb", "longblob"), Column("en", "enum('a','b')"), Column("st", "set('x','y')"),
-     Column("js", "json")],
-    ["id"], table_id=70,
-)  # fmt: skip
 DOCS = Table(
     "shop", "docs", [Column("id", "int"), Column("doc", "json"), Column("note", "varchar(20)")],
     ["id"], table_id=7,

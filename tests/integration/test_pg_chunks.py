@@ -36,7 +36,7 @@ from sparkcdc.sources.postgres.server.catalog import PostgresCatalog
 from sparkcdc.sources.postgres.settings import PostgresSettings
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 from sparkcdc.sources.postgres.wire import PgConnection, create_logical_slot, parse_lsn
-from tests.integration.test_pgoutput import ROWS, SCHEMA
+from tests.cases.pg_types import ROWS, SCHEMA
 
 pytestmark = pytest.mark.postgres
 

@@ -15,7 +15,7 @@ import pytest
 from sparkcdc.sources.postgres.offset import LsnOffset
 from sparkcdc.sources.postgres.stream.streamed import StreamedTransactions
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres, throwaway_postgres
-from tests.integration.test_pg_stream import opened, read_until, rows
+from tests.cases.pg_stream import opened, read_until, rows
 
 pytestmark = pytest.mark.postgres
 

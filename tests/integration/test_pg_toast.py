@@ -8,11 +8,9 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
 
 from sparkcdc.core.errors import SinkError
 from sparkcdc.core.images import images_of
@@ -21,34 +19,16 @@ from sparkcdc.sinks.delta.sink import DeltaSink
 from sparkcdc.sources.postgres.stream.reader import PgLogReader
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 from sparkcdc.store.ring import EventStore
-from tests.integration.test_pg_stream import Items, images, opened, read_until, rows
-
-pytestmark = pytest.mark.postgres
-
-DOC = (
-    "CREATE TABLE doc (id int PRIMARY KEY, body text, n int)",
-    "ALTER TABLE doc ALTER COLUMN body SET STORAGE EXTERNAL",  # stored out of line, whole
+from tests.cases.pg_stream import Items, images, opened, read_until, rows
+from tests.cases.pg_toast import (
+    DOC,
+    big,
+    changelog,
+    replica,
+    source_rows,
 )
 
-
-def big(salt: str) -> str:
-    """SQL for 9,600 characters of md5 text: TOASTed, never inline."""
-    return f"(SELECT string_agg(md5(i::text || '{salt}'), '') FROM generate_series(1, 300) i)"
-
-
-def source_rows(pg: ThrowawayPostgres, db: str) -> list[dict[str, Any]]:
-    found = pg.query("SELECT id, body, n FROM doc ORDER BY id", database=db)
-    return [{"id": i, "body": b, "n": n} for i, b, n in found]
-
-
-def replica(lake: Path) -> list[dict[str, Any]]:
-    table = DeltaTable(str(lake / "public" / "doc")).to_pyarrow_table()
-    return sorted(table.to_pylist(), key=lambda r: r["id"])
-
-
-def changelog(lake: Path) -> list[dict[str, Any]]:
-    table = DeltaTable(str(lake / "public" / "doc__changelog")).to_pyarrow_table()
-    return sorted(table.to_pylist(), key=lambda r: r["source"]["position"])
+pytestmark = pytest.mark.postgres
 
 
 def collect(reader: PgLogReader, store: EventStore, changes: int) -> Items:

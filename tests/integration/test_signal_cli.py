@@ -22,7 +22,7 @@ from sparkcdc.snapshot.signals import (
 )
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
-from tests.unit.test_signals import cli
+from tests.cases.command import sparkcdc as cli
 
 USAGE, CONFIG, RUNTIME = 64, 78, 2
 

@@ -21,7 +21,7 @@ from sparkcdc.sources.mysql.binlog.tablemap import TableMap
 from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.schema.history import SchemaHistory
 from sparkcdc.store.ring import EventStore
-from tests.unit.test_binlog_events import SCHEMA, TMAP, event, fde, row, rows_event
+from tests.cases.binlog_events import SCHEMA, TMAP, event, fde, row, rows_event
 
 FILE = "mysql-bin.000001"
 DECODED = {
