@@ -22,3 +22,10 @@ def sparkcdc(
         timeout=timeout,
         env=None if java else NO_JAVA,
     )
+
+
+def verify(cfg: str | os.PathLike[str], *extra: str) -> tuple[int, str]:
+    """``sparkcdc verify`` with its report (not ``--quiet``): its exit status and all it
+    printed."""
+    done = sparkcdc("verify", str(cfg), *extra, timeout=600)
+    return done.returncode, done.stdout + done.stderr

@@ -21,6 +21,7 @@ import pytest
 from deltalake import DeltaTable
 
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
+from tests.cases.command import verify
 from tests.e2e.cli import write_config
 from tests.e2e.incremental_runs import (
     Launch,
@@ -30,7 +31,6 @@ from tests.e2e.incremental_runs import (
     stop,
     wait_for,
 )
-from tests.e2e.test_verify import verify
 
 pytestmark = [pytest.mark.postgres, pytest.mark.spark, pytest.mark.slow]
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,21 +20,13 @@ from deltalake import DeltaTable, write_deltalake
 
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
+from tests.cases.command import verify
 from tests.e2e.cli import available_now, run, start, write_config
 from tests.e2e.snapshot_workload import Churn, load_items
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.spark, pytest.mark.slow]
 
 SOURCE = ", server_id: '7311-7320', snapshot: {chunk_size: 500, parallelism: 2}"
-
-
-def verify(cfg: Path, *extra: str) -> tuple[int, str]:
-    """``sparkcdc verify`` with its report (not ``--quiet``)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "sparkcdc.cli.main", "verify", str(cfg), *extra],
-        capture_output=True, timeout=600,
-    )  # fmt: skip
-    return done.returncode, (done.stdout + done.stderr).decode(errors="replace")
 
 
 def make_tables(server: ThrowawayMariaDB, db: str) -> None:
