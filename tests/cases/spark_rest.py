@@ -14,6 +14,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from sparkcdc.spark.offsets import SnapshotOffset, parse, source_position
+
 BATCH = re.compile(r"\bbatch = (\d+)\b")
 
 
@@ -55,7 +57,9 @@ def snapshot_batches(checkpoint: Path) -> set[int]:
     return {
         int(p.name)
         for p in offsets.glob("*")
-        if p.name.isdigit() and (_offset(p).get("snapshot") or {}).get("groups")
+        if p.name.isdigit()
+        and isinstance(found := parse(_offset(p)), SnapshotOffset)
+        and found.groups
     }
 
 
@@ -66,4 +70,7 @@ def committed_batches(checkpoint: Path) -> set[int]:
 def snapshot_finished(checkpoint: Path) -> bool:
     """Whether a committed micro-batch ended in the log: the snapshot was handed off."""
     offsets = checkpoint / "spark" / "offsets"
-    return any("snapshot" not in _offset(offsets / str(n)) for n in committed_batches(checkpoint))
+    return any(
+        source_position(_offset(offsets / str(n))) is not None
+        for n in committed_batches(checkpoint)
+    )

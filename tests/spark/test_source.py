@@ -14,6 +14,7 @@ import pytest
 
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sources.mysql.schema.column_types import column
+from sparkcdc.spark.offsets import source_position
 from tests.fakes.database import FakeLog
 from tests.fakes.offset import FakeOffset
 
@@ -84,7 +85,9 @@ class Collect:
 
 def batch_end(tmp: Path, batch_id: int) -> FakeOffset:
     lines = (tmp / "checkpoint" / "offsets" / str(batch_id)).read_text().splitlines()
-    return FakeOffset.from_json(json.loads(lines[-1]))
+    position = source_position(json.loads(lines[-1]))
+    assert position is not None
+    return FakeOffset.from_json(position)
 
 
 def test_every_change_once_in_log_order_with_split_transactions(spark: Any, tmp_path: Path) -> None:

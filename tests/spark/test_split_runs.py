@@ -5,6 +5,7 @@ travel with the batch's first split task instead of a task of their own."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from sparkcdc.sources.mysql.chunks.dialect import MySQLChunks
 from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.schema.column_types import key_column
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
+from sparkcdc.spark.offsets import SnapshotOffset, TableMeta
 from sparkcdc.spark.snapshot.phase import SnapshotPhase
 from sparkcdc.spark.snapshot.planner import SplitTask
 from sparkcdc.spark.snapshot.split_task import RUN_ROWS, read_split_task, runs
@@ -30,7 +32,7 @@ from tests.cases.envelopes import Changes
 from tests.cases.schemas import ACCOUNTS, images
 
 A = ACCOUNTS
-META = {"shop.accounts": {"schema": A.to_json(), "keys": [key_column("id", "bigint").to_json()]}}
+META = {"shop.accounts": TableMeta(A, (key_column("id", "bigint"),))}
 
 
 def options(tmp_path: Path, store: SplitStore, **extra: str) -> SourceOptions:
@@ -61,15 +63,14 @@ def refs(events: list[pa.RecordBatch]) -> list[dict[str, Any]]:
 def test_a_task_s_splits_go_in_runs_of_one_table_up_to_the_run_s_rows() -> None:
     splits = [Split("a.x", i, None, None) for i in range(3)]
     splits += [Split("a.y", i, None, None) for i in range(3)]
-    raws = [s.to_json() for s in splits]
     # the task's last run is halved: its files are what the task's end waits for
-    assert runs(raws, RUN_ROWS // 2) == [splits[0:2], splits[2:3], splits[3:5], splits[5:6]]
-    assert runs(raws, RUN_ROWS * 4) == [[s] for s in splits]  # chunks larger than a run
+    assert runs(splits, RUN_ROWS // 2) == [splits[0:2], splits[2:3], splits[3:5], splits[5:6]]
+    assert runs(splits, RUN_ROWS * 4) == [[s] for s in splits]  # chunks larger than a run
     assert runs([], 100) == []
     many = [Split("a.x", i, None, None) for i in range(20)]
-    sizes = [len(r) for r in runs([s.to_json() for s in many], RUN_ROWS // 8)]
+    sizes = [len(r) for r in runs(many, RUN_ROWS // 8)]
     assert sizes == [8, 8, 2, 1, 1]
-    sizes = [len(r) for r in runs([s.to_json() for s in many[:16]], RUN_ROWS // 16)]
+    sizes = [len(r) for r in runs(many[:16], RUN_ROWS // 16)]
     assert sizes == [8, 4, 2, 1, 1]
 
 
@@ -82,7 +83,7 @@ def test_each_chunk_names_its_run_s_files_and_the_sink_commits_each_run_once(
     store = SplitStore(tmp_path / "snapshot", BinlogOffset)
     splits = kept_splits(store, 5)
     opts = options(tmp_path, store, chunk_size=str(RUN_ROWS // 2))
-    task = SplitTask(0, [s.to_json() for s in splits], META, 0)
+    task = SplitTask(0, splits, META, 0)
     events = list(read_split_task(opts, task))
     assert [e.column("op")[0].as_py() for e in events] == [OP_CHUNK] * 5
     found = refs(events)
@@ -115,14 +116,12 @@ def test_the_announcement_goes_with_the_first_split_task(tmp_path: Path, tasks: 
     """A table's first batch: its schema row comes first out of the first split task, and no
     task is spent on it alone (it would hold a slot while the split tasks wait)."""
     store = SplitStore(tmp_path / "snapshot", BinlogOffset)
-    splits = [s.to_json() for s in kept_splits(store, 2)]
-    groups = [splits[:1], splits[1:]] if tasks == 2 else [splits]
-    end = {
-        "snapshot": {
-            "tables": ["shop.accounts"], "current": 1, "splitter": None, "batch": 1,
-            "groups": groups, "meta": META, "announce": ["shop.accounts"],
-        }
-    }  # fmt: skip
+    splits = tuple(kept_splits(store, 2))
+    groups = (splits[:1], splits[1:]) if tasks == 2 else (splits,)
+    end = SnapshotOffset(
+        ("shop.accounts",), current=1, batch=1, groups=groups, meta=META,
+        announce=("shop.accounts",),
+    )  # fmt: skip
     opts = options(tmp_path, store, parallelism=str(tasks))
     parts = SnapshotPhase(opts).partitions(end)
     assert [type(p) for p in parts] == [SplitTask] * tasks
@@ -132,7 +131,7 @@ def test_the_announcement_goes_with_the_first_split_task(tmp_path: Path, tasks: 
     assert ops[0][0] == [OP_SCHEMA] and ops[0][1:] == [[OP_CHUNK]] * (3 - tasks)
     assert all(o == [[OP_CHUNK]] for o in ops[1:])
     # a later batch of the table announces nothing
-    later = {"snapshot": {**end["snapshot"], "announce": []}}
+    later = replace(end, announce=())
     assert all(not p.head for p in SnapshotPhase(opts).partitions(later))
 
 
@@ -157,17 +156,17 @@ def test_a_task_reads_each_run_of_an_integer_key_in_one_query(
     with MySQLChunks(opts.source) as dialect:
         schema = dialect.catalog.load_schema(db, "t")
         keys = dialect.key_columns(db, "t", ["id"])
-    meta = {schema.name: {"schema": schema.to_json(), "keys": [k.to_json() for k in keys]}}
+    meta = {schema.name: TableMeta(schema, tuple(keys))}
     bounds = [None, *((100 * i + 1,) for i in range(1, 10)), None]
     splits = [Split(schema.name, i, bounds[i], bounds[i + 1]) for i in range(10)]
-    assert [len(r) for r in runs([s.to_json() for s in splits], RUN_ROWS // 5)] == [5, 3, 1, 1]
+    assert [len(r) for r in runs(splits, RUN_ROWS // 5)] == [5, 3, 1, 1]
 
     def prepared() -> int:  # connectorx prepares each query it runs
         return int(mariadb.query("SHOW GLOBAL STATUS LIKE 'Com_stmt_prepare'")[0][1])
 
     def read(task_splits: list[Split]) -> tuple[int, list[dict[str, Any]]]:
         before = prepared()
-        task = SplitTask(0, [s.to_json() for s in task_splits], meta, 0)
+        task = SplitTask(0, task_splits, meta, 0)
         events = list(read_split_task(opts, task))
         return prepared() - before, refs(events)
 

@@ -28,6 +28,7 @@ from sparkcdc.snapshot.split_store import SplitResult, SplitStore
 from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.schema.column_types import column, key_column
 from sparkcdc.spark.incremental.batch_mark import BatchMark
+from sparkcdc.spark.offsets import TableMeta
 from sparkcdc.spark.snapshot.planner import SplitTask
 from sparkcdc.spark.snapshot.split_task import keep_run, kept_chunk_event, read_split_task
 from sparkcdc.spark.stream.options import SourceOptions
@@ -197,9 +198,8 @@ def test_a_split_stored_for_the_other_delivery_is_refused_by_name(
          "schema_history": str(tmp_path / "history.jsonl"), "snapshot_dir": str(store.root),
          "snapshot_delivery": read_as}
     )  # fmt: skip
-    keys = [key_column("id", "bigint").to_json()]
-    meta = {"shop.accounts": {"schema": a.to_json(), "keys": keys}}
-    task = SplitTask(0, [split.to_json()], meta, 0)
+    meta = {"shop.accounts": TableMeta(a, (key_column("id", "bigint"),))}
+    task = SplitTask(0, [split], meta, 0)
     with pytest.raises(ConfigError, match=f"read for snapshot_delivery={stored_as}; keep"):
         list(read_split_task(options, task))
 

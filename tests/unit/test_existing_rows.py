@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
+from sparkcdc.core.chunk import KeyColumn
 from sparkcdc.core.envelope import EnvelopeBuilder
 from sparkcdc.core.errors import SinkError
 from sparkcdc.core.existing_rows import ExistingRows
@@ -20,6 +21,7 @@ from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.core.type_change import type_change, value_preserving
 from sparkcdc.sinks.delta.existing import Const, Effect, IfNull, Ref, compose
 from sparkcdc.snapshot.incremental import IncrementalState, Request, Run, resnapshot
+from sparkcdc.snapshot.splitter import SplitterState
 from sparkcdc.sources.mysql.ddl.parser import parse
 from sparkcdc.sources.mysql.ddl.statements import AlterTable, Default
 from sparkcdc.sources.mysql.offset import BinlogOffset
@@ -237,8 +239,8 @@ def test_postgresql_types_follow_the_same_rule() -> None:
 
 
 def running(table: str) -> Run:
-    return Run(Request(table, "id > 3", "s0"), ({"name": "id", "data_type": "int"},), (9,), {},
-               rows=40)  # fmt: skip
+    key = KeyColumn("id", "int", logical="int32")
+    return Run(Request(table, "id > 3", "s0"), (key,), (9,), SplitterState(), rows=40)
 
 
 def test_a_schema_change_queues_the_table_and_restarts_its_run() -> None:
@@ -252,7 +254,7 @@ def test_a_schema_change_queues_the_table_and_restarts_its_run() -> None:
     restarted = resnapshot(busy, "shop.a", "m rounded")
     assert restarted.run is None and [r.table for r in restarted.queue] == ["shop.a", "shop.b"]
     assert [n[2]["type"] for n in restarted.notices] == ["stopped", "queued"]
-    saved = IncrementalState.from_offset({"incremental": restarted.to_json()})
+    saved = IncrementalState.from_json(restarted.to_json())
     assert saved.queue == restarted.queue  # the reason rides in the offset
 
 

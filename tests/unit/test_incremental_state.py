@@ -3,16 +3,24 @@ the JSON that rides in every stream offset."""
 
 from __future__ import annotations
 
+import json
+
+from sparkcdc.core.chunk import KeyColumn
+from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.snapshot.incremental import (
     IncrementalState,
     Request,
     Run,
+    Window,
     add_new_tables,
     apply_signal,
 )
 from sparkcdc.snapshot.signals import Signal
+from sparkcdc.snapshot.splitter import SplitterState
 
 CAPTURED = frozenset({"shop.a", "shop.b", "shop.c"})
+ID = KeyColumn("id", "int", logical="int32")
+SCHEMA = TableSchema("shop", "a", (Column("id", "int", nullable=False, logical="int32"),), ("id",))
 
 
 def execute(*tables: str, where: str | None = None, sid: str = "s1") -> Signal:
@@ -27,7 +35,7 @@ def kinds(state: IncrementalState) -> list[tuple[str, str]]:
 
 
 def running(table: str, where: str | None = None) -> Run:
-    return Run(Request(table, where, "s0"), ({"name": "id", "data_type": "int"},), (9,), {})
+    return Run(Request(table, where, "s0"), (ID,), (9,), SplitterState())
 
 
 def test_execute_queues_captured_tables_and_skips_the_others() -> None:
@@ -91,14 +99,12 @@ def test_the_state_survives_its_json_and_settles_per_batch() -> None:
         paused=True,
         known=("shop.a",),
         queue=(Request("shop.b", "id > 1", "s9"),),
-        run=Run(
-            Request("shop.a"), ({"name": "id", "data_type": "int"},), (100,), {"lo": [50]}, 50, 2
-        ),
+        run=Run(Request("shop.a"), (ID,), (100,), SplitterState(index=3, lo=(50,)), 50, 2),
         signals=("f1",),
-        window={"table": "shop.a", "path": "x/6.arrow"},
+        window=Window("shop.a", "x/6.arrow", "ab12", SCHEMA, ("id",)),
         notices=(("shop", "a", {"type": "chunk", "rows": 50}),),
     )
-    again = IncrementalState.from_offset({"file": "b.1", "pos": 4, "incremental": state.to_json()})
+    again = IncrementalState.from_json(json.loads(json.dumps(state.to_json())))
     assert again == state
     assert again.settled().window is None and again.settled().notices == ()
-    assert IncrementalState.from_offset({"file": "b.1", "pos": 4}) == IncrementalState()
+    assert IncrementalState.from_json({}) == IncrementalState()

@@ -89,7 +89,8 @@ def test_a_stopped_pipeline_shows_its_batches_and_the_source_figures(tmp_path: P
     checkpoint = tmp_path / "cp"
     assert read_pipeline_state(checkpoint, BinlogOffset).exists is False
     spark = checkpoint / "spark"
-    snapshot = {"tables": ["shop.a", "shop.b"], "current": 1, "batch": 3, "groups": [[{}]]}
+    split = {"table": "shop.b", "index": 0, "lo": None, "hi": [1000]}
+    snapshot = {"tables": ["shop.a", "shop.b"], "current": 1, "batch": 3, "groups": [[split]]}
     write_batch(spark, 0, {"snapshot": snapshot}, committed=True)
     log_offset = {"file": "mysql-bin.000002", "pos": 4, "gtid": "0-1-9", "skip": 0}
     incremental = {"v": 1, "known": ["shop.a"]}  # rides along; left out of what is shown

@@ -6,8 +6,9 @@ it had when its snapshot started; each chunk is read inside a *window* of the lo
 row whose key the log changed inside the window is dropped (the log event is newer), and the
 rest is emitted at the window's end, in log order with everything else. Nothing is locked and
 the stream never pauses. The window's mechanics live in :mod:`sparkcdc.spark.incremental.driver`;
-this module is the state they advance, a small JSON document that rides in every stream offset
-(so a crash resumes after the last chunk that was delivered) and the rules of the signals:
+this module is the state they advance, a frozen value that rides in every stream offset
+(:mod:`sparkcdc.spark.offsets`: a crash resumes after the last chunk that was delivered) and the
+rules of the signals:
 
 execute-snapshot  queue each named table (with its additional condition, if any); a table
                   already running or queued with the same condition is not queued again, with
@@ -27,10 +28,14 @@ read so far are from before the change.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from sparkcdc.core.chunk import KeyColumn
+from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.signals import Signal
+from sparkcdc.snapshot.splitter import SplitterState
 
 Notice = tuple[str, str, dict[str, Any]]
 """(db, table, notification): what the sink keeps in its notifications table."""
@@ -52,7 +57,7 @@ class Request:
         return out if self.reason is None else {**out, "reason": self.reason}
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> Request:
+    def from_json(cls, value: Mapping[str, Any]) -> Request:
         return cls(
             str(value["table"]), value.get("where"), str(value.get("origin", "")),
             value.get("reason"),
@@ -65,9 +70,9 @@ class Run:
     started (None: the table was empty), the splitter's state and what was delivered."""
 
     request: Request
-    keys: tuple[dict[str, Any], ...]
+    keys: tuple[KeyColumn, ...]
     max_key: tuple[Any, ...] | None
-    splitter: dict[str, Any]
+    splitter: SplitterState
     rows: int = 0
     chunks: int = 0
 
@@ -78,23 +83,56 @@ class Run:
     def to_json(self) -> dict[str, Any]:
         return {
             **self.request.to_json(),
-            "keys": list(self.keys),
+            "keys": [k.to_json() for k in self.keys],
             "max": None if self.max_key is None else list(self.max_key),
-            "splitter": self.splitter,
+            "splitter": self.splitter.to_json(),
             "rows": self.rows,
             "chunks": self.chunks,
         }
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> Run:
+    def from_json(cls, value: Mapping[str, Any]) -> Run:
         found = value.get("max")
         return cls(
             Request.from_json(value),
-            tuple(value.get("keys", ())),
+            tuple(KeyColumn.from_json(k) for k in value.get("keys", ())),
             None if found is None else tuple(found),
-            dict(value.get("splitter") or {}),
+            SplitterState.from_json(value.get("splitter") or {}),
             int(value.get("rows", 0)),
             int(value.get("chunks", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class Window:
+    """The chunks one window read, delivered by the micro-batch whose end offset holds it: the
+    table, its raw chunk file, and the schema the chunks were read in (``row_key``: the
+    columns that identify a row, to drop the keys the batch's log events touched)."""
+
+    table: str
+    path: str
+    schema_id: str
+    schema: TableSchema | None
+    row_key: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "path": self.path,
+            "schema_id": self.schema_id,
+            "schema": None if self.schema is None else self.schema.to_json(),
+            "row_key": list(self.row_key),
+        }
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> Window:
+        schema = value.get("schema")
+        return cls(
+            str(value["table"]),
+            str(value["path"]),
+            str(value.get("schema_id", "")),
+            TableSchema.from_json(schema) if schema else None,
+            tuple(value.get("row_key", ())),
         )
 
 
@@ -112,7 +150,7 @@ class IncrementalState:
     queue: tuple[Request, ...] = ()
     run: Run | None = None
     signals: tuple[str, ...] = ()
-    window: dict[str, Any] | None = None
+    window: Window | None = None
     notices: tuple[Notice, ...] = field(default=())
 
     @property
@@ -125,7 +163,7 @@ class IncrementalState:
         return replace(self, window=None, notices=())
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"v": self.version, "paused": self.paused}
+        out: dict[str, Any] = {"version": self.version, "paused": self.paused}
         if self.known is not None:
             out["known"] = list(self.known)
         if self.queue:
@@ -135,26 +173,26 @@ class IncrementalState:
         if self.signals:
             out["signals"] = list(self.signals)
         if self.window is not None:
-            out["window"] = self.window
+            out["window"] = self.window.to_json()
         if self.notices:
             out["notices"] = [[db, t, n] for db, t, n in self.notices]
         return out
 
     @classmethod
-    def from_offset(cls, offset: dict[str, Any]) -> IncrementalState:
-        value = offset.get("incremental")
-        if not isinstance(value, dict):
-            return cls()
+    def from_json(cls, value: Mapping[str, Any]) -> IncrementalState:
+        """The state :meth:`to_json` wrote (``version`` is ``v`` in states written before the
+        offsets had a format of their own: :func:`sparkcdc.spark.offsets.parse` renames it)."""
         known = value.get("known")
         run = value.get("run")
+        window = value.get("window")
         return cls(
-            version=int(value.get("v", 0)),
+            version=int(value.get("version", 0)),
             paused=bool(value.get("paused", False)),
             known=None if known is None else tuple(known),
             queue=tuple(Request.from_json(r) for r in value.get("queue", ())),
             run=None if run is None else Run.from_json(run),
             signals=tuple(value.get("signals", ())),
-            window=value.get("window"),
+            window=None if window is None else Window.from_json(window),
             notices=tuple((str(d), str(t), dict(n)) for d, t, n in value.get("notices", ())),
         )
 

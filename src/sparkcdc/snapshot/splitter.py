@@ -11,18 +11,19 @@ Two ways to find the next chunk after ``lo`` (the previous chunk's ``hi``):
   string, temporal and skewed keys are cut this way; the database orders them.
 
 Splits are made lazily, a micro-batch's worth at a time, and the state between calls is a small
-JSON-able dict (it travels in the stream offset). When the even walk passes the maximum key seen
-at the start, the splitter goes on the uneven way from there, so rows inserted beyond it while
-the snapshot runs fill bounded chunks; only when fewer than ``chunk_size`` rows remain does the
-last split stay open-ended (``hi`` None). The first split has no lower bound, so keys inserted
-below the minimum are covered too.
+frozen value, :class:`SplitterState` (it travels in the stream offset:
+:mod:`sparkcdc.spark.offsets`). When the even walk passes the maximum key seen at the start, the
+splitter goes on the uneven way from there, so rows inserted beyond it while the snapshot runs
+fill bounded chunks; only when fewer than ``chunk_size`` rows remain does the last split stay
+open-ended (``hi`` None). The first split has no lower bound, so keys inserted below the minimum
+are covered too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 from sparkcdc.config.model import SnapshotConfig
 from sparkcdc.core.chunk import KeyColumn, KeyValue, Split
@@ -44,6 +45,60 @@ class SplitterSettings:
         )
 
 
+Mode = Literal["even", "uneven"]
+
+
+@dataclass(frozen=True)
+class SplitterState:
+    """Where the splitter of one table is: the next split's ``index`` and lower bound ``lo``,
+    whether the last split was made, the way the next chunk is found (``even``: from ``min`` by
+    ``step`` up to ``max``), and the table's row count and split estimate at the start."""
+
+    index: int = 0
+    lo: KeyValue | None = None
+    done: bool = False
+    mode: Mode = "uneven"
+    rows: int = 0
+    estimate: int = 1
+    min: int | None = None
+    max: int | None = None
+    step: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "lo": None if self.lo is None else list(self.lo),
+            "done": self.done,
+            "mode": self.mode,
+            "rows": self.rows,
+            "estimate": self.estimate,
+            "min": self.min,
+            "max": self.max,
+            "step": self.step,
+        }
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> SplitterState:
+        lo, mode = value.get("lo"), value.get("mode", "uneven")
+        if mode not in ("even", "uneven"):
+            raise ValueError(f"the splitter's mode {mode!r} is neither even nor uneven")
+        return cls(
+            index=int(value.get("index", 0)),
+            lo=None if lo is None else tuple(lo),
+            done=bool(value.get("done", False)),
+            mode=mode,
+            rows=int(value.get("rows", 0)),
+            estimate=int(value.get("estimate", 1)),
+            min=_int_or_none(value.get("min")),
+            max=_int_or_none(value.get("max")),
+            step=_int_or_none(value.get("step")),
+        )
+
+
+def _int_or_none(value: object) -> int | None:
+    return None if value is None else int(str(value))
+
+
 class ChunkSplitter:
     """Cuts one table ``db.table`` along ``keys``; :meth:`next` returns its splits in order.
     With ``upto`` (an incremental snapshot's maximum key) the keys past it are not counted, so
@@ -55,7 +110,7 @@ class ChunkSplitter:
         table: str,
         keys: Sequence[KeyColumn],
         settings: SplitterSettings,
-        state: dict[str, Any] | None = None,
+        state: SplitterState | None = None,
         upto: KeyValue | None = None,
     ) -> None:
         self.dialect = dialect
@@ -64,22 +119,20 @@ class ChunkSplitter:
         self.db, _, self.name = table.partition(".")
         self.keys = list(keys)
         self.settings = settings
-        self.state: dict[str, Any] = dict(state) if state else self._start()
+        self.state: SplitterState = state if state is not None else self._start()
 
     @property
     def done(self) -> bool:
-        return bool(self.state["done"])
+        return self.state.done
 
     @property
     def estimated_splits(self) -> int:
-        return int(self.state.get("estimate", 1))
+        return self.state.estimate
 
-    def _start(self) -> dict[str, Any]:
-        state: dict[str, Any] = {"index": 0, "lo": None, "done": False, "mode": "uneven"}
+    def _start(self) -> SplitterState:
         size = self.settings.chunk_size
         rows = self.dialect.row_count(self.db, self.name)
-        state["rows"] = rows
-        state["estimate"] = max(1, -(-rows // size))
+        state = SplitterState(rows=rows, estimate=max(1, -(-rows // size)))
         if len(self.keys) != 1 or not self.keys[0].integer or rows == 0:
             return state
         found = self.dialect.key_range(self.db, self.name, self.keys)
@@ -89,7 +142,7 @@ class ChunkSplitter:
         factor = (high - low + 1) / rows
         s = self.settings
         if s.distribution_factor_lower <= factor <= s.distribution_factor_upper:
-            state.update(mode="even", min=low, max=high, step=max(1, int(size * factor)))
+            return replace(state, mode="even", min=low, max=high, step=max(1, int(size * factor)))
         return state
 
     def next(self) -> Split:
@@ -97,15 +150,15 @@ class ChunkSplitter:
         if self.done:
             raise StopIteration(f"every split of {self.table} was made already")
         st = self.state
-        lo: KeyValue | None = None if st["lo"] is None else tuple(st["lo"])
-        hi = self._even_hi(lo) if st["mode"] == "even" else None
+        lo = st.lo
+        hi = self._even_hi(lo) if st.mode == "even" else None
+        mode: Mode = st.mode
         if hi is None:
-            st["mode"] = "uneven"
+            mode = "uneven"
             hi = self._uneven_hi(lo)
-        split = Split(self.table, int(st["index"]), lo, hi)
-        st["index"] = split.index + 1
-        st["lo"] = None if hi is None else list(hi)
-        st["done"] = hi is None
+        split = Split(self.table, st.index, lo, hi)
+        hi_key = None if hi is None else tuple(hi)
+        self.state = replace(st, index=st.index + 1, lo=hi_key, done=hi is None, mode=mode)
         return split
 
     def take(self, count: int) -> list[Split]:
@@ -117,9 +170,11 @@ class ChunkSplitter:
     def _even_hi(self, lo: KeyValue | None) -> KeyValue | None:
         """``lo + step`` while below the starting maximum, unless that chunk is overfull."""
         st = self.state
-        start = int(st["min"]) if lo is None else int(lo[0])
-        end = start + int(st["step"])
-        if end > int(st["max"]):
+        if st.min is None or st.max is None or st.step is None:
+            return None  # no even walk planned: the uneven way
+        start = st.min if lo is None else int(lo[0])
+        end = start + st.step
+        if end > st.max:
             return None  # past the maximum seen at the start: go on the uneven way
         limit = 2 * self.settings.chunk_size
         rows = self.dialect.count_between(self.db, self.name, self.keys, lo, (end,), limit + 1)

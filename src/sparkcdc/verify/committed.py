@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sparkcdc.core.offset import Offset
+from sparkcdc.spark.offsets import source_position
 from sparkcdc.spark.pipeline.offset_log import newest_batch, read_offset_file
 from sparkcdc.spark.pipeline.run_lock import running_holder
 
@@ -48,9 +49,11 @@ class CommittedPosition:
     def current(self) -> Offset | None:
         """The log offset committed last (None before the first, or during the snapshot)."""
         value = committed_offset(self.spark_checkpoint)
-        if value is None or "snapshot" in value:
+        position = None if value is None else source_position(value)
+        if position is None:
             return None
-        return self.parse(value)
+        found: dict[str, object] = dict(position)
+        return self.parse(found)
 
     def wait_past(self, position: Offset) -> bool:
         """Whether the pipeline committed at or past ``position`` within the timeout; False at

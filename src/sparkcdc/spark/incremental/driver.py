@@ -63,6 +63,7 @@ from sparkcdc.spark.incremental.window_events import (
     window_chunk_event,
 )
 from sparkcdc.spark.incremental.window_reader import WindowReader
+from sparkcdc.spark.offsets import IncrementalOffset, SparkOffset
 from sparkcdc.spark.stream.delivery import DeliveryQueue
 from sparkcdc.spark.stream.options import SourceOptions
 
@@ -98,15 +99,15 @@ class IncrementalSnapshots:
     # ------------------------------------------------------------ latestOffset
     def plan(
         self,
-        start: dict,
+        start: SparkOffset,
         begin: Offset,
         end: Offset,
         queue: DeliveryQueue,
         reader: LogReader | None,
-    ) -> dict | None:
+    ) -> IncrementalOffset | None:
         """The next micro-batch's end offset with its incremental state (None: nothing to do
         beyond what ``end`` says; the caller then answers as without incremental snapshots)."""
-        before = IncrementalState.from_offset(start)
+        before = state_of(start)
         state = before.settled()
         if not self._checked:  # a restart: tables new to source.tables are snapshotted
             state, self._checked = add_new_tables(state, self.captured()), True
@@ -125,7 +126,7 @@ class IncrementalSnapshots:
             return None
         if state.active and reader is not None:
             self.windows.prefetch(state, end, reader)  # the next window, while Spark writes
-        return {**end.to_json(), "incremental": state.to_json()}
+        return IncrementalOffset(end.to_json(), state)
 
     def _signals(self, state: IncrementalState, batches: list[pa.RecordBatch]) -> IncrementalState:
         signals = self._table_signals(batches)
@@ -161,14 +162,17 @@ class IncrementalSnapshots:
 
     # ------------------------------------------------------------ partitions
     def events(
-        self, end: dict, batches: list[pa.RecordBatch], images: Sequence[TypedImages] = ()
+        self,
+        end: SparkOffset,
+        finish: Offset,
+        batches: list[pa.RecordBatch],
+        images: Sequence[TypedImages] = (),
     ) -> list[pa.RecordBatch]:
-        """The ``k`` event of the window that ``end`` closes and its notifications, to follow
-        the micro-batch's log events (``batches``, their typed ``images``)."""
-        state = IncrementalState.from_offset(end)
+        """The ``k`` event of the window that ``end`` (at ``finish`` in the log) closes and its
+        notifications, to follow the micro-batch's log events (``batches``, their ``images``)."""
+        state = state_of(end)
         if state.window is None and not state.notices:
             return []
-        finish = self.options.offset(end)
         ts = int(time.time() * 1000)
         out: list[pa.RecordBatch] = []
         database = self.options.source.settings.source_database
@@ -179,10 +183,10 @@ class IncrementalSnapshots:
         return out
 
     # ------------------------------------------------------------ commit
-    def committed(self, end: dict) -> None:
+    def committed(self, end: SparkOffset) -> None:
         """Spark committed ``end``: remove chunk files of earlier windows and the applied
         file-channel signals."""
-        state = IncrementalState.from_offset(end)
+        state = state_of(end)
         if self.folder.is_dir():
             for path in self.folder.glob("*.arrow"):
                 head = path.name.split(".", 1)[0]
@@ -200,12 +204,19 @@ class IncrementalSnapshots:
         return {
             "table": None if run is None else run.table,
             "rows": 0 if run is None else run.rows,
-            "estimate": None if run is None else run.splitter.get("rows"),
+            "estimate": None if run is None else run.splitter.rows,
             "queued": [r.table for r in state.queue],
             "paused": state.paused,
             "reason": None if run is None else run.request.reason,
             "reasons": {r.table: r.reason for r in state.queue if r.reason},
         }
+
+
+def state_of(offset: SparkOffset) -> IncrementalState:
+    """The incremental snapshots' state an offset carries (a stream offset: none yet)."""
+    if isinstance(offset, IncrementalOffset):
+        return offset.state
+    return IncrementalState()
 
 
 def _created(state: IncrementalState, ddl: set[str]) -> IncrementalState:

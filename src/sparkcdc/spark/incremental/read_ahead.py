@@ -27,7 +27,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 
@@ -36,7 +35,7 @@ from sparkcdc.core.offset import Offset
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.dialect import SnapshotDialect
 from sparkcdc.snapshot.incremental import Run
-from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
+from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings, SplitterState
 from sparkcdc.sources.port import TableView
 from sparkcdc.spark.incremental.batch_mark import BatchMark
 
@@ -49,7 +48,7 @@ class Reads:
     """What a window read: the chunks, the splitter's state after them, whether it is done."""
 
     chunks: list[pa.Table]
-    splitter: dict[str, Any]
+    splitter: SplitterState
     done: bool
     visible: bool = True  # False: the low watermark did not become visible; nothing was read
 
@@ -129,7 +128,7 @@ class ChunkReads:
         try:
             if not _visible(dialect, self.begin):
                 return Reads([], run.splitter, False, visible=False)
-            keys = [KeyColumn.from_json(k) for k in run.keys]
+            keys = list(run.keys)
             assert run.max_key is not None
             splitter = ChunkSplitter(
                 dialect, run.table, keys, self.settings, run.splitter, upto=run.max_key

@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,6 +26,7 @@ from sparkcdc.core.offset import Offset
 from sparkcdc.core.offset_events import chunk_event
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.correct import key_text
+from sparkcdc.snapshot.incremental import Window
 
 
 def altered(batches: list[pa.RecordBatch], schema: TableSchema) -> bool:
@@ -52,7 +54,7 @@ def events_of(
 
 
 def window_chunk_event(
-    window: dict,
+    window: Window,
     batches: list[pa.RecordBatch],
     finish: Offset,
     ts: int,
@@ -62,20 +64,20 @@ def window_chunk_event(
     """The ``k`` event of ``window`` (its raw chunk file without the keys ``batches`` touched,
     their typed ``images`` included), at ``finish``, the micro-batch's end; ``database``: its
     ``source.db`` where the table's first name part is a schema."""
-    raw = Path(window["path"])
+    raw = Path(window.path)
     with pa.memory_map(str(raw)) as source:
         rows = pa.ipc.open_file(source).read_all()
-    changed = touched(batches, window["table"], window["row_key"], images)
+    changed = touched(batches, window.table, list(window.row_key), images)
     kept = raw  # the window's log events changed none of its keys: the raw file is the chunk
     if changed:
         rows = rows.filter(pc.invert(pc.is_in(rows.column("key"), pa.array(changed))))
         kept = raw.with_name(raw.name.replace(".arrow", ".rows.arrow"))
         write_arrow(kept, rows)
-    db, _, table = window["table"].partition(".")
-    ref = {"path": str(kept), "rows": rows.num_rows, "incremental": True}
-    if window.get("schema"):  # the schema the chunks were read in (the catalog's, or the stream's)
-        ref["schema"] = window["schema"]
-    return chunk_event(ref, db, table, window["schema_id"], finish, ts, database)
+    db, _, table = window.table.partition(".")
+    ref: dict[str, Any] = {"path": str(kept), "rows": rows.num_rows, "incremental": True}
+    if window.schema is not None:  # the schema the chunks were read in (catalog's or stream's)
+        ref["schema"] = window.schema.to_json()
+    return chunk_event(ref, db, table, window.schema_id, finish, ts, database)
 
 
 def touched(

@@ -34,13 +34,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparkcdc.core.chunk import KeyColumn
 from sparkcdc.core.errors import SparkCDCError
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.correct import typed_chunk_schema
 from sparkcdc.snapshot.dialect import SnapshotDialect
-from sparkcdc.snapshot.incremental import IncrementalState, Notice, Request, Run, notice
+from sparkcdc.snapshot.incremental import IncrementalState, Notice, Request, Run, Window, notice
 from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
 from sparkcdc.sources.port import LogReader, TableView
 from sparkcdc.spark.incremental.batch_mark import BatchMark
@@ -142,14 +141,9 @@ class WindowReader:
         rows = pa.concat_tables(chunks) if chunks else _empty(schema)
         path = self.folder / f"{state.version}.arrow"
         write_arrow(path, rows)
-        keys = [KeyColumn.from_json(k) for k in run.keys]
-        window = {
-            "table": run.table,
-            "path": str(path),
-            "schema_id": schema.schema_id(),
-            "schema": schema.to_json(),  # the sink keeps it if the stream never announced it
-            "row_key": list(schema.key or [k.name for k in keys]),
-        }
+        row_key = tuple(schema.key or [k.name for k in run.keys])
+        # the schema goes along: the sink keeps it if the stream never announced it
+        window = Window(run.table, str(path), schema.schema_id(), schema, row_key)
         run = replace(run, splitter=reads.splitter, rows=run.rows + rows.num_rows,
                       chunks=run.chunks + len(chunks))  # fmt: skip
         note = notice(run.table, "chunk", rows=run.rows, chunks=run.chunks,
@@ -246,13 +240,13 @@ class WindowReader:
                 splitter = ChunkSplitter(dialect, table, keys, self.settings, upto=top)
         except SparkCDCError as exc:
             return None, [notice(table, "skipped", reason=str(exc))]
-        run = Run(request, tuple(k.to_json() for k in keys), top, splitter.state)
+        run = Run(request, tuple(keys), top, splitter.state)
         start = notice(
             table,
             "started",
             where=request.where,
             max_key=None if top is None else list(top),
-            estimate=splitter.state.get("rows"),
+            estimate=splitter.state.rows,
         )
         return run, [start]
 

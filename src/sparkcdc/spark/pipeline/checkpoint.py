@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from sparkcdc.core import errors
+from sparkcdc.spark.offsets import source_position
 
 log = logging.getLogger("sparkcdc.pipeline")
 
@@ -81,7 +82,12 @@ def snapshot_ahead(spark_checkpoint: Path) -> bool:
         offset = json.loads(newest.read_text().splitlines()[-1])
     except (OSError, ValueError, IndexError):
         return True  # unreadable here: Spark will say so; warming up costs nothing then
-    return isinstance(offset, dict) and "snapshot" in offset
+    if not isinstance(offset, dict):
+        return True
+    try:
+        return source_position(offset) is None
+    except errors.SparkCDCError:
+        return True  # not an offset sparkcdc reads: the source says so once it starts
 
 
 def pipeline_id(spark_checkpoint: Path) -> str:

@@ -32,6 +32,7 @@ from sparkcdc.sinks.delta.gone_keys import delete_gone
 from sparkcdc.sinks.delta.lake import Lake
 from sparkcdc.sinks.delta.storage import LakeStorage
 from sparkcdc.sources.registry import open_source
+from sparkcdc.spark.offsets import source_position
 from sparkcdc.spark.pipeline.offset_log import read_offset_file
 from sparkcdc.spark.pipeline.state import RESNAPSHOT_MARKER as MARKER
 
@@ -108,8 +109,9 @@ class ResnapshotSink:
         found = pending(self.checkpoint)
         if found is not None:
             end = read_offset_file(self.checkpoint / "spark" / "offsets" / str(batch_id)).offset
-            if end is not None and "snapshot" not in end:
-                self._delete_gone(found, self.parse(end))
+            position = None if end is None else source_position(end)
+            if position is not None:  # the first batch in the log: the snapshot was handed off
+                self._delete_gone(found, self.parse(position))
                 (self.checkpoint / "sparkcdc" / MARKER).unlink(missing_ok=True)
         self.sink(df, batch_id)
 

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sparkcdc.core.errors import SparkCDCError
 from sparkcdc.core.logs import counted, iso_utc
 from sparkcdc.core.offset import Offset
+from sparkcdc.spark.offsets import NewerOffsetFormat, SnapshotOffset, UnreadableOffset, parse
 from sparkcdc.spark.pipeline.offset_log import newest_batch, read_offset_file
 from sparkcdc.spark.pipeline.run_lock import running_holder
 from sparkcdc.spark.stream.status import STATUS_FILE, read_status
@@ -119,27 +121,35 @@ def describe_offset(raw: dict[str, Any] | None, offsets: type[Offset]) -> str | 
     initial snapshot is."""
     if raw is None:
         return None
-    snapshot = raw.get("snapshot")
-    if isinstance(snapshot, dict):
-        tables = list(snapshot.get("tables") or [])
-        current = int(snapshot.get("current") or 0)
+    try:
+        offset = parse(raw)
+    except NewerOffsetFormat as exc:
+        return str(exc)
+    except UnreadableOffset:
+        return None  # shown as JSON only
+    if isinstance(offset, SnapshotOffset):
+        tables, current = offset.tables, offset.current
         at = f", at {tables[current]}" if current < len(tables) else ", every table split"
         return f"initial snapshot of {counted(len(tables), 'table')}{at}"
     try:
-        return str(offsets.from_json(raw))
+        return str(offsets.from_json(offset.position))
     except ValueError:  # not this source's offset (the file names another type): as JSON only
         return None
 
 
 def _shown(raw: dict[str, Any] | None) -> dict[str, Any] | None:
     """The offset without the states that ride along with it (the initial snapshot's splits,
-    the incremental snapshot's window): the position fields, and where the snapshot is."""
+    the incremental snapshot's window): the source's position, or where the snapshot is."""
     if raw is None:
         return None
-    snapshot = raw.get("snapshot")
-    if isinstance(snapshot, dict):
-        return {"snapshot": {k: snapshot.get(k) for k in ("tables", "current", "batch")}}
-    return {k: v for k, v in raw.items() if k != "incremental"}
+    try:
+        offset = parse(raw)
+    except SparkCDCError:
+        return raw  # not one sparkcdc reads: as it is
+    if isinstance(offset, SnapshotOffset):
+        where = {"tables": list(offset.tables), "current": offset.current, "batch": offset.batch}
+        return {"snapshot": where}
+    return dict(offset.position)
 
 
 def _source(path: Path) -> SourceState | None:

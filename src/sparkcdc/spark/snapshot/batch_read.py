@@ -19,11 +19,12 @@ from collections.abc import Iterator, Sequence
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from sparkcdc.core.chunk import KeyColumn, Split
+from sparkcdc.core.chunk import Split
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.scan import scan_split_at
 from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
 from sparkcdc.sources.port import SnapshotPin
+from sparkcdc.spark.offsets import TableMeta
 from sparkcdc.spark.snapshot.planner import ARROW_BATCH_ROWS, load_table, table_meta
 from sparkcdc.spark.stream.options import SourceOptions
 
@@ -40,7 +41,7 @@ class SnapshotTask(InputPartition):
     """The splits one task reads (as worker ``index``), rewound to the offset ``at``."""
 
     def __init__(
-        self, index: int, splits: list[dict], meta: dict, at: dict, pin: SnapshotPin | None
+        self, index: int, splits: list[Split], meta: TableMeta, at: dict, pin: SnapshotPin | None
     ):
         super().__init__(index)
         self.splits, self.meta, self.at, self.pin = splits, meta, at, pin
@@ -61,14 +62,13 @@ class SnapshotBatchReader(DataSourceReader):
         with source.chunks() as dialect:
             at = dialect.low_watermark()
             meta = table_meta(o, dialect, o.table)
-            keys = [KeyColumn.from_json(k) for k in meta["keys"]]
-            splitter = ChunkSplitter(dialect, o.table, keys, settings)
+            splitter = ChunkSplitter(dialect, o.table, meta.keys, settings)
             splits: list[Split] = []
             while not splitter.done:
                 splits.append(splitter.next())
-        groups: list[list[dict]] = [[] for _ in range(min(snap.parallelism, len(splits)))]
+        groups: list[list[Split]] = [[] for _ in range(min(snap.parallelism, len(splits)))]
         for i, split in enumerate(splits):
-            groups[i % len(groups)].append(split.to_json())
+            groups[i % len(groups)].append(split)
         pin = source.pin_snapshot_for_readers(len(groups)) if groups else None
         if pin is not None:
             at = pin.point
@@ -77,14 +77,13 @@ class SnapshotBatchReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, SnapshotTask)
         source = self.options.open_source()
-        schema = TableSchema.from_json(partition.meta["schema"])
-        keys = [KeyColumn.from_json(k) for k in partition.meta["keys"]]
+        schema, keys = partition.meta.schema, list(partition.meta.keys)
         at = self.options.offset(partition.at)
         worker = partition.value
         with source.chunks(partition.pin) as dialect:
-            for raw in partition.splits:
+            for split in partition.splits:
                 result = scan_split_at(
-                    Split.from_json(raw),
+                    split,
                     schema,
                     keys,
                     dialect,

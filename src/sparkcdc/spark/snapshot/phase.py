@@ -20,9 +20,9 @@ from pyspark.sql.datasource import InputPartition
 from sparkcdc.core.event import SchemaRow
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.offset_events import own_values, schema_batch
-from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.handoff import Handoff, HandoffFilter
-from sparkcdc.spark.snapshot.planner import SnapshotPlanner, is_snapshot, open_dialect
+from sparkcdc.spark.offsets import SnapshotOffset, SparkOffset
+from sparkcdc.spark.snapshot.planner import SnapshotPlanner, open_dialect
 from sparkcdc.spark.stream.options import SourceOptions
 
 ANNOUNCE = '{"kind":"announce"}'
@@ -38,30 +38,29 @@ class SnapshotPhase:
         self._metas: dict[str, dict[int, dict[str, Any]]] = {}  # table -> index -> meta
         self._figures: dict[str, dict[str, Any]] = {}
 
-    def initial(self, tables: list[str]) -> dict[str, Any]:
+    def initial(self, tables: list[str]) -> SnapshotOffset:
         return self.planner.initial(tables)
 
-    def next(self, start: dict[str, Any]) -> dict[str, Any]:
+    def next(self, start: SnapshotOffset) -> SparkOffset:
         """Spark committed the batch ending at ``start``; the offset of the next one."""
         self.committed(start)
         planned = self.planner.next(start)
-        self.running = is_snapshot(planned)
-        if self.running:
+        self.running = isinstance(planned, SnapshotOffset)
+        if isinstance(planned, SnapshotOffset):
             self._planned(planned)
         return planned
 
-    def partitions(self, end: dict[str, Any]) -> list[InputPartition]:
+    def partitions(self, end: SnapshotOffset) -> list[InputPartition]:
         """The batch's split tasks (a snapshot offset always has one at least: the planner
         ends the phase when no split is left); the first sends the announcements first."""
         tasks = self.planner.partitions(end)
         tasks[0].head = self._announce(end)
         return list(tasks)
 
-    def committed(self, end: dict[str, Any]) -> None:
+    def committed(self, end: SnapshotOffset) -> None:
         """Free the rows of a committed batch (once) and note its tables' split counts."""
-        batch = int(end["snapshot"]["batch"])
-        if batch not in self._released:
-            self._released.add(batch)
+        if end.batch not in self._released:
+            self._released.add(end.batch)
             self.planner.release(end)
         self._planned(end)
 
@@ -86,13 +85,12 @@ class SnapshotPhase:
             return None
         return HandoffFilter(found, lambda: open_dialect(self.options))
 
-    def _announce(self, end: dict[str, Any]) -> bytes:
+    def _announce(self, end: SnapshotOffset) -> bytes:
         """The schema rows of the tables whose snapshot starts in this batch, as Arrow IPC
         stream bytes (empty: none)."""
-        st = end["snapshot"]
         rows: list[SchemaRow] = []
-        for name in st["announce"]:
-            schema = TableSchema.from_json(st["meta"][name]["schema"])
+        for name in end.announce:
+            schema = end.meta[name].schema
             text = json.dumps(schema.to_json(), separators=(",", ":"))
             rows.append((schema.db, schema.table, text, None, ANNOUNCE, schema.schema_id()))
         if not rows:
@@ -107,12 +105,12 @@ class SnapshotPhase:
             writer.write_batch(batch)
         return bytes(sink.getvalue().to_pybytes())
 
-    def _planned(self, offset: dict[str, Any]) -> None:
+    def _planned(self, offset: SnapshotOffset) -> None:
         """Remember each table's split count (or estimate) for the progress figures."""
-        for name, meta in offset["snapshot"]["meta"].items():
+        for name, meta in offset.meta.items():
             p = self.progress.setdefault(name, {"started": time.time()})
-            p["splits_total"] = int(meta.get("splits") or meta.get("estimate") or 0)
-            p["final"] = "splits" in meta
+            p["splits_total"] = meta.splits or meta.estimate or 0
+            p["final"] = meta.splits is not None
 
     def figures(self) -> dict[str, dict[str, Any]]:
         """Per table: splits done/total, rows, rows/s and the estimated seconds left, counted

@@ -1,11 +1,9 @@
 """The snapshot phase of the change stream (``startup: initial`` / ``snapshot``), on the driver.
 
 Flink CDC 2.x's parallel snapshot (seed 003) on Spark's micro-batches. The stream's offsets
-start in the snapshot phase::
-
-    {"snapshot": {"tables": [...], "current": i, "splitter": {...}, "batch": n,
-                  "groups": [[split, ...], ...], "meta": {table: {schema, keys}},
-                  "announce": [tables first seen in this batch]}}
+start in the snapshot phase: :class:`~sparkcdc.spark.offsets.SnapshotOffset` (the tables, the
+one being split and its splitter's state, the batch's split groups, the tables' metas and the
+tables first seen in the batch).
 
 - ``latestOffset`` (driver) cuts the next splits with the :class:`ChunkSplitter` (lazily, one
   micro-batch at a time, so a growing table never yields a giant last chunk) and deals them
@@ -35,31 +33,28 @@ start in the snapshot phase::
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
 from sparkcdc.core.chunk import KeyColumn, Split
 from sparkcdc.core.errors import ConfigError, TableWithoutKey
 from sparkcdc.core.logs import counted
-from sparkcdc.core.offset import Offset
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.dialect import SnapshotDialect
 from sparkcdc.snapshot.handoff import Handoff, TableHandoff
 from sparkcdc.snapshot.split_store import SplitStore
 from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
 from sparkcdc.sources.port import PinHolder, SnapshotPin
+from sparkcdc.spark.offsets import SnapshotOffset, SparkOffset, StreamOffset, TableMeta
 from sparkcdc.spark.stream.options import SourceOptions
 
 log = logging.getLogger("sparkcdc.snapshot")
 
 ARROW_BATCH_ROWS = 65536
 HANDOFF_FILE = "handoff.json"
-
-
-def is_snapshot(offset: dict[str, Any]) -> bool:
-    return "snapshot" in offset
 
 
 class SplitTask(InputPartition):
@@ -75,8 +70,8 @@ class SplitTask(InputPartition):
     def __init__(
         self,
         group: int,
-        splits: list[dict],
-        meta: dict[str, Any],
+        splits: Sequence[Split],
+        meta: Mapping[str, TableMeta],
         worker: int,
         head: bytes = b"",
         pin: SnapshotPin | None = None,
@@ -115,13 +110,12 @@ def load_table(options: SourceOptions, name: str) -> TableSchema:
 
 def table_meta(
     options: SourceOptions, dialect: SnapshotDialect, name: str, schema: TableSchema | None = None
-) -> dict[str, Any]:
+) -> TableMeta:
     """The schema (``schema``, else the catalog's now) and chunk key of ``db.table`` at the
     start of its snapshot."""
     schema = schema or load_table(options, name)
     names = options.source.snapshot.chunk_key_columns.get(name) or schema.key
-    keys = dialect.key_columns(schema.db, schema.table, names)
-    return {"schema": schema.to_json(), "keys": [k.to_json() for k in keys]}
+    return TableMeta(schema, tuple(dialect.key_columns(schema.db, schema.table, names)))
 
 
 class SnapshotPlanner:
@@ -144,18 +138,15 @@ class SnapshotPlanner:
     def handoff_path(self) -> Path:
         return Path(self.root) / HANDOFF_FILE
 
-    def initial(self, tables: list[str]) -> dict[str, Any]:
-        state = {"tables": tables, "current": 0, "splitter": None, "batch": 0, "groups": []}
-        return {"snapshot": {**state, "meta": {}, "announce": []}}
+    def initial(self, tables: list[str]) -> SnapshotOffset:
+        return SnapshotOffset(tuple(tables))
 
-    def next(self, start: dict[str, Any]) -> dict[str, Any]:
+    def next(self, start: SnapshotOffset) -> SparkOffset:
         """The offset after ``start``: the next splits, or the first log offset."""
-        st = start["snapshot"]
-        tables: list[str] = st["tables"]
-        current, state = int(st["current"]), st["splitter"]
-        meta: dict[str, Any] = {}
-        if current < len(tables) and tables[current] in st["meta"]:
-            meta[tables[current]] = st["meta"][tables[current]]
+        tables, current, state = start.tables, start.current, start.splitter
+        meta: dict[str, TableMeta] = {}
+        if current < len(tables) and tables[current] in start.meta:
+            meta[tables[current]] = start.meta[tables[current]]
         snap = self.options.source.snapshot
         want = snap.parallelism * max(1, snap.batch_rows // snap.chunk_size)
         splits: list[Split] = []
@@ -166,46 +157,32 @@ class SnapshotPlanner:
                 if state is None:
                     meta[name] = table_meta(self.options, dialect, name, self._pinned_schema(name))
                     announce.append(name)
-                keys = [KeyColumn.from_json(k) for k in meta[name]["keys"]]
-                splitter = ChunkSplitter(dialect, name, keys, self.settings, state)
+                splitter = ChunkSplitter(dialect, name, meta[name].keys, self.settings, state)
                 if state is None:
-                    n = splitter.estimated_splits
-                    log.info(
-                        "snapshot of %s: ~%d rows, ~%d chunk%s of %d rows (cut %s)",
-                        name,
-                        splitter.state["rows"],
-                        n,
-                        "" if n == 1 else "s",
-                        snap.chunk_size,
-                        "evenly by key arithmetic"
-                        if splitter.state["mode"] == "even"
-                        else "by key queries",
-                        extra={"table": name},
-                    )
+                    _log_plan(name, splitter, snap.chunk_size)
                 splits += splitter.take(want - len(splits))
                 state = None if splitter.done else splitter.state
                 if splitter.done:
-                    meta[name]["splits"] = splitter.state["index"]
+                    meta[name] = replace(meta[name], splits=splitter.state.index)
                     current += 1
                 else:
-                    meta[name]["estimate"] = splitter.estimated_splits
+                    meta[name] = replace(meta[name], estimate=splitter.estimated_splits)
         if not splits:
-            return self.finish(tables).to_json()
-        groups: list[list[dict]] = [[] for _ in range(snap.parallelism)]
+            return self.finish(list(tables))
+        groups: list[list[Split]] = [[] for _ in range(snap.parallelism)]
         for i, split in enumerate(splits):  # consecutive splits: a run's files hold a key range
-            groups[i * len(groups) // len(splits)].append(split.to_json())
-        nxt = {
-            "tables": tables,
-            "current": current,
-            "splitter": state,
-            "batch": int(st["batch"]) + 1,
-            "groups": [g for g in groups if g],
-            "meta": meta,
-            "announce": announce,
-        }
-        return {"snapshot": nxt}
+            groups[i * len(groups) // len(splits)].append(split)
+        return SnapshotOffset(
+            tables=tables,
+            current=current,
+            splitter=state,
+            batch=start.batch + 1,
+            groups=tuple(tuple(g) for g in groups if g),
+            meta=meta,
+            announce=tuple(announce),
+        )
 
-    def finish(self, tables: list[str]) -> Offset:
+    def finish(self, tables: list[str]) -> StreamOffset:
         """Write the hand-off from the finished splits; the log starts at the lowest mark."""
         handoff = Handoff()
         for name in tables:
@@ -230,12 +207,11 @@ class SnapshotPlanner:
             lowest,
             handoff.highest,
         )
-        return lowest
+        return StreamOffset(lowest.to_json())
 
-    def partitions(self, end: dict[str, Any]) -> list[SplitTask]:
-        st = end["snapshot"]
+    def partitions(self, end: SnapshotOffset) -> list[SplitTask]:
         pin = self.pin()
-        return [SplitTask(i, group, st["meta"], i, pin=pin) for i, group in enumerate(st["groups"])]
+        return [SplitTask(i, group, end.meta, i, pin=pin) for i, group in enumerate(end.groups)]
 
     def pin(self) -> SnapshotPin | None:
         """The view every split task reads in (None: the source has none, its chunks are read
@@ -263,12 +239,17 @@ class SnapshotPlanner:
         if holder is not None:
             holder.close()
 
-    def release(self, end: dict[str, Any]) -> list[dict[str, Any]]:
-        """The batch ending at ``end`` was committed: drop its rows, return its splits' metas."""
-        done = []
-        for group in end["snapshot"]["groups"]:
-            for raw in group:
-                split = Split.from_json(raw)
-                self.store.release(split)
-                done.append(raw)
-        return done
+    def release(self, end: SnapshotOffset) -> tuple[Split, ...]:
+        """The batch ending at ``end`` was committed: drop its rows, return its splits."""
+        for split in end.splits:
+            self.store.release(split)
+        return end.splits
+
+
+def _log_plan(name: str, splitter: ChunkSplitter, chunk_size: int) -> None:
+    n, state = splitter.estimated_splits, splitter.state
+    way = "evenly by key arithmetic" if state.mode == "even" else "by key queries"
+    log.info(
+        "snapshot of %s: ~%d rows, ~%d chunk%s of %d rows (cut %s)",
+        name, state.rows, n, "" if n == 1 else "s", chunk_size, way, extra={"table": name},
+    )  # fmt: skip

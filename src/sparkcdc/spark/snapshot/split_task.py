@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -62,8 +62,7 @@ def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.Reco
         with ThreadPoolExecutor(1, thread_name_prefix="sparkcdc-split-files") as writer:
             for run in runs(task.splits, options.source.snapshot.chunk_size):
                 meta = task.meta[run[0].table]
-                schema = TableSchema.from_json(meta["schema"])
-                keys = [KeyColumn.from_json(k) for k in meta["keys"]]
+                schema, keys = meta.schema, list(meta.keys)
                 found = [store.get(split) for split in run]
                 for split, result in zip(run, found, strict=True):
                     if result is not None and ("after" in result.rows.column_names) == typed:
@@ -143,7 +142,7 @@ class _Reader:
             self.dialect.close()
 
 
-def runs(raws: list[dict[str, Any]], chunk_size: int) -> list[list[Split]]:
+def runs(splits: Sequence[Split], chunk_size: int) -> list[list[Split]]:
     """A task's splits in runs: consecutive splits of one table, ``RUN_ROWS / chunk_size`` of
     them at most. A run is the unit of the task's Delta data files
     (:mod:`sparkcdc.sinks.delta.chunk_files`): one pair of files per run instead of per chunk costs
@@ -153,7 +152,7 @@ def runs(raws: list[dict[str, Any]], chunk_size: int) -> list[list[Split]]:
     task has the same."""
     size = max(1, RUN_ROWS // max(1, chunk_size))
     out: list[list[Split]] = []
-    for split in map(Split.from_json, raws):
+    for split in splits:
         if out and out[-1][0].table == split.table and len(out[-1]) < size:
             out[-1].append(split)
         else:

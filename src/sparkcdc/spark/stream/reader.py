@@ -21,7 +21,10 @@ start lazily at the first ``start`` Spark hands over: the initial offset for a n
 checkpointed offset on a restart (a ``skip > 0`` start is a split transaction). When Spark
 replays an uncommitted micro-batch after a crash,
 :class:`~sparkcdc.spark.stream.delivery.DeliveryQueue` rebuilds exactly (start, end] from the
-reopened log. Offsets are the source's :meth:`~sparkcdc.core.offset.Offset.to_json` dicts.
+reopened log. Every offset Spark hands over is read by :func:`sparkcdc.spark.offsets.parse`
+(which migrates those older checkpoints hold) and every offset returned is one of its values'
+JSON: a stream or incremental offset wraps the source's
+:meth:`~sparkcdc.core.offset.Offset.to_json`, a snapshot offset holds the snapshot's progress.
 """
 
 from __future__ import annotations
@@ -48,8 +51,9 @@ from sparkcdc.core.offset import Offset
 from sparkcdc.sources.port import ChangeFilter, Source
 from sparkcdc.sources.readiness import captured_tables
 from sparkcdc.spark.incremental.driver import IncrementalSnapshots
+from sparkcdc.spark.offsets import SnapshotOffset, StreamOffset, parse
 from sparkcdc.spark.snapshot.phase import SnapshotPhase
-from sparkcdc.spark.snapshot.planner import SnapshotPlanner, SplitTask, is_snapshot
+from sparkcdc.spark.snapshot.planner import SnapshotPlanner, SplitTask
 from sparkcdc.spark.snapshot.split_task import read_split_task
 from sparkcdc.spark.stream.delivery import DeliveryQueue
 from sparkcdc.spark.stream.feed import IDLE_SECONDS, LogFeed
@@ -132,8 +136,10 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _resolve_startup(self) -> dict:
         if self.snapshots:
-            return self.snapshot.initial(captured_tables(self.source))
-        return self.source.startup_offset(self.options.source.startup).to_json()
+            return self.snapshot.initial(captured_tables(self.source)).to_json()
+        return StreamOffset(
+            self.source.startup_offset(self.options.source.startup).to_json()
+        ).to_json()
 
     def prepareForTriggerAvailableNow(self) -> None:
         with self.source.catalog() as catalog:
@@ -146,10 +152,11 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         _source_logging()
         if self._stopping():
             return start  # the run stops after the batch in flight: no new batch
-        if is_snapshot(start):
+        at = parse(start)
+        if isinstance(at, SnapshotOffset):
             self._ensure_status()
-            return self.snapshot.next(start)
-        begin = self.options.offset(start)
+            return self.snapshot.next(at).to_json()
+        begin = self.options.offset(at.position)
         if self.snapshots and not self._handoff_checked:
             self._handoff_checked = True
             self._target = self.snapshot.target(begin, self._target)
@@ -172,22 +179,23 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self._raise_reader_error()
                 raise
             self._raise_reader_error()
-            planned = self.incremental.plan(start, begin, end, queue, self._feed.reader)
+            planned = self.incremental.plan(at, begin, end, queue, self._feed.reader)
             if planned is not None:
-                return planned
+                return planned.to_json()
             if end > begin:
-                return end.to_json()
+                return StreamOffset(end.to_json()).to_json()
             if self._target is None or self._stopping():
                 return start
             # available-now ends at the first "no new data": wait until the reader catches up
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         table = self.table_stream
-        if is_snapshot(end):
-            return self.snapshot.partitions(end)
-        if is_snapshot(start):
+        first, last = parse(start), parse(end)
+        if isinstance(last, SnapshotOffset):
+            return self.snapshot.partitions(last)
+        if isinstance(first, SnapshotOffset):
             return []  # the hand-off: from the snapshot to the log, no events of its own
-        begin, finish = self.options.offset(start), self.options.offset(end)
+        begin, finish = self.options.offset(first.position), self.options.offset(last.position)
         queue = self._queue_at(begin)
         batches: list[pa.RecordBatch] = []
         images: list[TypedImages] = []
@@ -196,7 +204,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._inflight[finish] = (taken.rows, taken.last_event_ts_ms)
             batches, images = taken.batches, taken.images
         # an incremental snapshot's chunk and notifications follow the batch's log events
-        batches = batches + self.incremental.events(end, batches, images)
+        batches = batches + self.incremental.events(last, finish, batches, images)
         if finish <= begin and not batches:
             return []
         if self._files is not None and batches:
@@ -226,16 +234,17 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         yield from pa.ipc.open_stream(partition.payload)
 
     def commit(self, end: dict) -> None:
-        if is_snapshot(end):
-            self.snapshot.committed(end)
+        last = parse(end)
+        if isinstance(last, SnapshotOffset):
+            self.snapshot.committed(last)
             return
-        finish = self.options.offset(end)
+        finish = self.options.offset(last.position)
         if self._feed.queue is not None:
             self._feed.queue.commit(finish)
         if self._feed.reader is not None:
             self._feed.reader.ack(finish)  # the batch up to ``finish`` is in the sink for good
         if self._incremental is not None:
-            self._incremental.committed(end)
+            self._incremental.committed(last)
         if self._files is not None:
             self._files.release(finish)
         for offset in [o for o in self._inflight if o <= finish]:
