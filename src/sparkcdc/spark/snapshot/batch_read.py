@@ -15,6 +15,7 @@ images).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
@@ -41,7 +42,12 @@ class SnapshotTask(InputPartition):
     """The splits one task reads (as worker ``index``), rewound to the offset ``at``."""
 
     def __init__(
-        self, index: int, splits: list[Split], meta: TableMeta, at: dict, pin: SnapshotPin | None
+        self,
+        index: int,
+        splits: list[Split],
+        meta: TableMeta,
+        at: dict[str, Any],
+        pin: SnapshotPin | None,
     ):
         super().__init__(index)
         self.splits, self.meta, self.at, self.pin = splits, meta, at, pin

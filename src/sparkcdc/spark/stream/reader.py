@@ -130,11 +130,11 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return stop is not None and os.path.exists(stop)
 
     # ------------------------------------------------------------ Spark calls
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, Any]:
         _source_logging()
         return self._first.get(self._resolve_startup)  # asked for more than once: kept
 
-    def _resolve_startup(self) -> dict:
+    def _resolve_startup(self) -> dict[str, Any]:
         if self.snapshots:
             return self.snapshot.initial(captured_tables(self.source)).to_json()
         return StreamOffset(
@@ -148,7 +148,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadAllAvailable()
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         _source_logging()
         if self._stopping():
             return start  # the run stops after the batch in flight: no new batch
@@ -188,7 +188,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 return start
             # available-now ends at the first "no new data": wait until the reader catches up
 
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         table = self.table_stream
         first, last = parse(start), parse(end)
         if isinstance(last, SnapshotOffset):
@@ -233,7 +233,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         assert isinstance(partition, EnvelopePartition)
         yield from pa.ipc.open_stream(partition.payload)
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         last = parse(end)
         if isinstance(last, SnapshotOffset):
             self.snapshot.committed(last)
