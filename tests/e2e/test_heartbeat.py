@@ -18,6 +18,7 @@ from deltalake import DeltaTable
 
 from sparkcdc.sources.mysql.offset import file_sequence
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB, throwaway_mariadb
+from sparkcdc.spark.offsets import source_position
 from sparkcdc.spark.pipeline.offset_log import newest_batch, read_offset_file
 from sparkcdc.spark.stream.status import STATUS_FILE, read_status
 from tests.e2e.cli import available_now, log_end, purge_binlogs_to, run, start, write_config
@@ -59,7 +60,9 @@ def committed(checkpoint: Path) -> dict[str, Any] | None:
     """The source offset the newest batch Spark committed ends at (None: none committed)."""
     spark = checkpoint / "spark"
     newest = newest_batch(spark / "commits")
-    return None if newest is None else read_offset_file(spark / "offsets" / newest.name).offset
+    if newest is None:
+        return None
+    return source_position(read_offset_file(spark / "offsets" / newest.name).offset)
 
 
 def master_file(server: ThrowawayMariaDB) -> str:
