@@ -112,6 +112,12 @@ class SourceSettings:
     """The source's own startup forms besides initial, snapshot, earliest and latest."""
 
     @classmethod
+    def of(cls, source: SourceConfig) -> Self:
+        """This type's settings of ``source`` (the defaults if it was built without them)."""
+        found = source.settings
+        return found if isinstance(found, cls) else cls()
+
+    @classmethod
     def from_values(cls, given: Callable[[str], object], key: Callable[[str], str]) -> Self:
         """The settings from ``given(name)`` (the raw YAML value or option text, None when
         absent); ConfigError naming ``key(name)`` for a wrong one."""

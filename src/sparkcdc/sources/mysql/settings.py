@@ -41,12 +41,6 @@ class MySQLSettings(SourceSettings):
     server_id_last: int | None = None
 
     @classmethod
-    def of(cls, source: SourceConfig) -> MySQLSettings:
-        """The MySQL settings of ``source`` (the defaults if it was built without them)."""
-        found = source.settings
-        return found if isinstance(found, MySQLSettings) else cls()
-
-    @classmethod
     def from_values(
         cls, given: Callable[[str], object], key: Callable[[str], str]
     ) -> MySQLSettings:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import Any
 
-from sparkcdc.config.model import SourceConfig, SourceSettings
+from sparkcdc.config.model import SourceSettings
 from sparkcdc.config.values import as_text, fail
 from sparkcdc.sources.postgres.wire.lsn import format_lsn, parse_lsn
 
@@ -34,12 +34,6 @@ class PostgresSettings(SourceSettings):
     database: str = "postgres"
     slot: str | None = None
     publication: str | None = None
-
-    @classmethod
-    def of(cls, source: SourceConfig) -> PostgresSettings:
-        """The PostgreSQL settings of ``source`` (the defaults if it was built without them)."""
-        found = source.settings
-        return found if isinstance(found, PostgresSettings) else cls()
 
     @classmethod
     def from_values(
