@@ -14,6 +14,7 @@ import pytest
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sources.mysql.schema.column_types import column
 from sparkcdc.spark.offsets import FORMAT, SnapshotOffset, parse
+from tests.cases.fake_streams import drain
 from tests.cases.offsets import as_v0
 from tests.fakes.database import FakeLog
 
@@ -30,28 +31,9 @@ def inserts(ids: range) -> list[list[Any]]:
 
 
 def stream(spark: Any, tmp: Path, on_batch: Callable[[Any, int], None], startup: str) -> None:
-    reader = (
-        spark.readStream.format("fake-cdc")
-        .option("host", str(tmp / "log.jsonl"))
-        .option("user", "cdc")
-        .option("tables", r"shop\..*")
-        .option("schema_history", str(tmp / "schema_history.jsonl"))
-        .option("snapshot_dir", str(tmp / "snapshot"))
-        .option("startup", startup)
-        .option("chunk_size", "4")
-        .option("snapshot_batch_rows", "4")
-        .option("parallelism", "1")
-        .option("item_rows", "3")
-        .option("max_bytes", "1024")
-        .load()
-    )
-    query = (
-        reader.writeStream.foreachBatch(on_batch)
-        .option("checkpointLocation", str(tmp / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
+    drain(spark, tmp, on_batch, snapshot_dir=str(tmp / "snapshot"), startup=startup,
+          chunk_size="4", snapshot_batch_rows="4", parallelism="1", item_rows="3",
+          max_bytes="1024")  # fmt: skip
 
 
 class Collect:

@@ -15,6 +15,7 @@ import pytest
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sources.mysql.schema.column_types import column
 from sparkcdc.spark.offsets import source_position
+from tests.cases.fake_streams import drain
 from tests.fakes.database import FakeLog
 from tests.fakes.offset import FakeOffset
 
@@ -41,26 +42,8 @@ def make_log(tmp: Path, sizes: list[int]) -> tuple[FakeLog, list[int]]:
 
 
 def stream(spark: Any, tmp: Path, on_batch: Any, item_rows: int = 3, **extra: str) -> None:
-    reader = (
-        spark.readStream.format("fake-cdc")
-        .option("host", str(tmp / "log.jsonl"))
-        .option("user", "cdc")
-        .option("tables", r"shop\..*")
-        .option("schema_history", str(tmp / "schema_history.jsonl"))
-        .option("startup", "earliest")
-        .option("item_rows", str(item_rows))
-        .option("max_bytes", "16384")
-        .option("status_file", str(tmp / "metrics.json"))
-        .options(**extra)
-        .load()
-    )
-    query = (
-        reader.writeStream.foreachBatch(on_batch)
-        .option("checkpointLocation", str(tmp / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
+    drain(spark, tmp, on_batch, startup="earliest", item_rows=str(item_rows), max_bytes="16384",
+          status_file=str(tmp / "metrics.json"), **extra)  # fmt: skip
 
 
 class Collect:
