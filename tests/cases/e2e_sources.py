@@ -421,7 +421,9 @@ class PostgresSource:
         return parse_lsn(self.query("SELECT pg_current_wal_lsn()::text")[0][0])
 
     def new_log_file(self) -> int:
-        self.execute("SELECT pg_switch_wal()")
+        """Then a checkpoint: its record of the running transactions in the new file lets the
+        slot move its restart position there once the pipeline confirms past it."""
+        self.execute("SELECT pg_switch_wal()", "CHECKPOINT")
         return self.log_end()
 
     def log_place(self, position: Mapping[str, Any]) -> int:

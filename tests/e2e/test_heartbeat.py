@@ -8,14 +8,11 @@ ends the run with its sentence."""
 from __future__ import annotations
 
 import contextlib
-import subprocess
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from deltalake import DeltaTable
 
 from sparkcdc.spark.offsets import source_position
@@ -23,7 +20,7 @@ from sparkcdc.spark.pipeline.offset_log import newest_batch, read_offset_file
 from sparkcdc.spark.stream.status import STATUS_FILE, read_status
 from tests.cases.e2e_sources import E2ESource
 from tests.e2e.cli import available_now, run
-from tests.e2e.incremental_runs import Launch
+from tests.e2e.incremental_runs import Launch, stop, wait_for
 from tests.e2e.snapshot_workload import Server
 
 
@@ -53,18 +50,6 @@ def committed(checkpoint: Path) -> dict[str, Any] | None:
     return source_position(read_offset_file(spark / "offsets" / newest.name).offset)
 
 
-def wait(
-    proc: subprocess.Popen[bytes], what: str, done: Callable[[], bool], timeout: float
-) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        if proc.poll() is not None:
-            out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
-            pytest.fail(f"the pipeline exited while waiting for {what}:\n{out}")
-        assert time.monotonic() < deadline, f"{what}: not within {timeout:.0f} s"
-        time.sleep(0.25)
-
-
 def test_the_committed_offset_follows_the_log_so_dropping_it_strands_nothing(
     own_source: E2ESource, launch: Launch, tmp_path: Path
 ) -> None:
@@ -86,23 +71,21 @@ def test_the_committed_offset_follows_the_log_so_dropping_it_strands_nothing(
     writer.start()
     proc = launch(cfg)
     try:
-        wait(proc, "a first committed batch", lambda: committed(checkpoint) is not None, 180)
+        wait_for(proc, lambda: committed(checkpoint) is not None, "a first batch", 180)
         second = source.new_log_file()  # the other database's writes go on in a new file
-        wait(proc, "the offset in the second log file", reached(second), 60)
+        wait_for(proc, reached(second), "the offset in the second log file", 60)
         writer.stop()
         third = source.new_log_file()  # nothing is written: only the heartbeat moves on
-        wait(proc, "the offset in the third log file", reached(third), 30)
+        wait_for(proc, reached(third), "the offset in the third log file", 30)
         status = read_status(checkpoint / "sparkcdc" / STATUS_FILE) or {}
         assert status.get("heartbeats", 0) >= 1, status
     finally:
         writer.stop()
-        proc.terminate()
-        out, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 0, out.decode(errors="replace")
+    stop(proc)
     at = committed(checkpoint)
     assert at is not None and source.log_place(at) >= third
     oldest = source.reclaim_log(at)
-    assert first < oldest <= source.log_place(at)  # the log the pipeline started in is gone
+    assert first < oldest <= source.log_place(at), (first, oldest, at)  # the first log is gone
     end = source.log_end()
     source.execute("INSERT INTO idle VALUES (1, 'written after the log was dropped')")
     available_now(cfg)

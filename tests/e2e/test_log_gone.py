@@ -18,6 +18,7 @@ from deltalake import DeltaTable
 
 from tests.cases.e2e_sources import E2ESource
 from tests.e2e.cli import available_now, run
+from tests.e2e.incremental_runs import Launch, stop, wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -38,7 +39,7 @@ def changelog_of(lake: Path) -> list[dict[str, Any]]:
 
 
 def test_a_lost_log_stops_with_the_way_out_or_is_read_again(
-    own_source: E2ESource, tmp_path: Path
+    own_source: E2ESource, launch: Launch, tmp_path: Path
 ) -> None:
     source, lake = own_source, own_source.lake(tmp_path)
     source.execute(
@@ -63,19 +64,23 @@ def test_a_lost_log_stops_with_the_way_out_or_is_read_again(
 
     resnapshot = f"{settings}, on_log_gone: resnapshot"
     cfg = source.config(tmp_path, "items", "initial", extra_source=resnapshot)
-    available_now(cfg)
-    assert replica_of(lake) == rows_of(source)
-    log = changelog_of(lake)
-    deleted = sorted(r["before"]["id"] for r in log if r["op"] == "d")
-    assert deleted == list(range(100, 150))
-    assert sum(r["op"] == "r" for r in log) == ROWS + ROWS - 50 + 30
-    assert not (tmp_path / "checkpoint" / "sparkcdc" / "resnapshot.json").exists()
-    assert list(tmp_path.joinpath("checkpoint").glob("gone-*/spark/offsets"))
+    proc = launch(cfg)  # one run reads the tables again, then streams on
+    marker = tmp_path / "checkpoint" / "sparkcdc" / "resnapshot.json"
 
+    def read_again() -> bool:
+        """The re-snapshot done (its marker gone) and the gap's deletes applied."""
+        return not marker.exists() and replica_of(lake) == rows_of(source)
+
+    wait_for(proc, read_again, "the replica equal to the source again", 300)
     source.execute(  # and the stream goes on
         "UPDATE items SET name = 'after' WHERE id = 1", "DELETE FROM items WHERE id = 2"
     )
-    available_now(cfg)
-    assert replica_of(lake) == rows_of(source)
-    ops = sorted(r["op"] for r in changelog_of(lake) if r["op"] in "cud")
+    wait_for(proc, lambda: replica_of(lake) == rows_of(source), "the stream going on", 120)
+    stop(proc)
+    assert list(tmp_path.joinpath("checkpoint").glob("gone-*/spark/offsets"))
+    log = changelog_of(lake)
+    deleted = sorted(r["before"]["id"] for r in log if r["op"] == "d")
+    assert deleted == [2, *range(100, 150)]  # the gap's deletes, then the stream's
+    assert sum(r["op"] == "r" for r in log) == ROWS + ROWS - 50 + 30
+    ops = sorted(r["op"] for r in log if r["op"] in "cud")
     assert ops == ["d"] * 51 + ["u"]

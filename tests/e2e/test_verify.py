@@ -10,7 +10,6 @@ the source, are named by key, with the columns that differ, and the exit status 
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from deltalake import DeltaTable, write_deltalake
 from tests.cases.command import verify
 from tests.cases.e2e_sources import E2ESource
 from tests.e2e.cli import in_process, run
-from tests.e2e.incremental_runs import Launch
+from tests.e2e.incremental_runs import Launch, stop, wait_for
 from tests.e2e.snapshot_workload import Churn, load_items
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -37,7 +36,7 @@ def test_verify_under_writes_then_names_the_keys_edited_by_hand(
     cfg = source.config(tmp_path, f"(items|{keyed.table})", "initial", extra_source=settings)
     proc = launch(cfg)
     lake = source.lake(tmp_path)
-    wait_for_a_replica(proc, lake / "items")
+    wait_for(proc, lambda: written(lake / "items"), "the replica's snapshot", 180)
     churn = Churn(source.server, source.database, top=6000, seed=11, pause=0.005)
     churn.start()
     try:
@@ -51,9 +50,7 @@ def test_verify_under_writes_then_names_the_keys_edited_by_hand(
         churn.halt()
     code, out = verify(cfg, "--chunk-size", "400")  # the pipeline catches up with the writer
     assert code == 0 and "every table equal" in out, out
-    proc.terminate()
-    printed, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 0, printed.decode(errors="replace")
+    stop(proc)
 
     edited = edit_items_by_hand(source, lake / "items")
     DeltaTable(str(lake / keyed.table)).delete(keyed.replica_delete)
@@ -69,12 +66,9 @@ def test_verify_under_writes_then_names_the_keys_edited_by_hand(
         assert code == 64 and bad[0] in printed + err, printed + err
 
 
-def wait_for_a_replica(proc: subprocess.Popen[bytes], replica: Path) -> None:
-    """Until the running pipeline has written ``replica`` (its snapshot) and a version more."""
-    deadline = time.monotonic() + 180
-    while not (replica / "_delta_log").is_dir() or DeltaTable(str(replica)).version() < 1:
-        assert proc.poll() is None and time.monotonic() < deadline, "no replica written"
-        time.sleep(0.5)
+def written(replica: Path) -> bool:
+    """Whether the replica has its snapshot and a version more."""
+    return (replica / "_delta_log").is_dir() and DeltaTable(str(replica)).version() >= 1
 
 
 def edit_items_by_hand(source: E2ESource, replica: Path) -> tuple[str, ...]:
