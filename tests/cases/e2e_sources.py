@@ -157,11 +157,15 @@ class E2ESource(Protocol):
     def log_place(self, position: Mapping[str, Any]) -> Any:
         """The place of ``position``, a source offset as Spark's checkpoint holds it."""
 
+    def log_released(self, place: Any) -> bool:
+        """Whether the server keeps the log at ``place`` for the running pipeline no more
+        (MariaDB: a binlog is kept for no reader; PostgreSQL: a transaction and a checkpoint,
+        asked for here, recycled ``place``'s WAL segment once the slot confirmed past it)."""
+
     def reclaim_log(self, upto: Mapping[str, Any]) -> Any:
         """Let the server drop the log a stopped pipeline committed past ``upto`` no longer
         needs (MariaDB: binlogs purged up to ``upto``'s file after three new ones; PostgreSQL:
-        checkpoints recycle the WAL segments before the slot's restart position); the place the
-        oldest log the server keeps begins at."""
+        a checkpoint); the place the oldest log the server keeps begins at."""
 
 
 TAGS = TextKeyed(
@@ -304,6 +308,9 @@ class MariaDBSource:
     def log_place(self, position: Mapping[str, Any]) -> tuple[int, int]:
         return BinlogOffset.from_json(position).position_key
 
+    def log_released(self, place: Any) -> bool:
+        return True
+
     def reclaim_log(self, upto: Mapping[str, Any]) -> tuple[int, int]:
         self.server.execute(*["FLUSH BINARY LOGS"] * 3)
         purge_binlogs_to(self.server, str(upto["file"]))
@@ -429,18 +436,21 @@ class PostgresSource:
     def log_place(self, position: Mapping[str, Any]) -> int:
         return LsnOffset.from_json(position).lsn
 
+    def log_released(self, place: Any) -> bool:
+        """A transaction id taken moves the slot's catalog xmin at the checkpoint's record of
+        running transactions, and with it the WAL the server keeps for the slot."""
+        self.execute("SELECT txid_current()", "CHECKPOINT")
+        [(gone,)] = self.query(
+            f"SELECT min(name) > pg_walfile_name('{format_lsn(place)}') FROM pg_ls_waldir() "
+            "WHERE name ~ '^[0-9A-F]{24}$'"
+        )
+        time.sleep(0.5)
+        return bool(gone)
+
     def reclaim_log(self, upto: Mapping[str, Any]) -> int:
-        """A checkpoint recycles the segments before the slot's restart position (asked again
-        until it has)."""
-        deadline = time.monotonic() + 30
-        while True:
-            self.execute("CHECKPOINT")
-            [(oldest, needed, size)] = self.query(
-                "SELECT (SELECT min(name) FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$'), "
-                "pg_walfile_name(restart_lsn), "
-                "(SELECT setting::bigint FROM pg_settings WHERE name = 'wal_segment_size') "
-                f"FROM pg_replication_slots WHERE slot_name = '{SLOT}'"
-            )
-            if oldest >= needed or time.monotonic() > deadline:
-                return (int(oldest[8:16], 16) << 32) + int(oldest[16:], 16) * size
-            time.sleep(0.5)
+        self.execute("CHECKPOINT")
+        [(oldest, size)] = self.query(
+            "SELECT min(name), (SELECT setting::bigint FROM pg_settings "
+            "WHERE name = 'wal_segment_size') FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$'"
+        )
+        return (int(oldest[8:16], 16) << 32) + int(oldest[16:], 16) * size

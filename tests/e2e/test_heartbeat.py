@@ -1,8 +1,9 @@
 """``source.heartbeat`` in ``sparkcdc run``, on every source: on a server of the test's own the
 captured table is idle while another database takes writes, and the checkpoint's committed
 offset follows the log into newer files (over the other database's transactions, and with the
-writes stopped over a new file's start alone), so the log the server then drops up to it
-strands nothing: the pipeline restarts there and the next row arrives. A failing action query
+writes stopped over a new file's start alone), so the server lets go of the log the pipeline
+started in, and the log it then drops up to the committed offset strands nothing: the pipeline
+restarts there and the next row arrives. A failing action query
 ends the run with its sentence."""
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ def test_the_committed_offset_follows_the_log_so_dropping_it_strands_nothing(
         wait_for(proc, reached(third), "the offset in the third log file", 30)
         status = read_status(checkpoint / "sparkcdc" / STATUS_FILE) or {}
         assert status.get("heartbeats", 0) >= 1, status
+        gone = "the server letting go of the first log file"
+        wait_for(proc, lambda: source.log_released(first), gone, 90)
     finally:
         writer.stop()
     stop(proc)
