@@ -1,5 +1,6 @@
 """The end-to-end suite runs a test taking ``source`` once per database: MariaDB and PostgreSQL,
-each on its private server in a database of the test's own (see ``tests/cases/e2e_sources.py``)."""
+each on its private server in a database of the test's own (see ``tests/cases/e2e_sources.py``);
+a test taking ``own_source`` runs once per database on a server of its own."""
 
 from __future__ import annotations
 
@@ -40,3 +41,11 @@ def launch() -> Iterator[Launch]:
     for proc in procs:
         if proc.poll() is None:
             crash(proc)
+
+
+@pytest.fixture(params=SOURCES)
+def own_source(request: pytest.FixtureRequest) -> Iterator[E2ESource]:
+    """The source on a server of the test's own, for a test that loses or reclaims the log."""
+    kind = PostgresSource if request.param == "postgres" else MariaDBSource
+    with kind.on_own_server() as source:
+        yield source

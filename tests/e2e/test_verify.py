@@ -1,16 +1,15 @@
-"""``sparkcdc verify`` as a user runs it, against a real MariaDB.
+"""``sparkcdc verify`` as a user runs it, against every source.
 
-After a snapshot the replicas are equal (an integer key compared in NumPy, a case-insensitive
-string key placed by the database); rows deleted, changed and added in the replicas by hand are
-named by key, with the columns that differ, and the exit status is 1. On a pipeline that is
-running while a writer churns the table, verify gives no false alarm: chunks that differed
-because of changes in flight are read again once the pipeline has committed past them.
+On a pipeline that is running while a writer churns a table, verify gives no false alarm: chunks
+that differed because of changes in flight are read again once the pipeline has committed past
+them; with the writer stopped every table is equal (an integer key compared in NumPy, a key of
+text placed by the database: MariaDB's case-insensitive string, PostgreSQL's uuid). With the
+pipeline stopped, rows deleted, changed and added in the replicas by hand, and a row changed at
+the source, are named by key, with the columns that differ, and the exit status is 1.
 """
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from pathlib import Path
 
@@ -18,76 +17,29 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
-from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 from tests.cases.command import verify
-from tests.e2e.cli import available_now, run, start, write_config
+from tests.cases.e2e_sources import E2ESource
+from tests.e2e.cli import in_process, run
+from tests.e2e.incremental_runs import Launch, stop, wait_for
 from tests.e2e.snapshot_workload import Churn, load_items
 
-pytestmark = [pytest.mark.mariadb, pytest.mark.spark, pytest.mark.slow]
-
-SOURCE = ", server_id: '7311-7320', snapshot: {chunk_size: 500, parallelism: 2}"
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
-def make_tables(server: ThrowawayMariaDB, db: str) -> None:
-    load_items(server, db, 3000)
-    server.execute(
-        f"CREATE TABLE {db}.tags (name VARCHAR(20) PRIMARY KEY, n INT) COLLATE utf8mb4_general_ci",
-        f"INSERT INTO {db}.tags SELECT CONCAT(IF(seq % 2, 'Tag-', 'tag-'), seq), seq "
-        f"FROM {db}.seq_1_to_700",
-    )
-
-
-def test_verify_is_equal_after_a_snapshot_and_names_the_keys_edited_by_hand(
-    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path
+def test_verify_under_writes_then_names_the_keys_edited_by_hand(
+    source: E2ESource, launch: Launch, tmp_path: Path
 ) -> None:
-    make_tables(mariadb, db)
-    cfg = write_config(tmp_path, mariadb, rf"{db}\.(items|tags)", startup="initial",
-                       extra_source=SOURCE)  # fmt: skip
-    available_now(cfg)
-    code, out = verify(cfg, "--chunk-size", "400")
-    assert code == 0 and "every table equal" in out, out
-    items, tags = tmp_path / "lake" / db / "items", tmp_path / "lake" / db / "tags"
-    DeltaTable(str(items)).delete("id = 8")
-    DeltaTable(str(items)).update(
-        updates={"amount": "CAST(999.99 AS DECIMAL(12,2))"}, predicate="id = 10"
-    )
-    DeltaTable(str(tags)).delete("name = 'tag-6'")
-    extra = DeltaTable(str(items)).to_pyarrow_table().slice(0, 1)
-    extra = extra.set_column(0, "id", pa.array([100001], extra.schema.field("id").type))
-    write_deltalake(str(items), extra, mode="append")
-    mariadb.execute(f"UPDATE {db}.tags SET n = -1 WHERE name = 'Tag-7'")  # not streamed
-
-    code, out = run(cfg, command="verify")
-    assert code == 1, out
-    assert "missing from the replica: 1: id=8" in out, out
-    assert "in the replica, not at the source: 1: id=100001" in out, out
-    assert "different: 1: id=10 (amount)" in out, out
-    assert "missing from the replica: 1: name='tag-6'" in out, out
-    assert "name='Tag-7' (n)" in out, out
-    code, out = run(cfg, "--tables", rf"{db}\.tags", command="verify")
-    assert code == 1 and "items" not in out, out
-    code, out = run(cfg, "--tables", "nothing\\.here", command="verify")
-    assert code == 64 and "--tables" in out, out
-    for bad in (["--chunk-size", "0"], ["--wait", "-1"]):
-        code, out = run(cfg, *bad, command="verify")
-        assert code == 64 and bad[0] in out, out
-
-
-def test_verify_on_a_running_pipeline_under_writes_gives_no_false_alarm(
-    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path
-) -> None:
-    load_items(mariadb, db, 4000)
-    cfg = write_config(tmp_path, mariadb, rf"{db}\.items", startup="initial", extra_source=SOURCE)
-    proc = start(cfg)
-    churn = Churn(mariadb, db, top=8000, seed=11, pause=0.005)
+    load_items(source.server, source.database, 3000)
+    keyed = source.text_keyed
+    source.execute(*keyed.create)
+    settings = source.snapshot_settings(chunk=500)
+    cfg = source.config(tmp_path, f"(items|{keyed.table})", "initial", extra_source=settings)
+    proc = launch(cfg)
+    lake = source.lake(tmp_path)
+    wait_for(proc, lambda: written(lake / "items"), "the replica's snapshot", 180)
+    churn = Churn(source.server, source.database, top=6000, seed=11, pause=0.005)
+    churn.start()
     try:
-        replica = tmp_path / "lake" / db / "items"
-        deadline = time.monotonic() + 180
-        while not (replica / "_delta_log").is_dir() or DeltaTable(str(replica)).version() < 1:
-            assert proc.poll() is None and time.monotonic() < deadline, "no replica written"
-            time.sleep(0.5)
-        churn.start()
         time.sleep(2)
         before = churn.commits
         code, out = verify(cfg, "--chunk-size", "250")
@@ -95,32 +47,43 @@ def test_verify_on_a_running_pipeline_under_writes_gives_no_false_alarm(
         assert code == 0, out
         assert "every table equal" in out and "chunks read again" in out, out
     finally:
-        if churn.is_alive():
-            churn.halt()
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=120)
-
-
-@pytest.mark.postgres
-def test_verify_on_postgresql(postgres: ThrowawayPostgres, pgdb: str, tmp_path: Path) -> None:
-    load_items(postgres, pgdb, 2000)
-    postgres.execute(
-        "CREATE TABLE notes (code uuid PRIMARY KEY, body text, at timestamptz)",
-        "INSERT INTO notes SELECT md5(i::text)::uuid, 'note ' || i, "
-        "'2024-01-01'::timestamptz + i * interval '1 hour' FROM generate_series(1, 300) i",
-        database=pgdb,
-    )
-    cfg = write_config(
-        tmp_path, postgres, r"public\.(items|notes)", user=postgres.user,
-        password=postgres.password, startup="initial", kind="postgres",
-        extra_source=f", database: {pgdb}, snapshot: {{chunk_size: 500}}",
-    )  # fmt: skip
-    available_now(cfg)
-    code, out = verify(cfg)
+        churn.halt()
+    code, out = verify(cfg, "--chunk-size", "400")  # the pipeline catches up with the writer
     assert code == 0 and "every table equal" in out, out
-    DeltaTable(str(tmp_path / "lake" / "public" / "items")).delete("id = 4")
-    postgres.execute("UPDATE notes SET body = 'edited' WHERE body = 'note 7'", database=pgdb)
-    code, out = verify(cfg, "--chunk-size", "100")
+    stop(proc)
+
+    edited = edit_items_by_hand(source, lake / "items")
+    DeltaTable(str(lake / keyed.table)).delete(keyed.replica_delete)
+    source.execute(keyed.source_update)  # not streamed: the pipeline is stopped
+    code, out = run(cfg, command="verify")
     assert code == 1, out
-    assert "missing from the replica: 1: id=4" in out, out
-    assert "different: 1: code=" in out and "(body)" in out, out
+    for fragment in (*edited, *keyed.report):
+        assert fragment in out, out
+    code, out = run(cfg, "--tables", source.tables(keyed.table), command="verify")
+    assert code == 1 and "items" not in out, out
+    for bad in (["--tables", "nothing\\.here"], ["--chunk-size", "0"], ["--wait", "-1"]):
+        code, printed, err = in_process("verify", str(cfg), *bad)
+        assert code == 64 and bad[0] in printed + err, printed + err
+
+
+def written(replica: Path) -> bool:
+    """Whether the replica has its snapshot and a version more."""
+    return (replica / "_delta_log").is_dir() and DeltaTable(str(replica)).version() >= 1
+
+
+def edit_items_by_hand(source: E2ESource, replica: Path) -> tuple[str, ...]:
+    """Delete a row of the ``items`` replica, change one and add one; what verify says of
+    them."""
+    [(deleted,), (changed,)] = source.query("SELECT id FROM items WHERE id > 0 ORDER BY id LIMIT 2")
+    DeltaTable(str(replica)).delete(f"id = {deleted}")
+    DeltaTable(str(replica)).update(
+        updates={"amount": "CAST(999.99 AS DECIMAL(12,2))"}, predicate=f"id = {changed}"
+    )
+    extra = DeltaTable(str(replica)).to_pyarrow_table().slice(0, 1)
+    extra = extra.set_column(0, "id", pa.array([100001], extra.schema.field("id").type))
+    write_deltalake(str(replica), extra, mode="append")
+    return (
+        f"missing from the replica: 1: id={deleted}",
+        "in the replica, not at the source: 1: id=100001",
+        f"different: 1: id={changed} (amount)",
+    )
