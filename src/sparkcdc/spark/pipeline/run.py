@@ -80,7 +80,7 @@ from sparkcdc.spark.pipeline.session import (
 from sparkcdc.spark.runtime.worker_warmup import warm_in_background, warm_workers
 from sparkcdc.spark.shipping import check_executors
 from sparkcdc.spark.stream.options import source_options
-from sparkcdc.spark.stream.status import STATUS_FILE, read_status
+from sparkcdc.spark.stream.status import STATUS_FILE, StatusError, read_status
 
 log = logging.getLogger("sparkcdc.pipeline")
 
@@ -385,7 +385,7 @@ def _named_error(text: str) -> errors.SparkCDCError | None:
     return _error_of({"type": matches[-1][0], "message": matches[-1][1]}) if matches else None
 
 
-def _error_of(found: dict[str, Any]) -> errors.SparkCDCError:
+def _error_of(found: StatusError) -> errors.SparkCDCError:
     """The SparkCDCError of ``found`` (its class name and sentence); SourceError if unknown."""
     cls = getattr(errors, str(found.get("type")), None)
     if not (isinstance(cls, type) and issubclass(cls, errors.SparkCDCError)):
@@ -399,7 +399,7 @@ def _as_sparkcdc_error(exc: Exception, sink: Sink, status_path: Path) -> Excepti
     if isinstance(failed, errors.SparkCDCError):
         return failed
     status = read_status(status_path) or {}
-    found = status.get("error") or {}
+    found = status.get("error")
     text = str(exc)
     named = _error_of(found) if found else _named_error(text)
     if named is not None:

@@ -23,7 +23,13 @@ from sparkcdc.core.offset import Offset
 from sparkcdc.spark.offsets import NewerOffsetFormat, SnapshotOffset, UnreadableOffset, parse
 from sparkcdc.spark.pipeline.offset_log import newest_batch, read_offset_file
 from sparkcdc.spark.pipeline.run_lock import running_holder
-from sparkcdc.spark.stream.status import STATUS_FILE, read_status
+from sparkcdc.spark.stream.status import (
+    STATUS_FILE,
+    IncrementalFigures,
+    StatusError,
+    TableFigures,
+    read_status,
+)
 
 RUNNING, STOPPED, NEVER_RUN = "running", "stopped", "never run"
 RESNAPSHOT_MARKER = "resnapshot.json"  # a re-snapshot under way (:mod:`.resnapshot`)
@@ -50,9 +56,9 @@ class SourceState:
     caught_up: bool
     lag_s: float | None  # behind the source as of ``updated`` (0 when caught up)
     updated: str | None
-    error: dict[str, Any] | None
-    snapshot: dict[str, dict[str, Any]] | None  # per table, of the initial snapshot
-    incremental: dict[str, Any] | None  # the incremental snapshot running or waiting
+    error: StatusError | None
+    snapshot: dict[str, TableFigures] | None  # per table, of the initial snapshot
+    incremental: IncrementalFigures | None  # the incremental snapshot running or waiting
 
 
 @dataclass(frozen=True)
@@ -171,7 +177,7 @@ def _source(path: Path) -> SourceState | None:
         caught_up=caught_up,
         lag_s=lag,
         updated=iso_utc(updated_ms / 1000) if isinstance(updated_ms, int) else None,
-        error=error if isinstance(error, dict) else None,
+        error=error,
         snapshot=status.get("snapshot") or None,
         incremental=status.get("incremental") or None,
     )

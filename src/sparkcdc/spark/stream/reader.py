@@ -60,7 +60,7 @@ from sparkcdc.spark.stream.feed import IDLE_SECONDS, LogFeed
 from sparkcdc.spark.stream.first_offset import FirstOffset
 from sparkcdc.spark.stream.options import SourceOptions
 from sparkcdc.spark.stream.partitions import EnvelopePartition, to_partitions
-from sparkcdc.spark.stream.status import StatusWriter, peak_rss_bytes
+from sparkcdc.spark.stream.status import Status, StatusWriter, peak_rss_bytes
 from sparkcdc.spark.stream.table_stream import TableStream
 from sparkcdc.store.batch_files import BatchFiles
 
@@ -289,9 +289,9 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise error
 
     # ------------------------------------------------------------ status file
-    def status(self) -> dict[str, Any]:
+    def status(self) -> Status:
         """What the status file holds (see :mod:`sparkcdc.spark.stream.status`)."""
-        out: dict[str, Any] = {
+        out: Status = {
             "committed_offset": None if self._committed is None else str(self._committed),
             "committed_ts_ms": self._committed_ts,
             "committed_rows": self._committed_rows,
@@ -308,10 +308,10 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if reader is not None:
             stats = reader.stats()
             out["position"] = None if stats.position is None else str(stats.position)
-            out.update(events=stats.events, rows=stats.rows, connected=stats.connected,
-                       last_event_ts_ms=stats.last_event_ts_ms, reconnects=stats.reconnects,
-                       heartbeats=stats.heartbeats,
-                       last_row_read_ms=self._rows_moved(stats.rows))  # fmt: skip
+            out.update({"events": stats.events, "rows": stats.rows, "connected": stats.connected,
+                        "last_event_ts_ms": stats.last_event_ts_ms,
+                        "reconnects": stats.reconnects, "heartbeats": stats.heartbeats,
+                        "last_row_read_ms": self._rows_moved(stats.rows)})  # fmt: skip
             if reader.error is not None:
                 out["error"] = {"type": type(reader.error).__name__, "message": str(reader.error)}
         if store is not None:
