@@ -100,7 +100,7 @@ class TableMeta:
         splits, estimate = value.get("splits"), value.get("estimate")
         return cls(
             TableSchema.from_json(dict(value["schema"])),
-            tuple(KeyColumn.from_json(dict(k)) for k in value.get("keys", ())),
+            tuple(KeyColumn.from_json(k) for k in value.get("keys", ())),
             None if splits is None else int(splits),
             None if estimate is None else int(estimate),
         )
