@@ -55,7 +55,7 @@ class StreamOffset:
     position: OffsetJSON
     kind: ClassVar[Kind] = "stream"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> OffsetJSON:
         return {"kind": self.kind, "v": FORMAT, "position": dict(self.position)}
 
 
@@ -68,7 +68,7 @@ class IncrementalOffset:
     state: IncrementalState
     kind: ClassVar[Kind] = "incremental"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> OffsetJSON:
         return {
             "kind": self.kind,
             "v": FORMAT,
@@ -147,13 +147,13 @@ def log_position(offset: SparkOffset) -> OffsetJSON | None:
     return None if isinstance(offset, SnapshotOffset) else offset.position
 
 
-def source_position(value: Mapping[str, Any]) -> OffsetJSON | None:
+def source_position(value: Mapping[str, object]) -> OffsetJSON | None:
     """The source's offset the offset ``value`` (its JSON, of any format) ends at (None: in the
     initial snapshot)."""
     return log_position(parse(value))
 
 
-def parse(value: Mapping[str, Any]) -> SparkOffset:
+def parse(value: Mapping[str, object]) -> SparkOffset:
     """The offset Spark's checkpoint holds as ``value``, of any format up to :data:`FORMAT`;
     :class:`NewerOffsetFormat` for a newer one, :class:`UnreadableOffset` for none of ours."""
     if "kind" not in value or "v" not in value:
@@ -176,7 +176,7 @@ def parse(value: Mapping[str, Any]) -> SparkOffset:
         raise _unreadable(value, f"{type(exc).__name__}: {exc}") from None
 
 
-def migrate_v0(value: Mapping[str, Any]) -> dict[str, Any]:
+def migrate_v0(value: Mapping[str, object]) -> dict[str, object]:
     """A format-0 offset (written before offsets had a kind) as format 1."""
     snapshot = value.get("snapshot")
     if isinstance(snapshot, Mapping):

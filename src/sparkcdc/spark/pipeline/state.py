@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from sparkcdc.core.errors import SparkCDCError
+from sparkcdc.core.json_value import JSONObject, JSONValue
 from sparkcdc.core.logs import counted, iso_utc
 from sparkcdc.core.offset import Offset
 from sparkcdc.spark.offsets import NewerOffsetFormat, SnapshotOffset, UnreadableOffset, parse
@@ -42,7 +42,7 @@ class BatchState:
 
     batch: int
     at: str  # ISO-8601 UTC: the commit file's time (committed), the offset file's (planned)
-    offset: dict[str, Any] | None
+    offset: JSONObject | None
     position: str | None
 
 
@@ -122,7 +122,7 @@ def _batch(spark: Path, batch: int, stamped: Path, offsets: type[Offset]) -> Bat
     return BatchState(batch, at, _shown(raw), describe_offset(raw, offsets))
 
 
-def describe_offset(raw: dict[str, Any] | None, offsets: type[Offset]) -> str | None:
+def describe_offset(raw: JSONObject | None, offsets: type[Offset]) -> str | None:
     """An offset of the stream as text: the source's position in its log, or where the
     initial snapshot is."""
     if raw is None:
@@ -143,7 +143,7 @@ def describe_offset(raw: dict[str, Any] | None, offsets: type[Offset]) -> str | 
         return None
 
 
-def _shown(raw: dict[str, Any] | None) -> dict[str, Any] | None:
+def _shown(raw: JSONObject | None) -> JSONObject | None:
     """The offset without the states that ride along with it (the initial snapshot's splits,
     the incremental snapshot's window): the source's position, or where the snapshot is."""
     if raw is None:
@@ -153,7 +153,8 @@ def _shown(raw: dict[str, Any] | None) -> dict[str, Any] | None:
     except SparkCDCError:
         return raw  # not one sparkcdc reads: as it is
     if isinstance(offset, SnapshotOffset):
-        where = {"tables": list(offset.tables), "current": offset.current, "batch": offset.batch}
+        tables: list[JSONValue] = list(offset.tables)
+        where: JSONObject = {"tables": tables, "current": offset.current, "batch": offset.batch}
         return {"snapshot": where}
     return dict(offset.position)
 
