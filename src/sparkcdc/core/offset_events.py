@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import pyarrow as pa
 
@@ -31,9 +30,10 @@ from sparkcdc.core.event import (
     envelope_schema,
     source_type,
 )
+from sparkcdc.core.json_value import JSONObject
 from sparkcdc.core.offset import Offset
 
-Notice = tuple[str, str, dict[str, Any]]
+Notice = tuple[str, str, JSONObject]
 """(db, table, notification): one incremental-snapshot notification (db, table empty when it is
 about the snapshots as a whole)."""
 

@@ -33,12 +33,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sparkcdc.core.chunk import KeyColumn
+from sparkcdc.core.json_value import JSONValue
+from sparkcdc.core.offset_events import Notice
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.signals import Signal
 from sparkcdc.snapshot.splitter import SplitterState
-
-Notice = tuple[str, str, dict[str, Any]]
-"""(db, table, notification): what the sink keeps in its notifications table."""
 
 
 @dataclass(frozen=True)
@@ -197,7 +196,7 @@ class IncrementalState:
         )
 
 
-def notice(table: str, kind: str, **details: Any) -> Notice:
+def notice(table: str, kind: str, **details: JSONValue) -> Notice:
     db, _, name = table.partition(".")
     return (db, name, {"type": kind, **details})
 
