@@ -39,7 +39,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sparkcdc.core.existing_rows import ExistingRows, JsonValue
+from sparkcdc.core.existing_rows import ExistingRows
+from sparkcdc.core.json_value import JSONValue
 from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.core.type_change import describe, type_change
 from sparkcdc.sources.postgres.pgoutput.messages import RelationColumn
@@ -199,7 +200,7 @@ def _matched(
     state = {a.attnum: a for a in now.attributes}
     touched = [a.name for a in now.attributes if _touched(a, then.get(a.attnum))]
     columns: list[Column] = []
-    fill: dict[str, JsonValue] = {}
+    fill: dict[str, JSONValue] = {}
     copy: dict[str, str] = {}
     notes: list[str] = []
     reasons: list[str] = []
@@ -276,7 +277,7 @@ def _answer(
     return Judgement(columns, exact or ExistingRows(), baseline, notes)
 
 
-def _fill(attribute: Attribute, col: Column) -> tuple[JsonValue, str | None]:
+def _fill(attribute: Attribute, col: Column) -> tuple[JSONValue, str | None]:
     """The value every row older than the added column holds (None: null), or why it cannot
     be given."""
     if attribute.unsure:
