@@ -7,6 +7,15 @@ their own), never ``Any``. The aliases are recursive, so mypy checks every level
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import cast
+
 JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
 JSONObject = dict[str, JSONValue]
 """A JSON object, as ``json.loads`` returns one."""
+
+
+def json_object(value: Mapping[str, object]) -> JSONObject:
+    """A ``TypedDict`` of JSON values (``KeyColumnJSON``, ``SplitJSON``) as the JSONObject it
+    is, to nest in another: mypy takes no ``TypedDict`` for a ``dict[str, JSONValue]``."""
+    return cast(JSONObject, value)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sparkcdc.core.chunk import KeyColumn
-from sparkcdc.core.json_value import JSONValue
+from sparkcdc.core.json_value import JSONObject, JSONValue, json_object
 from sparkcdc.core.offset_events import Notice
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.signals import Signal
@@ -51,8 +51,8 @@ class Request:
     origin: str = ""
     reason: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        out = {"table": self.table, "where": self.where, "origin": self.origin}
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {"table": self.table, "where": self.where, "origin": self.origin}
         return out if self.reason is None else {**out, "reason": self.reason}
 
     @classmethod
@@ -79,10 +79,10 @@ class Run:
     def table(self) -> str:
         return self.request.table
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             **self.request.to_json(),
-            "keys": [k.to_json() for k in self.keys],
+            "keys": [json_object(k.to_json()) for k in self.keys],
             "max": None if self.max_key is None else list(self.max_key),
             "splitter": self.splitter.to_json(),
             "rows": self.rows,
@@ -114,7 +114,7 @@ class Window:
     schema: TableSchema | None
     row_key: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "table": self.table,
             "path": self.path,
@@ -161,7 +161,7 @@ class IncrementalState:
         """The state as the next micro-batch starts from it: no window, no notices."""
         return replace(self, window=None, notices=())
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         out: dict[str, Any] = {"version": self.version, "paused": self.paused}
         if self.known is not None:
             out["known"] = list(self.known)

@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Literal
 
 from sparkcdc.core.chunk import KeyColumn, Split
 from sparkcdc.core.errors import SparkCDCError
+from sparkcdc.core.json_value import JSONObject, json_object
 from sparkcdc.core.offset import OffsetJSON
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.incremental import IncrementalState, Window
@@ -87,10 +88,10 @@ class TableMeta:
     splits: int | None = None
     estimate: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "schema": self.schema.to_json(),
-            "keys": [k.to_json() for k in self.keys],
+            "keys": [json_object(k.to_json()) for k in self.keys],
             "splits": self.splits,
             "estimate": self.estimate,
         }
@@ -121,7 +122,7 @@ class SnapshotOffset:
     announce: tuple[str, ...] = ()
     kind: ClassVar[Kind] = "snapshot"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "kind": self.kind,
             "v": FORMAT,
@@ -129,7 +130,7 @@ class SnapshotOffset:
             "current": self.current,
             "splitter": None if self.splitter is None else self.splitter.to_json(),
             "batch": self.batch,
-            "groups": [[s.to_json() for s in group] for group in self.groups],
+            "groups": [[json_object(s.to_json()) for s in group] for group in self.groups],
             "meta": {name: m.to_json() for name, m in self.meta.items()},
             "announce": list(self.announce),
         }
