@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sparkcdc.spark.stream.status import Status, read_status, write_status
+from sparkcdc.spark.stream.status import KEY_TYPES, Status, read_status, write_status
 
 WRITTEN: Status = {
     "position": "mysql-bin.000001:4:0",
@@ -78,3 +78,7 @@ def test_no_file_or_not_an_object_reads_as_none(tmp_path: Path) -> None:
     assert read_status(tmp_path / "list.json") is None
     (tmp_path / "half.json").write_text('{"events": ')
     assert read_status(tmp_path / "half.json") is None
+
+
+def test_the_reader_knows_every_key_of_the_status() -> None:
+    assert set(KEY_TYPES) == Status.__optional_keys__ == set(WRITTEN) | {"updated_ms"}

@@ -104,7 +104,7 @@ class Status(TypedDict, total=False):
     updated_ms: int
 
 
-_KINDS: dict[str, tuple[type, ...]] = {
+KEY_TYPES: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(("position", "committed_offset"), (str, type(None))),
     **dict.fromkeys(("connected", "caught_up", "snapshot_running"), (bool,)),
     **dict.fromkeys(("snapshot", "incremental", "error"), (dict,)),
@@ -123,9 +123,10 @@ _KINDS: dict[str, tuple[type, ...]] = {
             "updated_ms",
         ),
         (int,),
-    ),  # fmt: skip
+    ),
 }
-"""Each key of :class:`Status` and the JSON types its value may have."""
+"""Each key of :class:`Status` and the JSON types its value may have (every key: a key missing
+here would never be read)."""
 
 
 def peak_rss_bytes() -> int:
@@ -154,7 +155,7 @@ def read_status(path: str | os.PathLike[str]) -> Status | None:
     known = {
         key: v
         for key, v in value.items()
-        if key in _KINDS and isinstance(v, _KINDS[key]) and not _bool_as_int(key, v)
+        if key in KEY_TYPES and isinstance(v, KEY_TYPES[key]) and not _bool_as_int(key, v)
     }
     return cast(Status, known)
 
@@ -162,7 +163,7 @@ def read_status(path: str | os.PathLike[str]) -> Status | None:
 def _bool_as_int(key: str, value: object) -> bool:
     """Whether ``value`` is a JSON true/false where a number is meant (Python's bool is an
     int)."""
-    return isinstance(value, bool) and bool not in _KINDS[key]
+    return isinstance(value, bool) and bool not in KEY_TYPES[key]
 
 
 class StatusWriter(threading.Thread):
