@@ -1,8 +1,9 @@
 """Plain JSON as a type: what ``json.loads`` returns and ``json.dumps`` takes.
 
 Persisted values (offsets, the status file, the split store's metadata, a chunk's ``k`` event)
-are JSON; typed at a seam as :data:`JSONValue` or :data:`JSONObject` (or a ``TypedDict`` of
-their own), never ``Any``. The aliases are recursive, so mypy checks every level.
+are JSON: what writes one gives a :data:`JSONObject` (or a ``TypedDict`` of its own), and mypy
+checks every level, the aliases being recursive. What reads one back takes the unchecked value
+``json.loads`` returned (``Mapping[str, object]`` where it checks each value it uses).
 """
 
 from __future__ import annotations
