@@ -132,6 +132,31 @@ def test_split_store_keeps_results_until_released(tmp_path: Path) -> None:
     assert meta["rows"] == 2 and Split.from_json(meta["split"]) == split
 
 
+def test_an_older_split_meta_reads_with_its_defaults(tmp_path: Path) -> None:
+    """A finished split written before the timings and key columns were kept still reads; a
+    half-written metadata file reads as not finished."""
+    store = SplitStore(tmp_path, BinlogOffset)
+    split = Split("db.t", 0, None, None)
+    store.put(SplitResult(split, chunk({1: "a"}), offset(1), offset(2)))
+    path = tmp_path / "splits" / "db.t" / "0.json"
+    old = {
+        k: v
+        for k, v in json.loads(path.read_text()).items()
+        if k in ("split", "low", "high", "rows")
+    }
+    path.write_text(json.dumps(old))
+    found = store.get(split)
+    assert found is not None and (found.started, found.task, found.keys, found.row_key) == (
+        0.0,
+        "",
+        [],
+        [],
+    )
+    assert store.finished("db.t") == [old]
+    path.write_text('{"split": ')
+    assert store.get(split) is None and store.finished("db.t") == []
+
+
 def test_rewind_takes_the_chunk_back_to_the_window_start() -> None:
     split = Split("db.t", 0, (1,), (10,))
     order = KeyOrder(ID, None)

@@ -16,9 +16,10 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from typing import Any, TextIO
+from typing import TextIO
 
 from sparkcdc.spark.pipeline.progress import Progress
+from sparkcdc.spark.stream.status import IncrementalFigures, TableFigures
 
 
 def describe(p: Progress) -> str:
@@ -38,7 +39,7 @@ def describe(p: Progress) -> str:
 BAR = 20
 
 
-def describe_snapshot(tables: dict[str, dict[str, Any]] | None) -> list[str]:
+def describe_snapshot(tables: dict[str, TableFigures] | None) -> list[str]:
     """One bar per table of the snapshot: splits done/total, rows, rows/s, time left."""
     if not tables:
         return []
@@ -58,7 +59,7 @@ def describe_snapshot(tables: dict[str, dict[str, Any]] | None) -> list[str]:
     return lines
 
 
-def describe_incremental(figures: dict[str, Any] | None) -> list[str]:
+def describe_incremental(figures: IncrementalFigures | None) -> list[str]:
     """The incremental snapshot's line: the table read, rows so far of the estimate, what
     waits, and whether it is paused."""
     if not figures:

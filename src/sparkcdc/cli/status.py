@@ -41,6 +41,7 @@ from sparkcdc.spark.pipeline.state import (
     SourceState,
     read_pipeline_state,
 )
+from sparkcdc.spark.stream.status import IncrementalFigures
 
 
 def add_status_command(commands: Any) -> argparse.ArgumentParser:
@@ -124,8 +125,9 @@ def _describe_source(source: SourceState) -> list[tuple[str, str]]:
     if source.incremental:
         lines.append(("incremental", _incremental(source.incremental)))
         reasons = dict(source.incremental.get("reasons") or {})
-        if source.incremental.get("reason") and source.incremental.get("table"):
-            reasons = {source.incremental["table"]: source.incremental["reason"], **reasons}
+        table, reason = source.incremental.get("table"), source.incremental.get("reason")
+        if table and reason:
+            reasons = {table: reason, **reasons}
         lines += [("", f"{table} read again: {why}") for table, why in reasons.items()]
     if source.error:
         lines.append(("error", f"{source.error.get('type')}: {source.error.get('message')}"))
@@ -146,7 +148,7 @@ def _snapshot(source: SourceState) -> list[str]:
     return lines
 
 
-def _incremental(figures: dict[str, Any]) -> str:
+def _incremental(figures: IncrementalFigures) -> str:
     queued = figures.get("queued") or []
     waiting = f" · {len(queued)} table{'s' if len(queued) != 1 else ''} queued" if queued else ""
     paused = " · paused" if figures.get("paused") else ""

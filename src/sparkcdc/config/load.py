@@ -207,8 +207,8 @@ def _get(
 _REQUIRED = object()
 
 
-def _one_of(*choices: str, aliases: dict[str, str] | None = None) -> Callable[[Any, str], str]:
-    def convert(value: Any, key: str) -> str:
+def _one_of(*choices: str, aliases: dict[str, str] | None = None) -> Callable[[object, str], str]:
+    def convert(value: object, key: str) -> str:
         text = as_text(value, key).strip()
         text = (aliases or {}).get(text.lower(), text)
         if text.lower() not in [c.lower() for c in choices]:
@@ -250,11 +250,11 @@ def _source(section: Any) -> SourceConfig:
     return source
 
 
-def _path(base: Path, remote: bool = False) -> Callable[[Any, str], str]:
+def _path(base: Path, remote: bool = False) -> Callable[[object, str], str]:
     """A folder (relative to the pipeline file's), a ``file://`` URI (made a folder), or with
     ``remote`` a bucket URI (:data:`~sparkcdc.config.storage.OBJECT_SCHEMES`), kept as written."""
 
-    def convert(value: Any, key: str) -> str:
+    def convert(value: object, key: str) -> str:
         text = as_text(value, key).strip()
         if not text:
             fail(key, "is empty; give a folder path")
@@ -295,7 +295,7 @@ def _sink(section: Any, base: Path) -> SinkConfig:
     )  # fmt: skip
 
 
-def _sink_type(value: Any, key: str) -> str:
+def _sink_type(value: object, key: str) -> str:
     """A type the sink registry knows (:mod:`sparkcdc.sinks.registry`), by its kept name."""
     text = as_text(value, key)
     sink_type(text, key)
@@ -310,7 +310,7 @@ def _maintenance(s: dict[str, Any]) -> MaintenanceConfig:
     )
 
 
-def _every(value: Any, key: str) -> float:
+def _every(value: object, key: str) -> float:
     """A duration; ``off`` (or 0): never."""
     if isinstance(value, str) and value.strip().lower() == "off":
         return 0.0
@@ -320,7 +320,7 @@ def _every(value: Any, key: str) -> float:
         fail(key, f"{value!r} is not a duration; use e.g. 10m or 1h, or off")
 
 
-def _retain(value: Any, key: str) -> float:
+def _retain(value: object, key: str) -> float:
     """A duration, at most 10 years (Delta keeps it as an interval of whole seconds)."""
     seconds = as_duration(value, key)
     if seconds > 10 * 365 * 86400:
@@ -364,7 +364,7 @@ def _metrics(s: dict[str, Any]) -> MetricsConfig:
     )
 
 
-def _host(value: Any, key: str) -> str:
+def _host(value: object, key: str) -> str:
     text = as_text(value, key).strip()
     if not text or any(c.isspace() for c in text):
         fail(key, f"{text!r} is not a host name or address; use e.g. 127.0.0.1 or 0.0.0.0")

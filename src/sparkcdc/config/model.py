@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Self
+from typing import ClassVar, Self
 
 from sparkcdc.config.secret import Secret
+from sparkcdc.core.json_value import JSONObject, JSONValue
 
 SNAPSHOT_STARTUPS = ("initial", "snapshot")
 LOG_GONE_ACTIONS = ("fail", "resnapshot")  # source.on_log_gone: what a purged log position does
@@ -42,7 +43,7 @@ class SnapshotConfig:
     # micro-batch wait for it)
     incremental_window: float = 0.3
 
-    def redacted(self) -> dict[str, Any]:
+    def redacted(self) -> JSONObject:
         return {
             "chunk_size": self.chunk_size,
             "parallelism": self.parallelism,
@@ -96,7 +97,7 @@ class HeartbeatConfig:
     def enabled(self) -> bool:
         return self.interval > 0
 
-    def redacted(self) -> dict[str, Any]:
+    def redacted(self) -> JSONObject:
         return {"interval": self.interval, "action_query": self.action_query}
 
 
@@ -143,7 +144,7 @@ class SourceSettings:
         ``source.schema``. None where the first name part is the database (MySQL)."""
         return None
 
-    def redacted(self) -> dict[str, Any]:
+    def redacted(self) -> JSONObject:
         return {}
 
     def to_options(self) -> dict[str, str]:
@@ -191,7 +192,7 @@ class SourceConfig:
         the table's ``snapshot.chunk_key_columns`` (a unique column the snapshot is cut by)."""
         return {**self.snapshot.chunk_key_columns, **self.key_columns}
 
-    def redacted(self) -> dict[str, Any]:
+    def redacted(self) -> JSONObject:
         """The settings without the password, for logs."""
         return {
             "type": self.type,
@@ -238,12 +239,13 @@ class SinkConfig:
     storage_options: dict[str, str | Secret] = field(default_factory=dict)
     settings: dict[str, str] = field(default_factory=dict)  # the sink type's own keys, as text
 
-    def redacted(self) -> dict[str, Any]:
+    def redacted(self) -> JSONObject:
         """The settings with every secret option shown as ``***``, for logs (the sink type's
         own keys by name only)."""
+        names: list[JSONValue] = list(sorted(self.settings))
         return {
             "type": self.type,
-            "settings": sorted(self.settings),
+            "settings": names,
             "path": self.path,
             "storage_options": {k: str(v) for k, v in self.storage_options.items()},
         }

@@ -259,7 +259,7 @@ SOURCE_SETTINGS: tuple[Setting, ...] = (
 options handle themselves: a secret, and sealed between processes)."""
 
 
-def _on_log_gone(value: Any, key: str) -> str:
+def _on_log_gone(value: object, key: str) -> str:
     text = as_text(value, key).strip().lower()
     if text not in LOG_GONE_ACTIONS:
         fail(key, f"{value!r} is not one of {', '.join(LOG_GONE_ACTIONS)} (fail: stop with the "
@@ -267,7 +267,7 @@ def _on_log_gone(value: Any, key: str) -> str:
     return text
 
 
-def _on_unmatched(value: Any, key: str) -> str:
+def _on_unmatched(value: object, key: str) -> str:
     text = as_text(value, key).strip().lower()
     if text not in UNMATCHED_ACTIONS:
         fail(key, f"{text!r} is not supported; use one of {', '.join(UNMATCHED_ACTIONS)}")

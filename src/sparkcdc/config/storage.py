@@ -11,7 +11,6 @@ printed configuration shows ``***``.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from sparkcdc.config.secret import Secret
 from sparkcdc.config.values import as_text, fail
@@ -30,7 +29,7 @@ def is_secret(name: str) -> bool:
     return bool(_SECRET_NAME.search(name))
 
 
-def as_storage_options(value: Any, path: str) -> dict[str, str | Secret]:
+def as_storage_options(value: object, path: str) -> dict[str, str | Secret]:
     """The options of the lake at ``path`` (a mapping of names to text), checked."""
     if value is None or value == "":
         return {}

@@ -8,7 +8,7 @@ import re
 import ssl
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from sparkcdc.config.model import (
     TLS_MODES,
@@ -33,7 +33,7 @@ def fail(key: str, problem: str) -> NoReturn:
     raise ConfigError(f"{key}: {problem}.", key=key)
 
 
-def as_text(value: Any, key: str) -> str:
+def as_text(value: object, key: str) -> str:
     if isinstance(value, (dict, list)):
         kind = "mapping" if isinstance(value, dict) else "list"
         fail(key, f"must be a single value, not a {kind}")
@@ -43,7 +43,7 @@ def as_text(value: Any, key: str) -> str:
 _TRUE, _FALSE = ("true", "yes", "on"), ("false", "no", "off")
 
 
-def as_bool(value: Any, key: str) -> bool:
+def as_bool(value: object, key: str) -> bool:
     """A switch: true/false (also yes/no, on/off), as YAML writes it."""
     text = as_text(value, key).strip().lower()
     if text not in _TRUE + _FALSE:
@@ -51,17 +51,17 @@ def as_bool(value: Any, key: str) -> bool:
     return text in _TRUE
 
 
-def as_int(value: Any, key: str) -> int:
+def as_int(value: object, key: str) -> int:
     text = as_text(value, key).strip()
     if not re.fullmatch(r"[+-]?\d+", text):
         fail(key, f"{text!r} is not a whole number")
     return int(text)
 
 
-def ranged(low: int, high: int) -> Callable[[Any, str], int]:
+def ranged(low: int, high: int) -> Callable[[object, str], int]:
     """A converter to a whole number within ``low..high``."""
 
-    def convert(value: Any, key: str) -> int:
+    def convert(value: object, key: str) -> int:
         number = as_int(value, key)
         if not low <= number <= high:
             fail(key, f"{number} is out of range; use {low}..{high}")
@@ -70,7 +70,7 @@ def ranged(low: int, high: int) -> Callable[[Any, str], int]:
     return convert
 
 
-def as_number(value: Any, key: str) -> float:
+def as_number(value: object, key: str) -> float:
     """A finite decimal number such as ``0.05``, ``1000`` or ``1e3``."""
     text = as_text(value, key).strip()
     try:
@@ -82,7 +82,7 @@ def as_number(value: Any, key: str) -> float:
     return number
 
 
-def as_size(value: Any, key: str) -> int:
+def as_size(value: object, key: str) -> int:
     """``64MB``, ``512KiB``, ``1GB`` or a plain number of bytes."""
     text = as_text(value, key)
     match = _SIZE.match(text)
@@ -95,7 +95,7 @@ def as_size(value: Any, key: str) -> int:
     return size
 
 
-def as_duration(value: Any, key: str) -> float:
+def as_duration(value: object, key: str) -> float:
     """``500ms``, ``1s``, ``2m``, ``1h``, ``7d`` or a plain number of seconds."""
     text = as_text(value, key)
     match = _DURATION.match(text)
@@ -104,7 +104,7 @@ def as_duration(value: Any, key: str) -> float:
     return float(match.group(1)) * _SECONDS[(match.group(2) or "").lower()]
 
 
-def as_patterns(value: Any, key: str) -> tuple[str, ...]:
+def as_patterns(value: object, key: str) -> tuple[str, ...]:
     """A list of regular expressions over ``db.table``, each of which must compile."""
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not items:
@@ -120,7 +120,7 @@ def as_patterns(value: Any, key: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def as_startup(value: Any, key: str, settings: type[SourceSettings] = SourceSettings) -> str:
+def as_startup(value: object, key: str, settings: type[SourceSettings] = SourceSettings) -> str:
     """initial | snapshot | earliest | latest, or one of the source's own forms
     (:meth:`SourceSettings.startup`)."""
     text = as_text(value, key).strip()
@@ -134,7 +134,7 @@ def as_startup(value: Any, key: str, settings: type[SourceSettings] = SourceSett
     fail(key, f"{text!r} is not a startup mode; use one of {', '.join(forms)}")
 
 
-def as_table_name(value: Any, key: str) -> str:
+def as_table_name(value: object, key: str) -> str:
     """One table written as ``db.table``."""
     text = as_text(value, key).strip()
     db, dot, table = text.partition(".")
@@ -143,7 +143,7 @@ def as_table_name(value: Any, key: str) -> str:
     return text
 
 
-def as_signal_table(value: Any, key: str) -> str:
+def as_signal_table(value: object, key: str) -> str:
     """The signal table, written as ``db.table`` without quotes."""
     text = as_table_name(value, key)
     if "`" in text:
@@ -159,7 +159,7 @@ def capturing_signal_table(tables: tuple[str, ...], signal_table: str | None) ->
     return (*tables, re.escape(signal_table))
 
 
-def as_key_columns(value: Any, key: str) -> dict[str, tuple[str, ...]]:
+def as_key_columns(value: object, key: str) -> dict[str, tuple[str, ...]]:
     """``{"db.table": [col, ...]}``; a single column may be given without the list."""
     if not isinstance(value, dict):
         fail(key, 'must map "db.table" to a list of columns, e.g. {"shop.log": [id]}')
@@ -180,7 +180,7 @@ def as_key_columns(value: Any, key: str) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def as_window(value: Any, key: str) -> float:
+def as_window(value: object, key: str) -> float:
     """An incremental snapshot's window length: a duration from 0 (one round of chunks per
     window) to 60 seconds."""
     seconds = as_duration(value, key)
@@ -189,7 +189,7 @@ def as_window(value: Any, key: str) -> float:
     return seconds
 
 
-def as_heartbeat(value: Any, key: str) -> HeartbeatConfig:
+def as_heartbeat(value: object, key: str) -> HeartbeatConfig:
     """``source.heartbeat``: a mapping of ``interval`` and ``action_query``, or an interval
     alone (see :class:`~sparkcdc.config.model.HeartbeatConfig`)."""
     fields = value if isinstance(value, dict) else {"interval": value}
@@ -200,7 +200,9 @@ def as_heartbeat(value: Any, key: str) -> HeartbeatConfig:
     return heartbeat_of(interval, query, f"{key}.interval", f"{key}.action_query")
 
 
-def heartbeat_of(interval: Any, query: Any, interval_key: str, query_key: str) -> HeartbeatConfig:
+def heartbeat_of(
+    interval: object, query: object, interval_key: str, query_key: str
+) -> HeartbeatConfig:
     """The heartbeat of ``interval`` (a duration; None or 0: off) and ``query`` (None: no
     action query), each named by its key in errors."""
     seconds = 0.0 if interval is None else as_duration(interval, interval_key)
@@ -215,7 +217,7 @@ def heartbeat_of(interval: Any, query: Any, interval_key: str, query_key: str) -
     return HeartbeatConfig(seconds, sql)
 
 
-def as_tls(value: Any, key: str) -> TlsConfig:
+def as_tls(value: object, key: str) -> TlsConfig:
     """``source.tls``: a mode, or a mapping of ``mode`` and the ``ca``, ``cert``, ``key``
     file paths (see :class:`~sparkcdc.config.model.TlsConfig`)."""
     fields = value if isinstance(value, dict) else {"mode": value}

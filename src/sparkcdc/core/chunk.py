@@ -15,12 +15,34 @@ Ordering keys is the database's business (collations); see :mod:`sparkcdc.snapsh
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 from sparkcdc.core import types
 from sparkcdc.core.errors import ConfigError
 
 KeyValue = tuple[Any, ...]
+
+
+class KeyColumnJSON(TypedDict):
+    """A :class:`KeyColumn` as JSON (attributes left out when None or false)."""
+
+    name: str
+    data_type: str
+    unsigned: NotRequired[bool]
+    precision: NotRequired[int]
+    scale: NotRequired[int]
+    charset: NotRequired[str]
+    collation: NotRequired[str]
+    logical: NotRequired[str]
+
+
+class SplitJSON(TypedDict):
+    """A :class:`Split` as JSON: bounds as lists of key values (None: unbounded)."""
+
+    table: str
+    index: int
+    lo: list[Any] | None
+    hi: list[Any] | None
 
 
 def refuse_array_key(name: str, logical: str, table: str = "") -> None:
@@ -62,11 +84,13 @@ class KeyColumn:
     def integer(self) -> bool:
         return types.is_integer(self.logical)
 
-    def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v not in (None, False)}
+    def to_json(self) -> KeyColumnJSON:
+        return cast(
+            KeyColumnJSON, {k: v for k, v in self.__dict__.items() if v not in (None, False)}
+        )
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> KeyColumn:
+    def from_json(cls, value: KeyColumnJSON) -> KeyColumn:
         return cls(**value)
 
 
@@ -88,7 +112,7 @@ class Split:
         db, _, table = self.table.partition(".")
         return db, table
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SplitJSON:
         return {
             "table": self.table,
             "index": self.index,
@@ -97,7 +121,7 @@ class Split:
         }
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> Split:
+    def from_json(cls, value: SplitJSON) -> Split:
         lo, hi = value.get("lo"), value.get("hi")
         return cls(
             str(value["table"]),

@@ -20,25 +20,23 @@ what to do; structured fields ride along, and every class pickles across Spark w
 
 from __future__ import annotations
 
-from typing import Any
-
 
 class SparkCDCError(Exception):
     """Base of every sparkcdc error; ``str(err)`` is the sentence for the user."""
 
-    def __init__(self, message: str, **fields: Any) -> None:
+    def __init__(self, message: str, **fields: object) -> None:
         super().__init__(message)
         self.message = message
         self.fields = fields
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         return (_rebuild, (type(self), self.message, self.fields))
 
     def __str__(self) -> str:
         return self.message
 
 
-def _rebuild(cls: type[SparkCDCError], message: str, fields: dict[str, Any]) -> SparkCDCError:
+def _rebuild(cls: type[SparkCDCError], message: str, fields: dict[str, object]) -> SparkCDCError:
     err = cls.__new__(cls)
     SparkCDCError.__init__(err, message, **fields)
     return err

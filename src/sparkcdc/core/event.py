@@ -65,6 +65,7 @@ position    the event's place in the log as sortable text, ``<log position>:<ind
 from __future__ import annotations
 
 import functools
+from typing import TypedDict
 
 import pyarrow as pa
 
@@ -107,6 +108,24 @@ Image = str | tuple[object, ...] | None
 
 LogChange = tuple[str, str | None, Image, Image]
 """A :data:`Change` whose images may be typed (a log reader opened with typed images)."""
+
+
+class EnvelopeRow(TypedDict):
+    """One event of the envelope as a dict (Arrow's ``to_pylist``), the columns of
+    :func:`envelope_schema`."""
+
+    op: str
+    db: str
+    table: str
+    key: str | None
+    before: str | None
+    after: str | None
+    schema_id: str | None
+    ddl: str | None
+    schema: str | None
+    source: dict[str, object]
+    transaction: dict[str, object] | None
+
 
 SchemaRow = tuple[str, str, str | None, str | None, str, str]
 """(db, table, new schema JSON or None if dropped, previous schema JSON or None, change JSON

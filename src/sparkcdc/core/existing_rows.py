@@ -32,7 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-JsonValue = None | bool | int | float | str | list[Any]
+from sparkcdc.core.json_value import JSONObject, JSONValue
+
 """A column's value in a JSON row image (:mod:`sparkcdc.core.types`, last column)."""
 
 
@@ -40,20 +41,21 @@ JsonValue = None | bool | int | float | str | list[Any]
 class ExistingRows:
     """How a schema change rewrites the values of the rows that existed before it."""
 
-    fill: dict[str, JsonValue] = field(default_factory=dict)
+    fill: dict[str, JSONValue] = field(default_factory=dict)
     copy: dict[str, str] = field(default_factory=dict)
     resnapshot: str | None = None
-    nulls: dict[str, JsonValue] = field(default_factory=dict)
+    nulls: dict[str, JSONValue] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.fill or self.copy or self.resnapshot or self.nulls)
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {}
         if self.fill:
             out["fill"] = dict(self.fill)
         if self.copy:
-            out["copy"] = dict(self.copy)
+            copy: JSONObject = {**self.copy}
+            out["copy"] = copy
         if self.resnapshot:
             out["resnapshot"] = self.resnapshot
         if self.nulls:

@@ -28,8 +28,11 @@ from typing import ClassVar, Self
 
 import pyarrow as pa
 
-JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
-OffsetJSON = dict[str, JSONValue]
+from sparkcdc.core.json_value import JSONObject, JSONValue
+
+__all__ = ["POSITION_DIGITS", "JSONValue", "Offset", "OffsetJSON", "position_text"]
+
+OffsetJSON = JSONObject
 """An offset as plain JSON, the way Spark's checkpoint keeps it."""
 
 POSITION_DIGITS = 10

@@ -12,8 +12,7 @@ transaction, as snapshot reads do not in Debezium.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
@@ -31,9 +30,10 @@ from sparkcdc.core.event import (
     envelope_schema,
     source_type,
 )
+from sparkcdc.core.json_value import JSONObject
 from sparkcdc.core.offset import Offset
 
-Notice = tuple[str, str, dict[str, Any]]
+Notice = tuple[str, str, JSONObject]
 """(db, table, notification): one incremental-snapshot notification (db, table empty when it is
 about the snapshots as a whole)."""
 
@@ -103,7 +103,7 @@ def snapshot_batch(
 
 
 def chunk_event(
-    ref: dict[str, Any],
+    ref: Mapping[str, object],
     db: str,
     table: str,
     schema_id: str,
@@ -115,13 +115,13 @@ def chunk_event(
     file (``path``) and its ``rows``, and whatever else its reader needs; the event adds the
     source field that numbers the rows (``counter``, if the source has one)."""
     counter = type(at).EVENT_COUNTER
-    text = json.dumps(ref if counter is None else ref | {"counter": counter},
+    text = json.dumps(ref if counter is None else {**ref, "counter": counter},
                       separators=(",", ":"))  # fmt: skip
     keys, refs = pa.nulls(1, col.STRING), pa.array([text], col.STRING)
     return snapshot_batch(keys, refs, db, table, schema_id, at, ts_ms, OP_CHUNK, database)
 
 
-def file_event(ref: dict[str, Any], at: Offset) -> pa.RecordBatch:
+def file_event(ref: Mapping[str, object], at: Offset) -> pa.RecordBatch:
     """The one ``f`` event standing for the events of a micro-batch ending at ``at`` that are
     kept in the file ``ref`` names (``path``, ``rows``)."""
     text = pa.array([json.dumps(ref, separators=(",", ":"))], col.STRING)

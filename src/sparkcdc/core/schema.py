@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from sparkcdc.core import types
+from sparkcdc.core.json_value import JSONObject
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ class TableSchema:
     def renamed(self, db: str, table: str) -> TableSchema:
         return replace(self, db=db, table=table)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "db": self.db,
             "table": self.table,

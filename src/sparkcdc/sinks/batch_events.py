@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from typing import cast
 
 import pyarrow as pa
 
 from sparkcdc.core.images import TypedImages
-from sparkcdc.sinks.port import BatchFrame
+from sparkcdc.sinks.port import BatchFrame, ChunkRef
 from sparkcdc.store import batch_files
 
 _TRUNCATE = re.compile(r"\s*TRUNCATE\b", re.IGNORECASE)
@@ -38,7 +39,7 @@ def read_batch(batch: BatchFrame) -> tuple[pa.Table, list[TypedImages]]:
 def chunk_table(after: str | None) -> pa.Table:
     """The typed rows of the chunk a ``k`` event (its ``after``) names, read from the split
     store, without their ``key`` column."""
-    where = json.loads(after or "{}")
+    where = cast(ChunkRef, json.loads(after or "{}"))
     path = where["path"]
     try:
         with pa.memory_map(path) as source:

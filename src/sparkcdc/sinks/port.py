@@ -29,17 +29,50 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, NotRequired, Protocol, TypedDict
 
 import pyarrow as pa
+
+from sparkcdc.core.json_value import JSONObject
 
 if TYPE_CHECKING:
     from sparkcdc.config.model import SinkConfig
     from sparkcdc.core.schema import TableSchema
     from sparkcdc.snapshot.split_store import SplitResult, SplitStore
 
-ChunkFiles = dict[str, object]
-"""What a chunk writer wrote for a run of chunks, as JSON inside each chunk's ``k`` event."""
+TableKind = Literal["replica", "changelog"]
+"""The two tables a sink keeps of every source table."""
+
+
+class DataFile(TypedDict):
+    """One data file a chunk writer wrote: its path, its bytes and the table format's statistics
+    of it (what the sink's commit records beside the file)."""
+
+    path: str
+    size: int
+    stats: JSONObject
+
+
+class ChunkFiles(TypedDict):
+    """What a chunk writer wrote for a run of chunks, as JSON inside each chunk's ``k`` event:
+    the columns the files hold (names and Arrow types: the sink commits them only into tables
+    of the same columns) and the file of each table it keeps."""
+
+    columns: list[list[str]]
+    replica: DataFile
+    changelog: DataFile
+
+
+class ChunkRef(TypedDict):
+    """A ``k`` event's ``after``: a chunk whose typed rows are kept in an Arrow IPC file (the
+    split store's, or an incremental snapshot's window) instead of in the event."""
+
+    path: str
+    rows: int
+    files: NotRequired[ChunkFiles]  # the sink's files of the chunk's run (initial snapshot)
+    incremental: NotRequired[bool]  # a chunk of an incremental snapshot
+    schema: NotRequired[JSONObject]  # the schema the chunk was read in (incremental)
+    counter: NotRequired[str]  # the source field that numbers the rows, if the source has one
 
 
 class BatchFrame(Protocol):

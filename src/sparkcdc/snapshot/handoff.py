@@ -24,6 +24,7 @@ from typing import Any
 
 from sparkcdc.core.chunk import KeyColumn, KeyValue
 from sparkcdc.core.event import OP_CREATE, OP_DELETE, OP_UPDATE, Change
+from sparkcdc.core.json_value import JSONObject, json_object
 from sparkcdc.core.offset import Offset
 from sparkcdc.snapshot.correct import key_text
 from sparkcdc.snapshot.dialect import SnapshotDialect
@@ -39,10 +40,10 @@ class TableHandoff:
     highs: list[Offset]
     row_key: list[str] = field(default_factory=list)  # the table's key, if not the chunk key
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
-            "keys": [k.to_json() for k in self.keys],
-            "row_key": self.row_key,
+            "keys": [json_object(k.to_json()) for k in self.keys],
+            "row_key": [*self.row_key],
             "bounds": [list(b) for b in self.bounds],
             "highs": [h.to_json() for h in self.highs],
         }

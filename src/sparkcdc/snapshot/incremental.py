@@ -33,12 +33,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sparkcdc.core.chunk import KeyColumn
+from sparkcdc.core.json_value import JSONObject, JSONValue, json_object
+from sparkcdc.core.offset_events import Notice
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.signals import Signal
 from sparkcdc.snapshot.splitter import SplitterState
-
-Notice = tuple[str, str, dict[str, Any]]
-"""(db, table, notification): what the sink keeps in its notifications table."""
 
 
 @dataclass(frozen=True)
@@ -52,8 +51,8 @@ class Request:
     origin: str = ""
     reason: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        out = {"table": self.table, "where": self.where, "origin": self.origin}
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {"table": self.table, "where": self.where, "origin": self.origin}
         return out if self.reason is None else {**out, "reason": self.reason}
 
     @classmethod
@@ -80,10 +79,10 @@ class Run:
     def table(self) -> str:
         return self.request.table
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             **self.request.to_json(),
-            "keys": [k.to_json() for k in self.keys],
+            "keys": [json_object(k.to_json()) for k in self.keys],
             "max": None if self.max_key is None else list(self.max_key),
             "splitter": self.splitter.to_json(),
             "rows": self.rows,
@@ -115,7 +114,7 @@ class Window:
     schema: TableSchema | None
     row_key: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "table": self.table,
             "path": self.path,
@@ -162,7 +161,7 @@ class IncrementalState:
         """The state as the next micro-batch starts from it: no window, no notices."""
         return replace(self, window=None, notices=())
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         out: dict[str, Any] = {"version": self.version, "paused": self.paused}
         if self.known is not None:
             out["known"] = list(self.known)
@@ -197,7 +196,7 @@ class IncrementalState:
         )
 
 
-def notice(table: str, kind: str, **details: Any) -> Notice:
+def notice(table: str, kind: str, **details: JSONValue) -> Notice:
     db, _, name = table.partition(".")
     return (db, name, {"type": kind, **details})
 

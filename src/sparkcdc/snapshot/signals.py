@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkcdc.core.errors import ConfigError
+from sparkcdc.core.json_value import JSONObject, JSONValue
 
 SIGNAL_TYPES = ("execute-snapshot", "pause-snapshot", "resume-snapshot", "stop-snapshot", "log")
 SNAPSHOT_TYPE = "incremental"
@@ -204,7 +205,7 @@ def signal_data(
     tables: Sequence[str] = (),
     where: str | None = None,
     message: str | None = None,
-) -> dict[str, Any]:
+) -> JSONObject:
     """The data object of a signal ``action`` as the ``sparkcdc signal`` options give it;
     ``where`` becomes the additional condition of every named table."""
     if action not in SIGNAL_TYPES:
@@ -245,7 +246,8 @@ def signal_data(
         return {"message": message}
     if action not in ("execute-snapshot", "stop-snapshot"):
         return {}
-    data: dict[str, Any] = {"data-collections": list(tables), "type": SNAPSHOT_TYPE}
+    named: list[JSONValue] = list(tables)
+    data: JSONObject = {"data-collections": named, "type": SNAPSHOT_TYPE}
     if not tables:
         del data["data-collections"]
     if where is not None:

@@ -24,12 +24,29 @@ import os
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict, cast
 
 import pyarrow as pa
 
-from sparkcdc.core.chunk import Split
-from sparkcdc.core.offset import Offset
+from sparkcdc.core.chunk import KeyColumnJSON, Split, SplitJSON
+from sparkcdc.core.offset import Offset, OffsetJSON
+
+
+class SplitMeta(TypedDict):
+    """A finished split's ``.json``: the split, its watermarks (the source's offsets), its row
+    count and the task's timing, the chunk key columns and the table's key columns. Files of
+    older versions may lack the keys marked NotRequired (read as their defaults)."""
+
+    split: SplitJSON
+    low: OffsetJSON
+    high: OffsetJSON
+    rows: int
+    started: NotRequired[float]  # wall time, seconds
+    ended: NotRequired[float]
+    window_changes: NotRequired[int]  # changes between the watermarks, corrected in the chunk
+    task: NotRequired[str]
+    keys: NotRequired[list[KeyColumnJSON]]
+    row_key: NotRequired[list[str]]
 
 
 @dataclass
@@ -42,10 +59,10 @@ class SplitResult:
     ended: float = 0.0
     window_changes: int = 0
     task: str = ""
-    keys: list[dict[str, Any]] = field(default_factory=list)  # the chunk key columns
+    keys: list[KeyColumnJSON] = field(default_factory=list)  # the chunk key columns
     row_key: list[str] = field(default_factory=list)  # the table's key columns
 
-    def meta(self) -> dict[str, Any]:
+    def meta(self) -> SplitMeta:
         return {
             "split": self.split.to_json(),
             "low": self.low.to_json(),
@@ -115,14 +132,15 @@ class SplitStore:
         )
 
     @staticmethod
-    def _meta(path: Path) -> dict[str, Any] | None:
+    def _meta(path: Path) -> SplitMeta | None:
+        """A split's metadata (None: not finished, or its file half written by a crash)."""
         try:
-            value: dict[str, Any] = json.loads(path.read_text())
-            return value
+            value = json.loads(path.read_text())
         except (FileNotFoundError, json.JSONDecodeError):
             return None
+        return cast(SplitMeta, value) if isinstance(value, dict) else None
 
-    def finished(self, table: str, known: Collection[int] = ()) -> list[dict[str, Any]]:
+    def finished(self, table: str, known: Collection[int] = ()) -> list[SplitMeta]:
         """The metadata of ``table``'s finished splits, by index; splits whose index is in
         ``known`` are left out without reading their files."""
         folder = self.root / "splits" / table

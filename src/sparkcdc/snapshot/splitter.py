@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from sparkcdc.config.model import SnapshotConfig
 from sparkcdc.core.chunk import KeyColumn, KeyValue, Split
+from sparkcdc.core.json_value import JSONObject
 from sparkcdc.snapshot.dialect import SnapshotDialect
 
 
@@ -64,7 +65,7 @@ class SplitterState:
     max: int | None = None
     step: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "index": self.index,
             "lo": None if self.lo is None else list(self.lo),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,7 @@ class JsonLinesFile:
                 continue  # a line torn by a crash and completed by a later append
         self._read_bytes += end + 1
 
-    def append(self, doc: dict[str, Any]) -> None:
+    def append(self, doc: Mapping[str, object]) -> None:
         """Write ``doc`` as the file's last line, durably, then absorb it."""
         data = (json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n").encode("utf-8")
         self.refresh()

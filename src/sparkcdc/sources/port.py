@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, ClassVar, Protocol, Self
@@ -191,7 +191,7 @@ class Source(ABC):
     def __init__(self, config: SourceConfig) -> None:
         self.config = config
 
-    def offset(self, value: dict[str, object]) -> Offset:
+    def offset(self, value: Mapping[str, object]) -> Offset:
         """The offset of this source that ``value`` (its JSON) names."""
         return self.offsets.from_json(value)
 

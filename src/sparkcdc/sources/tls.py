@@ -13,7 +13,6 @@ the server asks for a client certificate. A mode that requires TLS stops with
 from __future__ import annotations
 
 import ssl
-from typing import Any
 
 from sparkcdc.config.model import TlsConfig
 from sparkcdc.core.errors import ConnectionFailed
@@ -50,7 +49,7 @@ def not_encrypted(
     )
 
 
-def handshake_failed(where: str, detail: object, **fields: Any) -> ConnectionFailed:
+def handshake_failed(where: str, detail: object, **fields: object) -> ConnectionFailed:
     """The TLS handshake with ``where`` failed (a certificate not trusted, not naming the
     host, a client certificate refused); ``detail``: the TLS library's words."""
     return ConnectionFailed(

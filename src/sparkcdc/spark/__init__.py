@@ -21,10 +21,13 @@ One call makes a session know the sources::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
-def register(spark: Any, *types: str) -> None:
+def register(spark: SparkSession, *types: str) -> None:
     """Register the data sources of ``types`` (default: every built-in source type) with the
     SparkSession ``spark``, as classes that name the way out in a Python process of Spark's
     without sparkcdc (:mod:`.shipping`)."""

@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Literal
 
 from sparkcdc.core.chunk import KeyColumn, Split
 from sparkcdc.core.errors import SparkCDCError
+from sparkcdc.core.json_value import JSONObject, json_object
 from sparkcdc.core.offset import OffsetJSON
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.incremental import IncrementalState, Window
@@ -55,7 +56,7 @@ class StreamOffset:
     position: OffsetJSON
     kind: ClassVar[Kind] = "stream"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> OffsetJSON:
         return {"kind": self.kind, "v": FORMAT, "position": dict(self.position)}
 
 
@@ -68,7 +69,7 @@ class IncrementalOffset:
     state: IncrementalState
     kind: ClassVar[Kind] = "incremental"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> OffsetJSON:
         return {
             "kind": self.kind,
             "v": FORMAT,
@@ -87,10 +88,10 @@ class TableMeta:
     splits: int | None = None
     estimate: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "schema": self.schema.to_json(),
-            "keys": [k.to_json() for k in self.keys],
+            "keys": [json_object(k.to_json()) for k in self.keys],
             "splits": self.splits,
             "estimate": self.estimate,
         }
@@ -100,7 +101,7 @@ class TableMeta:
         splits, estimate = value.get("splits"), value.get("estimate")
         return cls(
             TableSchema.from_json(dict(value["schema"])),
-            tuple(KeyColumn.from_json(dict(k)) for k in value.get("keys", ())),
+            tuple(KeyColumn.from_json(k) for k in value.get("keys", ())),
             None if splits is None else int(splits),
             None if estimate is None else int(estimate),
         )
@@ -121,7 +122,7 @@ class SnapshotOffset:
     announce: tuple[str, ...] = ()
     kind: ClassVar[Kind] = "snapshot"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "kind": self.kind,
             "v": FORMAT,
@@ -129,7 +130,7 @@ class SnapshotOffset:
             "current": self.current,
             "splitter": None if self.splitter is None else self.splitter.to_json(),
             "batch": self.batch,
-            "groups": [[s.to_json() for s in group] for group in self.groups],
+            "groups": [[json_object(s.to_json()) for s in group] for group in self.groups],
             "meta": {name: m.to_json() for name, m in self.meta.items()},
             "announce": list(self.announce),
         }
@@ -147,13 +148,13 @@ def log_position(offset: SparkOffset) -> OffsetJSON | None:
     return None if isinstance(offset, SnapshotOffset) else offset.position
 
 
-def source_position(value: Mapping[str, Any]) -> OffsetJSON | None:
+def source_position(value: Mapping[str, object]) -> OffsetJSON | None:
     """The source's offset the offset ``value`` (its JSON, of any format) ends at (None: in the
     initial snapshot)."""
     return log_position(parse(value))
 
 
-def parse(value: Mapping[str, Any]) -> SparkOffset:
+def parse(value: Mapping[str, object]) -> SparkOffset:
     """The offset Spark's checkpoint holds as ``value``, of any format up to :data:`FORMAT`;
     :class:`NewerOffsetFormat` for a newer one, :class:`UnreadableOffset` for none of ours."""
     if "kind" not in value or "v" not in value:
@@ -176,7 +177,7 @@ def parse(value: Mapping[str, Any]) -> SparkOffset:
         raise _unreadable(value, f"{type(exc).__name__}: {exc}") from None
 
 
-def migrate_v0(value: Mapping[str, Any]) -> dict[str, Any]:
+def migrate_v0(value: Mapping[str, object]) -> dict[str, object]:
     """A format-0 offset (written before offsets had a kind) as format 1."""
     snapshot = value.get("snapshot")
     if isinstance(snapshot, Mapping):

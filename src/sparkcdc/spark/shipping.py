@@ -20,9 +20,14 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Iterable, Iterator
-from typing import Any, ClassVar
+from types import ModuleType
+from typing import TYPE_CHECKING, ClassVar
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
 
 REAL = "sparkcdc.spark.stream.datasource"
 DOCS = "docs/cluster.md"
@@ -43,7 +48,7 @@ def process() -> str:
     return "an executor"
 
 
-def need(module: str = REAL) -> Any:
+def need(module: str = REAL) -> ModuleType:
     """``module`` imported, or :class:`NotShipped` with the way out."""
     try:
         return importlib.import_module(module)
@@ -73,13 +78,13 @@ class ShippedDataSource(DataSource):
         found: DataSource = need().data_source(self.source_type)(self.options)
         return found
 
-    def schema(self) -> Any:
+    def schema(self) -> StructType | str:
         return self._real().schema()
 
-    def reader(self, schema: Any) -> DataSourceReader:
+    def reader(self, schema: StructType) -> DataSourceReader:
         return self._real().reader(schema)
 
-    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return self._real().streamReader(schema)
 
 
@@ -90,13 +95,13 @@ def shipped(source_type: str, format: str) -> type[ShippedDataSource]:
     return type(f"{title}DataSource", (ShippedDataSource,), attrs)
 
 
-def probe(rows: Iterable[Any]) -> Iterator[str]:
+def probe(rows: Iterable[object]) -> Iterator[str]:
     """A task that imports the stream's task code (:class:`NotShipped` when it cannot)."""
     need("sparkcdc.spark.snapshot.split_task")
     yield sys.executable
 
 
-def check_executors(spark: Any, tasks: int) -> None:
+def check_executors(spark: SparkSession, tasks: int) -> None:
     """Run :func:`probe` as ``tasks`` tasks: an executor without sparkcdc fails it."""
     register()
     spark.sparkContext.parallelize(range(tasks), tasks).mapPartitions(probe).collect()

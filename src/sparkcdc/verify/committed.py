@@ -14,13 +14,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from sparkcdc.core.json_value import JSONObject
 from sparkcdc.core.offset import Offset
 from sparkcdc.spark.offsets import source_position
 from sparkcdc.spark.pipeline.offset_log import newest_batch, read_offset_file
 from sparkcdc.spark.pipeline.run_lock import running_holder
 
 
-def committed_offset(spark_checkpoint: Path) -> dict[str, object] | None:
+def committed_offset(spark_checkpoint: Path) -> JSONObject | None:
     """The source offset (JSON) the last committed micro-batch ended at, or None."""
     last = newest_batch(spark_checkpoint / "commits")
     if last is None:

@@ -40,7 +40,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import get_args
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -49,12 +49,14 @@ from deltalake.transaction import AddAction
 
 from sparkcdc.core.convert import arrow_schema
 from sparkcdc.core.event import TRANSACTION_TYPE, source_type
+from sparkcdc.core.json_value import JSONObject
 from sparkcdc.core.offset_events import offset_source
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks.delta import commits, storage
+from sparkcdc.sinks.port import ChunkFiles, ChunkRef, DataFile, TableKind
 from sparkcdc.snapshot.split_store import SplitResult, SplitStore
 
-KINDS = ("replica", "changelog")
+KINDS: tuple[TableKind, ...] = get_args(TableKind)
 
 
 def files_of(
@@ -63,7 +65,7 @@ def files_of(
     store: SplitStore,
     fresh: bool,
     database: str | None = None,
-) -> dict[str, Any]:
+) -> ChunkFiles:
     """The two files of a run of chunks (one table's, finished, in the task's order),
     described for their ``k`` events: per kind its path, size and statistics, and the columns.
     A run with a split read now (``fresh``) writes them, replacing any that an attempt which
@@ -72,15 +74,19 @@ def files_of(
     first name part is a schema (:func:`~sparkcdc.core.offset_events.offset_source`)."""
     replica = pa.concat_tables(r.rows for r in results).drop_columns(["key"])
     replica = replica.cast(arrow_schema(schema))
-    out: dict[str, Any] = {"columns": columns_key(list(replica.schema))}
+    files: dict[TableKind, DataFile] = {}
     for kind in KINDS:
         path = run_path(store, results, kind)
         if fresh or not path.exists():
             table = replica if kind == "replica" else _changelog(replica, results, schema, database)
             _write(table, path, _dictionary(table, type(results[0].high).EVENT_COUNTER))
         stats = _stats(replica) if kind == "replica" else {"numRecords": replica.num_rows}
-        out[kind] = {"path": str(path), "size": path.stat().st_size, "stats": stats}
-    return out
+        files[kind] = {"path": str(path), "size": path.stat().st_size, "stats": stats}
+    return {
+        "columns": columns_key(list(replica.schema)),
+        "replica": files["replica"],
+        "changelog": files["changelog"],
+    }
 
 
 def run_path(store: SplitStore, results: Sequence[SplitResult], kind: str) -> Path:
@@ -153,12 +159,14 @@ def _leaves(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
     return out
 
 
-def _stats(table: pa.Table) -> dict[str, Any]:
+def _stats(table: pa.Table) -> JSONObject:
     """Delta file statistics: row count, null counts, min and max of integer columns."""
-    stats: dict[str, Any] = {"numRecords": table.num_rows, "nullCount": {}}
-    lows, highs = {}, {}
+    nulls: JSONObject = {}
+    stats: JSONObject = {"numRecords": table.num_rows, "nullCount": nulls}
+    lows: JSONObject = {}
+    highs: JSONObject = {}
     for f, column in zip(table.schema, table.columns, strict=True):
-        stats["nullCount"][f.name] = column.null_count
+        nulls[f.name] = column.null_count
         if pa.types.is_integer(f.type) and column.null_count < len(column):
             bounds = pc.min_max(column)
             lows[f.name], highs[f.name] = bounds["min"].as_py(), bounds["max"].as_py()
@@ -167,14 +175,14 @@ def _stats(table: pa.Table) -> dict[str, Any]:
     return stats
 
 
-def adoptable(refs: list[dict[str, Any]], columns: list[pa.Field]) -> bool:
+def adoptable(refs: Sequence[ChunkRef], columns: list[pa.Field]) -> bool:
     """Whether every chunk of ``refs`` (``k`` events) has its files, in ``columns``."""
     want = columns_key(columns)
-    return bool(refs) and all(r.get("files", {}).get("columns") == want for r in refs)
+    return bool(refs) and all("files" in r and r["files"]["columns"] == want for r in refs)
 
 
 def commit(
-    path: str, kind: str, refs: list[dict[str, Any]], app_id: str, batch_id: int, tag: str
+    path: str, kind: TableKind, refs: Sequence[ChunkRef], app_id: str, batch_id: int, tag: str
 ) -> bool:
     """Link (or upload, :func:`place_file`) the ``kind`` files of the chunks' runs (each once)
     into the Delta table at ``path`` and commit them as batch ``batch_id`` (one transaction);

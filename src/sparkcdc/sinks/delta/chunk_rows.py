@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -39,6 +39,7 @@ from sparkcdc.core.event import OP_CHUNK, OP_READ, TRANSACTION_TYPE
 from sparkcdc.sinks.batch_events import chunk_table
 from sparkcdc.sinks.delta import commits
 from sparkcdc.sinks.delta.storage import LakeStorage, as_storage
+from sparkcdc.sinks.port import ChunkRef
 
 
 def has_chunks(rows: pa.Table) -> bool:
@@ -126,15 +127,10 @@ def append_chunks(
     return wrote_log or wrote_replica
 
 
-def chunk_refs(rows: pa.Table) -> list[dict[str, Any]]:
+def chunk_refs(rows: pa.Table) -> list[ChunkRef]:
     """What the ``k`` events among ``rows`` name: their chunk files, rows and data files."""
     picked = rows.filter(pc.equal(rows.column("op"), OP_CHUNK)).column("after")
-    return [json.loads(after) for after in picked.to_pylist()]
-
-
-def chunk_rows(ref: dict[str, Any]) -> pa.Table:
-    """The typed rows of one ``k`` event (``key`` dropped), read from the split store."""
-    return chunk_table(ref["after"])
+    return [cast(ChunkRef, json.loads(after)) for after in picked.to_pylist()]
 
 
 def expand(rows: pa.Table, columns: list[pa.Field]) -> tuple[pa.Table, pa.ChunkedArray]:
@@ -146,10 +142,10 @@ def expand(rows: pa.Table, columns: list[pa.Field]) -> tuple[pa.Table, pa.Chunke
     from 0 inside its chunk (:func:`_numbered`)."""
     picked = rows.filter(pc.equal(rows.column("op"), OP_CHUNK))
     counts, afters, counter = [], [], None
-    for ref in picked.select(["after"]).to_pylist():
-        typed = chunk_rows(ref)
+    for after in picked.column("after").to_pylist():
+        typed = chunk_table(after)
         counts.append(typed.num_rows)
-        counter = json.loads(ref["after"]).get("counter")
+        counter = cast(ChunkRef, json.loads(after)).get("counter")
         for batch in typed.to_batches():
             struct = pa.StructArray.from_arrays(batch.columns, names=batch.schema.names)
             afters.append(cast_struct(struct, columns))

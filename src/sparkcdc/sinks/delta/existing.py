@@ -38,6 +38,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction
 
 from sparkcdc.core.convert import cast_struct, decode_images
 from sparkcdc.core.errors import SinkError
+from sparkcdc.core.event import EnvelopeRow
 from sparkcdc.core.existing_rows import ExistingRows
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks.delta import commits
@@ -87,15 +88,16 @@ def replica_columns(lake: Lake, name: TableName) -> set[str]:
     return set() if table is None else {f.name.lower() for f in commits.arrow_fields(table)}
 
 
-def effect_of(row: dict[str, Any], at: int, lake: Lake, had: set[str]) -> Effect | None:
+def effect_of(row: EnvelopeRow, at: int, lake: Lake, had: set[str]) -> Effect | None:
     """The effect of the schema row ``row`` (the ``at``-th of its micro-batch, announced to
     ``lake``) on the table's replica, whose columns were ``had`` before the announcement; None
     for a change that leaves existing values alone."""
     change = _json(row.get("after"))
-    if change.get("kind") not in ("alter", "unknown") or not row.get("schema"):
+    text = row.get("schema")
+    if change.get("kind") not in ("alter", "unknown") or not text:
         return None
     rows = ExistingRows.of_change(change)
-    new = TableSchema.from_json(json.loads(row["schema"]))
+    new = TableSchema.from_json(json.loads(text))
     name: TableName = (row["db"], row["table"])
     by_name = {f.name.lower(): f for f in lake.columns(name, new)}
 

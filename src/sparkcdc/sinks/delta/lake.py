@@ -13,14 +13,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkcdc.core.convert import arrow_schema, cast_struct, decode_images
 from sparkcdc.core.errors import SinkError
-from sparkcdc.core.event import OP_CREATE, OP_DELETE, OP_READ, OP_UPDATE
+from sparkcdc.core.event import OP_CREATE, OP_DELETE, OP_READ, OP_UPDATE, EnvelopeRow
 from sparkcdc.core.images import TypedImages, fill_untyped, images_of
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks.delta import commits
@@ -48,21 +47,22 @@ class Lake:
     def _schema_file(self, db: str, table: str, schema_id: str) -> str:
         return self.storage.join("_sparkcdc", "schemas", f"{db}.{table}.{schema_id}.json")
 
-    def announce(self, row: dict[str, Any], index: int, resets: dict[TableName, int]) -> None:
+    def announce(self, row: EnvelopeRow, index: int, resets: dict[TableName, int]) -> None:
         """A schema row (the ``index``-th of the batch): keep its schema, create or evolve the
         table's Delta tables; a TRUNCATE or DROP is noted in ``resets``."""
         name = (row["db"], row["table"])
         if _empties_table(row):
             resets[name] = index
-        if not row.get("schema"):
+        text = row.get("schema")
+        if not text:
             return
-        schema = TableSchema.from_json(json.loads(row["schema"]))
+        schema = TableSchema.from_json(json.loads(text))
         schema_id = row.get("schema_id") or schema.schema_id()
         self._schemas[schema_id] = schema
         self._save_schema(schema, schema_id)
         self._evolve((schema.db, schema.table), schema)
 
-    def read_with(self, row: dict[str, Any]) -> None:
+    def read_with(self, row: EnvelopeRow) -> None:
         """A chunk of an incremental snapshot (a ``k`` row) read with the catalog's schema it
         names: kept and the Delta tables evolved to it when the stream never announced it (the
         catalog describes a column as the DDL tracker did not)."""
@@ -213,7 +213,7 @@ def _misfit(name: TableName, exc: Exception) -> SinkError:
     )
 
 
-def _empties_table(row: dict[str, Any]) -> bool:
+def _empties_table(row: EnvelopeRow) -> bool:
     """TRUNCATE TABLE, DROP TABLE or DROP DATABASE (by the change's kind, else the statement)."""
     ddl = row.get("ddl") or ""
     if _RENAME.match(ddl):

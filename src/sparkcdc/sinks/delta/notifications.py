@@ -87,13 +87,13 @@ def write_notifications(
     return commits.append_once(path, table.cast(NOTIFICATIONS_SCHEMA), app_id, batch_id)
 
 
-def read_notifications(lake: str | LakeStorage) -> list[dict[str, Any]]:
+def read_notifications(lake: str | LakeStorage) -> list[dict[str, object]]:
     """Every notification kept in the sink, by batch and in stream order inside a batch."""
     table = commits.open_table(as_storage(lake).join(*NOTIFICATIONS_DIR.split("/")))
     if table is None:
         return []
     rows = table.to_pyarrow_table().sort_by([("batch_id", "ascending"), ("index", "ascending")])
-    kept: list[dict[str, Any]] = rows.to_pylist()
+    kept: list[dict[str, object]] = rows.to_pylist()
     return kept
 
 
@@ -154,9 +154,9 @@ def _kind(details: str | None) -> str | None:
     return None if kind is None else str(kind)
 
 
-def _count(rows: Any) -> str:
+def _count(rows: object) -> str:
     return f"{rows:,}" if isinstance(rows, int) else str(rows)
 
 
-def _key(values: Any) -> str:
+def _key(values: object) -> str:
     return json.dumps(values, separators=(", ", ":"))

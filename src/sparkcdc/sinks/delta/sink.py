@@ -75,7 +75,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -99,7 +98,15 @@ from sparkcdc.sinks.delta.lake import Lake, TableName
 from sparkcdc.sinks.delta.replica import latest_changes
 from sparkcdc.sinks.delta.storage import LakeStorage, as_storage
 from sparkcdc.sinks.delta.upkeep import Schedule
-from sparkcdc.sinks.port import BatchFrame, Mark, Sink, SinkFigures, UpkeepFigures
+from sparkcdc.sinks.port import (
+    BatchFrame,
+    ChunkRef,
+    Mark,
+    Sink,
+    SinkFigures,
+    TableKind,
+    UpkeepFigures,
+)
 
 log = logging.getLogger("sparkcdc.sink")
 
@@ -402,17 +409,20 @@ class DeltaSink(Sink):
                 f"changing the rows of {label} as its schema change did failed: {exc}", table=label
             ) from exc
 
-    def _adopt(self, name: TableName, refs: list[dict[str, Any]], batch_id: int) -> bool:
+    def _adopt(self, name: TableName, refs: list[ChunkRef], batch_id: int) -> bool:
         """Commit the data files the snapshot tasks wrote for a batch of initial chunks
         (:mod:`.chunk_files`); False if both tables hold this batch already."""
         label = f"{name[0]}.{name[1]}"
         tag = f"{self.app_id}/{label}/{batch_id}"  # each commit's files named apart
+        tables: tuple[tuple[TableKind, str], ...] = (
+            ("changelog", self.lake.changelog(name)),
+            ("replica", self.lake.replica(name)),
+        )
         try:
             wrote = [
                 chunk_files.commit(path, kind, refs, self.app_id, batch_id, tag)
-                for kind, path in (("changelog", self.lake.changelog(name)),
-                                   ("replica", self.lake.replica(name)))
-            ]  # fmt: skip
+                for kind, path in tables
+            ]
         except (OSError, ValueError, KeyError) as exc:
             raise SinkError(f"batch {batch_id} of {label}: {exc}.", table=label) from exc
         except Exception as exc:

@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from sparkcdc.config.model import SNAPSHOT_STARTUPS, SourceConfig, SourceSettings
 from sparkcdc.config.values import as_int, as_text, fail
 from sparkcdc.core.errors import ConfigError
+from sparkcdc.core.json_value import JSONObject
 from sparkcdc.sources.mysql.binlog.gtid import check_gtid
 
 MAX_SERVER_ID = 2**32 - 1
@@ -99,7 +99,7 @@ class MySQLSettings(SourceSettings):
                 f"at most {MAX_SERVER_ID - parallelism} or give a range",
             )
 
-    def redacted(self) -> dict[str, Any]:
+    def redacted(self) -> JSONObject:
         return {"server_id": self.server_id, "server_id_last": self.server_id_last}
 
     def to_options(self) -> dict[str, str]:

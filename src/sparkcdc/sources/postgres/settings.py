@@ -13,10 +13,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import PurePath
-from typing import Any
 
 from sparkcdc.config.model import SourceSettings
 from sparkcdc.config.values import as_text, fail
+from sparkcdc.core.json_value import JSONObject
 from sparkcdc.sources.postgres.wire.lsn import format_lsn, parse_lsn
 
 MAX_NAME = 63  # NAMEDATALEN - 1: PostgreSQL's longest identifier
@@ -74,7 +74,7 @@ class PostgresSettings(SourceSettings):
         default = default_name(self.database)
         return self.slot or default, self.publication or default
 
-    def redacted(self) -> dict[str, Any]:
+    def redacted(self) -> JSONObject:
         return {"database": self.database, "slot": self.slot, "publication": self.publication}
 
     def to_options(self) -> dict[str, str]:

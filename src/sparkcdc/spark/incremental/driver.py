@@ -39,7 +39,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -66,6 +65,7 @@ from sparkcdc.spark.incremental.window_reader import WindowReader
 from sparkcdc.spark.offsets import IncrementalOffset, SparkOffset
 from sparkcdc.spark.stream.delivery import DeliveryQueue
 from sparkcdc.spark.stream.options import SourceOptions
+from sparkcdc.spark.stream.status import IncrementalFigures
 
 log = logging.getLogger("sparkcdc.incremental")
 
@@ -195,7 +195,7 @@ class IncrementalSnapshots:
         if self.signal_dir is not None and state.signals:
             remove_file_signals(self.signal_dir, state.signals)
 
-    def figures(self) -> dict[str, Any] | None:
+    def figures(self) -> IncrementalFigures | None:
         """What the progress display shows (None when no incremental snapshot is known)."""
         state = self.latest
         if state is None or (state.run is None and not state.queue and not state.paused):

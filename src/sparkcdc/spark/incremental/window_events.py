@@ -14,7 +14,6 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,6 +24,7 @@ from sparkcdc.core.images import POSITION, TypedImages, json_values
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.offset_events import chunk_event
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.sinks.port import ChunkRef
 from sparkcdc.snapshot.correct import key_text
 from sparkcdc.snapshot.incremental import Window
 
@@ -74,7 +74,7 @@ def window_chunk_event(
         kept = raw.with_name(raw.name.replace(".arrow", ".rows.arrow"))
         write_arrow(kept, rows)
     db, _, table = window.table.partition(".")
-    ref: dict[str, Any] = {"path": str(kept), "rows": rows.num_rows, "incremental": True}
+    ref: ChunkRef = {"path": str(kept), "rows": rows.num_rows, "incremental": True}
     if window.schema is not None:  # the schema the chunks were read in (catalog's or stream's)
         ref["schema"] = window.schema.to_json()
     return chunk_event(ref, db, table, window.schema_id, finish, ts, database)

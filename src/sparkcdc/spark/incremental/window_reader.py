@@ -36,10 +36,11 @@ import pyarrow as pa
 
 from sparkcdc.core.errors import SparkCDCError
 from sparkcdc.core.offset import Offset
+from sparkcdc.core.offset_events import Notice
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.correct import typed_chunk_schema
 from sparkcdc.snapshot.dialect import SnapshotDialect
-from sparkcdc.snapshot.incremental import IncrementalState, Notice, Request, Run, Window, notice
+from sparkcdc.snapshot.incremental import IncrementalState, Request, Run, Window, notice
 from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
 from sparkcdc.sources.port import LogReader, TableView
 from sparkcdc.spark.incremental.batch_mark import BatchMark

@@ -9,15 +9,12 @@ sample. :class:`PipelineMetrics` reads the live figures for each scrape.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from sparkcdc.sinks.port import Sink, SinkFigures, UpkeepFigures
 from sparkcdc.spark.pipeline.exposition import FamiliesCollector, Family, Sample, page
-from sparkcdc.spark.stream.status import read_status
-
-Status = Mapping[str, Any]  # the status file's JSON object
+from sparkcdc.spark.stream.status import IncrementalFigures, Status, TableFigures, read_status
 
 __all__ = ["PipelineMetrics", "SinkFigures", "UpkeepFigures", "families"]
 
@@ -142,16 +139,15 @@ def _store(st: Status) -> list[Family]:
 
 def _snapshot(st: Status) -> list[Family]:
     """The initial snapshot taken in this run, overall and per table."""
-    tables = st.get("snapshot")
-    tables = tables if isinstance(tables, Mapping) else {}
+    tables = st.get("snapshot") or {}
     running = _number(st, "snapshot_running")
     done = [bool(t.get("done")) for t in tables.values()]
     completed = None if not tables or running is None else float(not running and all(done))
 
-    def per_table(figure: Callable[[Status], float]) -> tuple[Sample, ...]:
+    def per_table(figure: Callable[[TableFigures], float]) -> tuple[Sample, ...]:
         return tuple(Sample(figure(t), (("table", name),)) for name, t in sorted(tables.items()))
 
-    def total(t: Status) -> int:
+    def total(t: TableFigures) -> int:
         return int(t.get("splits_total", 0))
 
     return [
@@ -173,10 +169,18 @@ def _snapshot(st: Status) -> list[Family]:
     ]  # fmt: skip
 
 
+_NO_INCREMENTAL: IncrementalFigures = {
+    "table": None,
+    "rows": 0,
+    "estimate": None,
+    "queued": [],
+    "paused": False,
+}
+
+
 def _incremental(st: Status, known: bool) -> list[Family]:
     """The incremental snapshot running or waiting (``known``: the status file was read)."""
-    figures = st.get("incremental")
-    figures = figures if isinstance(figures, Mapping) else {}
+    figures = st.get("incremental") or _NO_INCREMENTAL
     table = figures.get("table")
     label = () if not isinstance(table, str) else (("table", table),)
     estimate = figures.get("estimate")

@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from sparkcdc.core import errors
+from sparkcdc.core.json_value import JSONObject
 from sparkcdc.spark.pipeline.checkpoint import batch_files
 
 VERSION_PREFIX = "v"
@@ -30,10 +30,10 @@ class OffsetFile:
 
     batch: int
     planned_ms: int | None  # the metadata's batchTimestampMs
-    sources: tuple[dict[str, Any] | None, ...]
+    sources: tuple[JSONObject | None, ...]
 
     @property
-    def offset(self) -> dict[str, Any] | None:
+    def offset(self) -> JSONObject | None:
         """The end offset of the first source (a sparkcdc query has one)."""
         return self.sources[0] if self.sources else None
 
@@ -77,7 +77,7 @@ def newest_batch(folder: Path) -> Path | None:
     return max(found, key=lambda p: int(p.name)) if found else None
 
 
-def _json_object(line: str, what: str) -> dict[str, Any]:
+def _json_object(line: str, what: str) -> JSONObject:
     try:
         value = json.loads(line)
     except ValueError:

@@ -8,10 +8,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from sparkcdc.sinks.port import Sink
-from sparkcdc.spark.stream.status import read_status
+from sparkcdc.spark.stream.status import IncrementalFigures, TableFigures, read_status
 
 
 @dataclass(frozen=True)
@@ -24,8 +23,8 @@ class Progress:
     lag_s: float | None  # now - commit time of the newest change written (0 when caught up)
     position: str | None
     caught_up: bool
-    snapshot: dict[str, dict[str, Any]] | None = None  # per table, while a snapshot runs
-    incremental: dict[str, Any] | None = None  # the incremental snapshot running or waiting
+    snapshot: dict[str, TableFigures] | None = None  # per table, while a snapshot runs
+    incremental: IncrementalFigures | None = None  # the incremental snapshot running or waiting
 
 
 ProgressCallback = Callable[[Progress], None]

@@ -19,10 +19,9 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from sparkcdc.config.model import Config, SinkConfig
 from sparkcdc.core.errors import LogPositionGone
@@ -31,6 +30,7 @@ from sparkcdc.core.offset import Offset
 from sparkcdc.sinks.delta.gone_keys import delete_gone
 from sparkcdc.sinks.delta.lake import Lake
 from sparkcdc.sinks.delta.storage import LakeStorage
+from sparkcdc.sinks.port import BatchFrame
 from sparkcdc.sources.registry import open_source
 from sparkcdc.spark.offsets import source_position
 from sparkcdc.spark.pipeline.offset_log import read_offset_file
@@ -95,17 +95,17 @@ class ResnapshotSink:
 
     def __init__(
         self,
-        sink: Callable[[Any, int], None],
+        sink: Callable[[BatchFrame, int], None],
         checkpoint: Path,
         sink_config: SinkConfig,
-        parse: Callable[[dict[str, Any]], Offset],
+        parse: Callable[[Mapping[str, object]], Offset],
         app_id: Callable[[], str],
     ) -> None:
         self.sink, self.checkpoint = sink, checkpoint
         self.lake = Lake(LakeStorage(sink_config.path, sink_config.storage_options))
         self.parse, self.app_id = parse, app_id
 
-    def __call__(self, df: Any, batch_id: int) -> None:
+    def __call__(self, df: BatchFrame, batch_id: int) -> None:
         found = pending(self.checkpoint)
         if found is not None:
             end = read_offset_file(self.checkpoint / "spark" / "offsets" / str(batch_id)).offset
@@ -127,7 +127,7 @@ class ResnapshotSink:
         log.info("re-snapshot finished: the replicas equal the source as of %s", at)
 
 
-def _write_json(path: Path, value: dict[str, Any]) -> None:
+def _write_json(path: Path, value: Mapping[str, object]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(value))

@@ -44,14 +44,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sparkcdc.config.model import Config
 from sparkcdc.config.secret import forget_key
 from sparkcdc.core import errors
 from sparkcdc.core.logs import counted
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.sinks.port import Sink, SinkContext
+from sparkcdc.sinks.port import BatchFrame, Sink, SinkContext
 from sparkcdc.sinks.registry import check_sink, open_sink
 from sparkcdc.snapshot.signals import signal_folder
 from sparkcdc.sources.readiness import check_source as check_source_of
@@ -80,7 +80,12 @@ from sparkcdc.spark.pipeline.session import (
 from sparkcdc.spark.runtime.worker_warmup import warm_in_background, warm_workers
 from sparkcdc.spark.shipping import check_executors
 from sparkcdc.spark.stream.options import source_options
-from sparkcdc.spark.stream.status import STATUS_FILE, read_status
+from sparkcdc.spark.stream.status import STATUS_FILE, StatusError, read_status
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 log = logging.getLogger("sparkcdc.pipeline")
 
@@ -160,10 +165,10 @@ def _run_locked(
         stop.restore()
 
 
-def _check_executors(spark: Any) -> None:
+def _check_executors(spark: SparkSession) -> None:
     """Fail with :class:`~sparkcdc.core.errors.NotShipped` unless every core Spark offers
     imports sparkcdc; skipped when the executors run this interpreter (:func:`own_python`)."""
-    if own_python(spark.sparkContext.master):
+    if own_python(spark.sparkContext.master or ""):
         return
     started = time.monotonic()
     try:
@@ -193,7 +198,7 @@ def _after_log_gone(config: Config, checkpoint: Path, gone: errors.LogPositionGo
 
 
 def _stream(
-    spark: Any,
+    spark: SparkSession,
     config: Config,
     checkpoint: Path,
     available_now: bool,
@@ -214,7 +219,7 @@ def _stream(
     )
     sink = open_sink(config.sink, context)
     metrics.watch(sink, status_path)
-    writer: Callable[[Any, int], None] = sink
+    writer: Callable[[BatchFrame, int], None] = sink
     if resnapshot.pending(checkpoint) is not None:
         source = open_source(config.source)
         writer = resnapshot.ResnapshotSink(
@@ -227,10 +232,10 @@ def _stream(
     warming = None if snapshot_first else warm_in_background(spark)
     try:
         try:
-            query = _query(spark, config, own, writer, available_now, snapshot_first)
+            stream = _query(spark, config, own, writer, available_now, snapshot_first)
             if stop.requested:  # while the snapshot's workers warmed up
                 return 0
-            query = query.start()
+            query = stream.start()
         except Exception as exc:  # a planner's error (sparkcdc missing there): its sentence
             raise _named_error(str(exc)) or exc from None
         log.info("stream query started in %.1fs", time.monotonic() - started)
@@ -254,7 +259,7 @@ def _upkeep_at_end(sink: Sink, spark_checkpoint: Path) -> None:
 
 
 def _watch(
-    query: Any,
+    query: StreamingQuery,
     sink: Sink,
     status_path: Path,
     progress: ProgressCallback | None,
@@ -267,7 +272,8 @@ def _watch(
             if stop.requested:
                 _stop_after_batch_in_flight(query, status_path.with_name(STOP_FILE), stop)
                 break
-            if query.awaitTermination(0.25 if progress else 1.0):
+            # seconds, a float taken as such (pyspark annotates it int)
+            if query.awaitTermination(0.25 if progress else 1.0):  # type: ignore[arg-type]
                 break
             if progress is not None:
                 sample = meter.sample()
@@ -282,13 +288,13 @@ def _watch(
 
 
 def _query(
-    spark: Any,
+    spark: SparkSession,
     config: Config,
     own: Path,
-    sink: Callable[[Any, int], None],
+    sink: Callable[[BatchFrame, int], None],
     available_now: bool,
     snapshot_first: bool,
-) -> Any:
+) -> DataStreamWriter:
     """The stream of the source's changes into the sink, not started yet (``snapshot_first``:
     the snapshot's workers warmed up first)."""
     import sparkcdc.spark
@@ -365,7 +371,7 @@ class StopRequest:
             signal.signal(s, handler)
 
 
-def _stop_after_batch_in_flight(query: Any, stop_file: Path, stop: StopRequest) -> None:
+def _stop_after_batch_in_flight(query: StreamingQuery, stop_file: Path, stop: StopRequest) -> None:
     """Stop ``query`` once the batch in flight has committed: with the stop file there, the
     source plans no further batch, so the query's trigger falls idle after it; a second
     Ctrl-C (``stop.now``) stops it at once instead."""
@@ -385,7 +391,7 @@ def _named_error(text: str) -> errors.SparkCDCError | None:
     return _error_of({"type": matches[-1][0], "message": matches[-1][1]}) if matches else None
 
 
-def _error_of(found: dict[str, Any]) -> errors.SparkCDCError:
+def _error_of(found: StatusError) -> errors.SparkCDCError:
     """The SparkCDCError of ``found`` (its class name and sentence); SourceError if unknown."""
     cls = getattr(errors, str(found.get("type")), None)
     if not (isinstance(cls, type) and issubclass(cls, errors.SparkCDCError)):
@@ -399,7 +405,7 @@ def _as_sparkcdc_error(exc: Exception, sink: Sink, status_path: Path) -> Excepti
     if isinstance(failed, errors.SparkCDCError):
         return failed
     status = read_status(status_path) or {}
-    found = status.get("error") or {}
+    found = status.get("error")
     text = str(exc)
     named = _error_of(found) if found else _named_error(text)
     if named is not None:

@@ -14,11 +14,14 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sparkcdc.config.model import Config
 from sparkcdc.config.secret import KEY_ENV, ensure_key, forget_key
 from sparkcdc.core import errors
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger("sparkcdc.pipeline")
 
@@ -89,7 +92,7 @@ def pipeline_name(checkpoint: str) -> str:
     return f"sparkcdc-{folder}" if folder else "sparkcdc"
 
 
-def ui_address(spark: Any, config: Config) -> str | None:
+def ui_address(spark: SparkSession, config: Config) -> str | None:
     """Where the session's web UI is (its Structured Streaming tab shows the stream), logged as
     a run's first lines say it; None when it is off."""
     address: str | None = spark.sparkContext.uiWebUrl
@@ -109,7 +112,7 @@ def own_python(master: str) -> bool:
     return master.startswith("local") and os.path.abspath(python) == os.path.abspath(sys.executable)
 
 
-def start_session(config: Config, own: Path, log_level: str | None) -> Any:
+def start_session(config: Config, own: Path, log_level: str | None) -> SparkSession:
     """The session of a pipeline whose own files are in ``own``; Spark's log at ``log_level``
     (None: off). Spark's web UI is on unless ``pipeline.spark.ui`` is false: at
     ``spark.ui.port`` (4040), or the next free port after it when another Spark application

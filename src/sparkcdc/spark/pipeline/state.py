@@ -15,15 +15,21 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from sparkcdc.core.errors import SparkCDCError
+from sparkcdc.core.json_value import JSONObject, JSONValue
 from sparkcdc.core.logs import counted, iso_utc
 from sparkcdc.core.offset import Offset
 from sparkcdc.spark.offsets import NewerOffsetFormat, SnapshotOffset, UnreadableOffset, parse
 from sparkcdc.spark.pipeline.offset_log import newest_batch, read_offset_file
 from sparkcdc.spark.pipeline.run_lock import running_holder
-from sparkcdc.spark.stream.status import STATUS_FILE, read_status
+from sparkcdc.spark.stream.status import (
+    STATUS_FILE,
+    IncrementalFigures,
+    StatusError,
+    TableFigures,
+    read_status,
+)
 
 RUNNING, STOPPED, NEVER_RUN = "running", "stopped", "never run"
 RESNAPSHOT_MARKER = "resnapshot.json"  # a re-snapshot under way (:mod:`.resnapshot`)
@@ -36,7 +42,7 @@ class BatchState:
 
     batch: int
     at: str  # ISO-8601 UTC: the commit file's time (committed), the offset file's (planned)
-    offset: dict[str, Any] | None
+    offset: JSONObject | None
     position: str | None
 
 
@@ -50,9 +56,9 @@ class SourceState:
     caught_up: bool
     lag_s: float | None  # behind the source as of ``updated`` (0 when caught up)
     updated: str | None
-    error: dict[str, Any] | None
-    snapshot: dict[str, dict[str, Any]] | None  # per table, of the initial snapshot
-    incremental: dict[str, Any] | None  # the incremental snapshot running or waiting
+    error: StatusError | None
+    snapshot: dict[str, TableFigures] | None  # per table, of the initial snapshot
+    incremental: IncrementalFigures | None  # the incremental snapshot running or waiting
 
 
 @dataclass(frozen=True)
@@ -116,7 +122,7 @@ def _batch(spark: Path, batch: int, stamped: Path, offsets: type[Offset]) -> Bat
     return BatchState(batch, at, _shown(raw), describe_offset(raw, offsets))
 
 
-def describe_offset(raw: dict[str, Any] | None, offsets: type[Offset]) -> str | None:
+def describe_offset(raw: JSONObject | None, offsets: type[Offset]) -> str | None:
     """An offset of the stream as text: the source's position in its log, or where the
     initial snapshot is."""
     if raw is None:
@@ -137,7 +143,7 @@ def describe_offset(raw: dict[str, Any] | None, offsets: type[Offset]) -> str | 
         return None
 
 
-def _shown(raw: dict[str, Any] | None) -> dict[str, Any] | None:
+def _shown(raw: JSONObject | None) -> JSONObject | None:
     """The offset without the states that ride along with it (the initial snapshot's splits,
     the incremental snapshot's window): the source's position, or where the snapshot is."""
     if raw is None:
@@ -147,7 +153,8 @@ def _shown(raw: dict[str, Any] | None) -> dict[str, Any] | None:
     except SparkCDCError:
         return raw  # not one sparkcdc reads: as it is
     if isinstance(offset, SnapshotOffset):
-        where = {"tables": list(offset.tables), "current": offset.current, "batch": offset.batch}
+        tables: list[JSONValue] = list(offset.tables)
+        where: JSONObject = {"tables": tables, "current": offset.current, "batch": offset.batch}
         return {"snapshot": where}
     return dict(offset.position)
 
@@ -171,7 +178,7 @@ def _source(path: Path) -> SourceState | None:
         caught_up=caught_up,
         lag_s=lag,
         updated=iso_utc(updated_ms / 1000) if isinstance(updated_ms, int) else None,
-        error=error if isinstance(error, dict) else None,
+        error=error,
         snapshot=status.get("snapshot") or None,
         incremental=status.get("incremental") or None,
     )

@@ -23,9 +23,13 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
 
 from sparkcdc.spark.runtime.worker_daemon import preload
 
@@ -45,7 +49,7 @@ class WarmUpSource(DataSource):
     def schema(self) -> str:
         return "id long"
 
-    def reader(self, schema: Any) -> DataSourceReader:
+    def reader(self, schema: StructType) -> DataSourceReader:
         preload(("sparkcdc.spark.stream.datasource",))
         return _NoRows(int(self.options.get("tasks", "1")))
 
@@ -61,13 +65,13 @@ class _NoRows(DataSourceReader):
         return iter(())  # the worker's daemon preloaded what the split tasks import
 
 
-def warm(spark: Any, tasks: int) -> None:
+def warm(spark: SparkSession, tasks: int) -> None:
     """The warm-up read (see the module docstring)."""
     spark.dataSource.register(WarmUpSource)
     spark.read.format(NAME).option("tasks", str(tasks)).load().collect()
 
 
-def warm_workers(spark: Any, tasks: int) -> None:
+def warm_workers(spark: SparkSession, tasks: int) -> None:
     """:func:`warm`, timed in the log; a failure is only logged."""
     started = time.monotonic()
     try:
@@ -78,7 +82,7 @@ def warm_workers(spark: Any, tasks: int) -> None:
     log.debug("Python workers for %d split tasks ready in %.1fs", tasks, time.monotonic() - started)
 
 
-def warm_in_background(spark: Any) -> threading.Thread:
+def warm_in_background(spark: SparkSession) -> threading.Thread:
     """:func:`warm_workers` for one task worker in a thread of its own, started; join it
     before the session stops."""
     thread = threading.Thread(

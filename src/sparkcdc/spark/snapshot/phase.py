@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
@@ -21,22 +21,33 @@ from sparkcdc.core.event import SchemaRow
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.offset_events import own_values, schema_batch
 from sparkcdc.snapshot.handoff import Handoff, HandoffFilter
+from sparkcdc.snapshot.split_store import SplitMeta
 from sparkcdc.spark.offsets import SnapshotOffset, SparkOffset
 from sparkcdc.spark.snapshot.planner import SnapshotPlanner, open_dialect
 from sparkcdc.spark.stream.options import SourceOptions
+from sparkcdc.spark.stream.status import TableFigures
 
 ANNOUNCE = '{"kind":"announce"}'
+
+
+class TablePlan(TypedDict):
+    """What the phase knows of a table's plan: when it started, its split count (or estimate)
+    and whether that count is final (the table cut whole)."""
+
+    started: float
+    splits_total: NotRequired[int]
+    final: NotRequired[bool]
 
 
 class SnapshotPhase:
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self.planner = SnapshotPlanner(options)
-        self.progress: dict[str, dict[str, Any]] = {}
+        self.progress: dict[str, TablePlan] = {}
         self.running = True  # until the planner hands the stream over to the log
         self._released: set[int] = set()
-        self._metas: dict[str, dict[int, dict[str, Any]]] = {}  # table -> index -> meta
-        self._figures: dict[str, dict[str, Any]] = {}
+        self._metas: dict[str, dict[int, SplitMeta]] = {}  # table -> index -> meta
+        self._figures: dict[str, TableFigures] = {}
 
     def initial(self, tables: list[str]) -> SnapshotOffset:
         return self.planner.initial(tables)
@@ -112,12 +123,12 @@ class SnapshotPhase:
             p["splits_total"] = meta.splits or meta.estimate or 0
             p["final"] = meta.splits is not None
 
-    def figures(self) -> dict[str, dict[str, Any]]:
+    def figures(self) -> dict[str, TableFigures]:
         """Per table: splits done/total, rows, rows/s and the estimated seconds left, counted
         from the finished splits in the store (splits of the batch in flight count as they
         end)."""
         now = time.time()
-        out = {}
+        out: dict[str, TableFigures] = {}
         for name, p in self.progress.items():
             if name in self._figures and self._figures[name]["done"]:
                 out[name] = self._figures[name]  # a finished table's figures stay as they are
@@ -130,8 +141,8 @@ class SnapshotPhase:
             rows = sum(int(m["rows"]) for m in metas)
             total = max(int(p.get("splits_total", 0)), done)
             finished = bool(p.get("final")) and done >= total
-            end = max((float(m["ended"]) for m in metas), default=now) if finished else now
-            begun = min((float(m["started"]) for m in metas), default=now)
+            end = max((m.get("ended", now) for m in metas), default=now) if finished else now
+            begun = min((m.get("started", now) for m in metas), default=now)
             elapsed = max(end - begun, 1e-3)
             out[name] = {
                 "splits_done": done,

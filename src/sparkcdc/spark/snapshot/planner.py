@@ -191,7 +191,7 @@ class SnapshotPlanner:
                 continue
             handoff.tables[name] = TableHandoff(
                 [KeyColumn.from_json(k) for k in metas[0].get("keys", [])],
-                [tuple(m["split"]["lo"]) for m in metas[1:]],
+                [tuple(m["split"]["lo"] or ()) for m in metas[1:]],  # all but the first bounded
                 [self.store.offsets.from_json(m["high"]) for m in metas],
                 list(metas[0].get("row_key", [])),
             )

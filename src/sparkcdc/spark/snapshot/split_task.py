@@ -31,7 +31,7 @@ from sparkcdc.core.event import Change
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.offset_events import chunk_event, snapshot_batch
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.sinks.port import ChunkWriter
+from sparkcdc.sinks.port import ChunkFiles, ChunkRef, ChunkWriter
 from sparkcdc.sinks.registry import chunk_writer
 from sparkcdc.snapshot.dialect import SnapshotDialect
 from sparkcdc.snapshot.scan import joinable, scan_run
@@ -197,12 +197,12 @@ def kept_chunk_event(
     result: SplitResult,
     schema: TableSchema,
     path: Path,
-    files: dict[str, Any] | None = None,
+    files: ChunkFiles | None = None,
     database: str | None = None,
 ) -> pa.RecordBatch:
     """The one ``k`` event of a split's chunk kept in the store, at its high watermark, with
     its sink data files if the task wrote them (:class:`sparkcdc.sinks.port.ChunkWriter`)."""
-    ref: dict[str, Any] = {"path": str(path), "rows": result.rows.num_rows}
+    ref: ChunkRef = {"path": str(path), "rows": result.rows.num_rows}
     if files is not None:
         ref["files"] = files
     return chunk_event(

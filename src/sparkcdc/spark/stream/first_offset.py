@@ -16,7 +16,8 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from sparkcdc.core.offset import OffsetJSON
 
 
 class FirstOffset:
@@ -25,9 +26,9 @@ class FirstOffset:
     def __init__(self, startup: str, path: str | None) -> None:
         self.startup = startup
         self.path = Path(path) if path else None
-        self._offset: dict[str, Any] | None = None
+        self._offset: OffsetJSON | None = None
 
-    def get(self, resolve: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    def get(self, resolve: Callable[[], OffsetJSON]) -> OffsetJSON:
         """The kept offset, else ``resolve()``'s, kept from now on."""
         if self._offset is None:
             self._offset = self._read()
@@ -36,7 +37,7 @@ class FirstOffset:
             self._write(self._offset)
         return self._offset
 
-    def _read(self) -> dict[str, Any] | None:
+    def _read(self) -> OffsetJSON | None:
         if self.path is None:
             return None
         try:
@@ -48,7 +49,7 @@ class FirstOffset:
         offset = kept.get("offset")
         return offset if isinstance(offset, dict) else None
 
-    def _write(self, offset: dict[str, Any]) -> None:
+    def _write(self, offset: OffsetJSON) -> None:
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -47,7 +47,7 @@ from pyspark.sql.streaming.datasource import (
 from sparkcdc.core.errors import SourceError, SparkCDCError
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.logs import setup_child_logging
-from sparkcdc.core.offset import Offset
+from sparkcdc.core.offset import Offset, OffsetJSON
 from sparkcdc.sources.port import ChangeFilter, Source
 from sparkcdc.sources.readiness import captured_tables
 from sparkcdc.spark.incremental.driver import IncrementalSnapshots
@@ -60,7 +60,7 @@ from sparkcdc.spark.stream.feed import IDLE_SECONDS, LogFeed
 from sparkcdc.spark.stream.first_offset import FirstOffset
 from sparkcdc.spark.stream.options import SourceOptions
 from sparkcdc.spark.stream.partitions import EnvelopePartition, to_partitions
-from sparkcdc.spark.stream.status import StatusWriter, peak_rss_bytes
+from sparkcdc.spark.stream.status import Status, StatusWriter, peak_rss_bytes
 from sparkcdc.spark.stream.table_stream import TableStream
 from sparkcdc.store.batch_files import BatchFiles
 
@@ -130,11 +130,11 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return stop is not None and os.path.exists(stop)
 
     # ------------------------------------------------------------ Spark calls
-    def initialOffset(self) -> dict[str, Any]:
+    def initialOffset(self) -> OffsetJSON:
         _source_logging()
         return self._first.get(self._resolve_startup)  # asked for more than once: kept
 
-    def _resolve_startup(self) -> dict[str, Any]:
+    def _resolve_startup(self) -> OffsetJSON:
         if self.snapshots:
             return self.snapshot.initial(captured_tables(self.source)).to_json()
         return StreamOffset(
@@ -148,7 +148,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadAllAvailable()
 
-    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+    def latestOffset(self, start: OffsetJSON, limit: ReadLimit) -> OffsetJSON:
         _source_logging()
         if self._stopping():
             return start  # the run stops after the batch in flight: no new batch
@@ -188,7 +188,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 return start
             # available-now ends at the first "no new data": wait until the reader catches up
 
-    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+    def partitions(self, start: OffsetJSON, end: OffsetJSON) -> Sequence[InputPartition]:
         table = self.table_stream
         first, last = parse(start), parse(end)
         if isinstance(last, SnapshotOffset):
@@ -233,7 +233,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         assert isinstance(partition, EnvelopePartition)
         yield from pa.ipc.open_stream(partition.payload)
 
-    def commit(self, end: dict[str, Any]) -> None:
+    def commit(self, end: OffsetJSON) -> None:
         last = parse(end)
         if isinstance(last, SnapshotOffset):
             self.snapshot.committed(last)
@@ -289,9 +289,9 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise error
 
     # ------------------------------------------------------------ status file
-    def status(self) -> dict[str, Any]:
+    def status(self) -> Status:
         """What the status file holds (see :mod:`sparkcdc.spark.stream.status`)."""
-        out: dict[str, Any] = {
+        out: Status = {
             "committed_offset": None if self._committed is None else str(self._committed),
             "committed_ts_ms": self._committed_ts,
             "committed_rows": self._committed_rows,
@@ -308,10 +308,10 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if reader is not None:
             stats = reader.stats()
             out["position"] = None if stats.position is None else str(stats.position)
-            out.update(events=stats.events, rows=stats.rows, connected=stats.connected,
-                       last_event_ts_ms=stats.last_event_ts_ms, reconnects=stats.reconnects,
-                       heartbeats=stats.heartbeats,
-                       last_row_read_ms=self._rows_moved(stats.rows))  # fmt: skip
+            out.update({"events": stats.events, "rows": stats.rows, "connected": stats.connected,
+                        "last_event_ts_ms": stats.last_event_ts_ms,
+                        "reconnects": stats.reconnects, "heartbeats": stats.heartbeats,
+                        "last_row_read_ms": self._rows_moved(stats.rows)})  # fmt: skip
             if reader.error is not None:
                 out["error"] = {"type": type(reader.error).__name__, "message": str(reader.error)}
         if store is not None:

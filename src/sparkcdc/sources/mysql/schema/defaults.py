@@ -33,7 +33,7 @@ import datetime as dt
 import re
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
-from sparkcdc.core.existing_rows import JsonValue
+from sparkcdc.core.json_value import JSONValue
 from sparkcdc.core.schema import Column
 from sparkcdc.sources.mysql.binlog.values import python_codec
 from sparkcdc.sources.mysql.ddl.statements import Default
@@ -56,7 +56,7 @@ class NotExact(Exception):
     """The value the rows got is not computed here (the message: why, as a phrase)."""
 
 
-def literal_value(col: Column, default: Default) -> JsonValue:
+def literal_value(col: Column, default: Default) -> JSONValue:
     """The JSON value rows get from ``col``'s DEFAULT ``default`` (NotExact: not computed)."""
     if default.kind == "null":
         return None
@@ -86,7 +86,7 @@ def literal_value(col: Column, default: Default) -> JsonValue:
     raise NotExact(f"the DEFAULT of a {t} column is not computed from the DDL")
 
 
-def implicit_value(col: Column, added: bool) -> JsonValue:
+def implicit_value(col: Column, added: bool) -> JSONValue:
     """The implicit default rows get in a NOT NULL ``col`` without a DEFAULT: as a column
     ``added`` to them, else as the value their NULL became (NotExact: not computed)."""
     t = col.data_type

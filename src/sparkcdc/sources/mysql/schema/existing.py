@@ -30,7 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sparkcdc.core.existing_rows import ExistingRows, JsonValue
+from sparkcdc.core.existing_rows import ExistingRows
+from sparkcdc.core.json_value import JSONValue
 from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.core.type_change import type_change
 from sparkcdc.sources.mysql.ddl.statements import ColumnDef
@@ -45,7 +46,7 @@ class Origin:
 
     old: Column | None = None
     added: Column | None = None
-    value: JsonValue = None
+    value: JSONValue = None
     reason: str | None = None
 
 
@@ -74,9 +75,9 @@ class RowEffects:
 
     def result(self, new: TableSchema) -> ExistingRows:
         """What the statement did to the existing rows, column by column of ``new``."""
-        fill: dict[str, JsonValue] = {}
+        fill: dict[str, JSONValue] = {}
         copy: dict[str, str] = {}
-        nulls: dict[str, JsonValue] = {}
+        nulls: dict[str, JSONValue] = {}
         reasons: list[str] = []
         for col in new.columns:
             origin = self.origins.get(col.name.lower(), Origin())

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sparkcdc.core.existing_rows import ExistingRows
+from sparkcdc.core.json_value import JSONObject
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sources.mysql.ddl.parser import DDLSyntaxError, parse, table_names
 from sparkcdc.sources.mysql.ddl.statements import (
@@ -250,7 +251,7 @@ class SchemaTracker:
 
     # -- persistence -----------------------------------------------------------------------
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "tables": [s.to_json() for _, s in sorted(self._schemas.items())],
             "charsets": [[db, t, cs] for (db, t), cs in sorted(self._charsets.items())],

@@ -35,9 +35,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkcdc.core import types as core_types
+from sparkcdc.core.json_value import JSONValue
 from sparkcdc.core.schema import Column
 from sparkcdc.sources.postgres.pgoutput.types import BOOLEAN
-from sparkcdc.sources.postgres.pgoutput.values import JsonValue, convert, json_value
+from sparkcdc.sources.postgres.pgoutput.values import convert, json_value
 
 _BASE64 = np.frombuffer(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", np.uint8
@@ -50,7 +51,7 @@ _FIRST, _LAST = -62_135_596_800_000_000, 253_402_300_799_999_999  # 0001-01-01 .
 _INTEGERS = frozenset({"int16", "int32", "int64"})
 
 
-def value_text(value: JsonValue) -> str:
+def value_text(value: JSONValue) -> str:
     """One value's JSON text in a row image (NaN and Infinity as JSON's extension tokens)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 

@@ -29,12 +29,12 @@ import pyarrow.compute as pc
 from sparkcdc.core import temporal
 from sparkcdc.core import types as core_types
 from sparkcdc.core.images import float32_text
+from sparkcdc.core.json_value import JSONValue
 from sparkcdc.core.schema import Column
 from sparkcdc.sources.postgres.pgoutput import literals
 from sparkcdc.sources.postgres.pgoutput.types import BOOLEAN, array_element
 
 Convert = Callable[[pa.Array], pa.Array]
-JsonValue = None | bool | int | float | str | list["JsonValue"]
 _DATE_FORM = r"^\d{4}-\d\d-\d\d$"
 _TIMESTAMP_FORM = r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,6})?([+-]\d\d(:\d\d)?)?$"
 
@@ -183,7 +183,7 @@ def _json_timestamp(text: str, zone: str) -> str:
     return f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{clock}{zone}"
 
 
-def json_value(text: str | None, data_type: str, logical: str) -> JsonValue:
+def json_value(text: str | None, data_type: str, logical: str) -> JSONValue:
     """One value's text in its row-image JSON form (the slow path)."""
     if text is None:
         return None

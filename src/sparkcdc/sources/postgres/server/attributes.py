@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from sparkcdc.core.json_value import JSONObject
 from sparkcdc.sources.postgres.pgoutput.literals import parse_array
 from sparkcdc.sources.postgres.server.connect import Row
 
@@ -99,7 +100,7 @@ class TableAttributes:
     def last(self) -> int:
         return max((a.attnum for a in self.attributes), default=0)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"storage": self.storage, "attributes": [a.to_json() for a in self.attributes]}
 
     @classmethod

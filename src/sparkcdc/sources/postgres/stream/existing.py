@@ -39,7 +39,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sparkcdc.core.existing_rows import ExistingRows, JsonValue
+from sparkcdc.core.existing_rows import ExistingRows
+from sparkcdc.core.json_value import JSONObject, JSONValue
 from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.core.type_change import describe, type_change
 from sparkcdc.sources.postgres.pgoutput.messages import RelationColumn
@@ -72,8 +73,8 @@ class Baseline:
         attnums = tuple(a.attnum for a in live) if same else None
         return cls(attributes, attnums, attributes.last())
 
-    def to_json(self) -> dict[str, Any]:
-        nums = None if self.attnums is None else list(self.attnums)
+    def to_json(self) -> JSONObject:
+        nums: JSONValue = None if self.attnums is None else [*self.attnums]
         return {"attributes": self.attributes.to_json(), "attnums": nums, "known": self.known}
 
     @classmethod
@@ -111,10 +112,10 @@ class TableState:
         found = [baseline.attributes.by_attnum(n) for n in baseline.attnums]
         return tuple(a.type for a in found if a is not None) if all(found) else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         baseline = None if self.baseline is None else self.baseline.to_json()
-        out = {"schema": self.schema.to_json(), "baseline": baseline}
-        return out if self.types is None else {**out, "types": [list(t) for t in self.types]}
+        out: JSONObject = {"schema": self.schema.to_json(), "baseline": baseline}
+        return out if self.types is None else {**out, "types": [[*t] for t in self.types]}
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> TableState:
@@ -199,7 +200,7 @@ def _matched(
     state = {a.attnum: a for a in now.attributes}
     touched = [a.name for a in now.attributes if _touched(a, then.get(a.attnum))]
     columns: list[Column] = []
-    fill: dict[str, JsonValue] = {}
+    fill: dict[str, JSONValue] = {}
     copy: dict[str, str] = {}
     notes: list[str] = []
     reasons: list[str] = []
@@ -276,7 +277,7 @@ def _answer(
     return Judgement(columns, exact or ExistingRows(), baseline, notes)
 
 
-def _fill(attribute: Attribute, col: Column) -> tuple[JsonValue, str | None]:
+def _fill(attribute: Attribute, col: Column) -> tuple[JSONValue, str | None]:
     """The value every row older than the added column holds (None: null), or why it cannot
     be given."""
     if attribute.unsure:
