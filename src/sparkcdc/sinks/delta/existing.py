@@ -40,8 +40,9 @@ from sparkcdc.core.convert import cast_struct, decode_images
 from sparkcdc.core.errors import SinkError
 from sparkcdc.core.existing_rows import ExistingRows
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.delta import commits
-from sparkcdc.sinks.delta.lake import Lake, TableName
+from sparkcdc.sinks.delta.lake import Lake
 
 TXN_SUFFIX = "/existing"
 
@@ -96,7 +97,7 @@ def effect_of(row: dict[str, Any], at: int, lake: Lake, had: set[str]) -> Effect
         return None
     rows = ExistingRows.of_change(change)
     new = TableSchema.from_json(json.loads(row["schema"]))
-    name: TableName = (row["db"], row["table"])
+    name = TableName(row["db"], row["table"])
     by_name = {f.name.lower(): f for f in lake.columns(name, new)}
 
     def target(column: str) -> pa.Field:

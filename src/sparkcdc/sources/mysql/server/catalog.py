@@ -18,6 +18,7 @@ from sparkcdc.core.errors import (
     TableWithoutKey,
 )
 from sparkcdc.core.schema import Column, TableSchema
+from sparkcdc.core.table_name import TableName
 from sparkcdc.snapshot.signals import signal_table_ddl
 from sparkcdc.sources.mysql.chunks.sql import ident
 from sparkcdc.sources.mysql.offset import BinlogOffset
@@ -100,7 +101,7 @@ class MySQLCatalog(ServerConnection, SqlCatalog):
             "WHERE TABLE_TYPE = 'BASE TABLE'"
         )
         return [
-            ListedTable((str(db), str(t)))
+            ListedTable(TableName(str(db), str(t)))
             for db, t in rows
             if str(db).lower() not in SYSTEM_SCHEMAS
         ]
@@ -188,7 +189,7 @@ class MySQLCatalog(ServerConnection, SqlCatalog):
     def check_signal_table(self, table: str) -> None:
         """Raise ConfigError (with its CREATE TABLE) unless the signal table ``db.table``
         exists and the user can see it."""
-        db, _, name = table.partition(".")
+        db, name = TableName.parse(table)
         found = self.query(
             "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
             (db, name),
@@ -202,7 +203,7 @@ class MySQLCatalog(ServerConnection, SqlCatalog):
             )
 
     def _quote_table(self, schema: str, table: str) -> str:
-        return f"{ident(schema)}.{ident(table)}"
+        return TableName(schema, table).sql(ident)
 
     def _execute(self, sql: str, args: tuple[object, ...]) -> None:
         self.query(sql, args)

@@ -17,8 +17,8 @@ from typing import Self
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.errors import ConfigError, SourceError, TableWithoutKey
 from sparkcdc.core.schema import Column, TableSchema
+from sparkcdc.core.table_name import TableName
 from sparkcdc.snapshot.signals import SIGNAL_TABLE_DDL
-from sparkcdc.sources.port import TableName
 from sparkcdc.sources.postgres.offset import LsnOffset
 from sparkcdc.sources.postgres.pgoutput.types import (
     ARRAY_ELEMENTS,
@@ -138,7 +138,7 @@ class PostgresCatalog(SqlCatalog):
         partitions = "NOT c.relispartition" if self._version >= 130000 else "c.relkind = 'r'"
         rows = self.session.query(_TABLES_SQL.format(partitions=partitions))
         return [
-            ListedTable((str(s), str(t)), None if persistence == "p" else _UNLOGGED)
+            ListedTable(TableName(str(s), str(t)), None if persistence == "p" else _UNLOGGED)
             for s, t, persistence in rows
         ]
 
@@ -270,7 +270,7 @@ class PostgresCatalog(SqlCatalog):
     def check_signal_table(self, table: str) -> None:
         """Raise ConfigError (with its CREATE TABLE) unless the signal table
         ``schema.table`` exists."""
-        schema, _, name = table.partition(".")
+        schema, name = TableName.parse(table)
         if not self.session.query(_EXISTS_SQL, (schema, name)):
             raise ConfigError(
                 f"The signal table {table} does not exist in database '{self.database}' on "
