@@ -84,3 +84,20 @@ def _unparseable(text: str) -> ConfigError:
         key="table",
         text=text,
     )
+
+
+def written_problem(text: object) -> str | None:
+    """Why ``text`` is not a table name as a user writes one in the pipeline file or a signal
+    (a phrase), or None: it must be the text form itself, both parts non-blank, so that the
+    text a user writes is the text every other part of sparkcdc compares with."""
+    try:
+        name = TableName.parse(text) if isinstance(text, str) else None
+    except ConfigError:
+        name = None
+    if name is None or not name.db.strip() or not name.table.strip() or str(name) != text:
+        return "is not a db.table name"
+    return None
+
+
+WRITE_IT = 'write it as db.table, double-quoting a part that holds a dot ("sales.eu".orders)'
+"""The advice that goes with :func:`written_problem`'s phrase."""

@@ -34,6 +34,7 @@ from typing import Any
 
 from sparkcdc.core.chunk import KeyColumn
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.core.table_name import TableName
 from sparkcdc.snapshot.signals import Signal
 from sparkcdc.snapshot.splitter import SplitterState
 
@@ -198,7 +199,7 @@ class IncrementalState:
 
 
 def notice(table: str, kind: str, **details: Any) -> Notice:
-    db, _, name = table.partition(".")
+    db, name = TableName.parse(table)
     return (db, name, {"type": kind, **details})
 
 

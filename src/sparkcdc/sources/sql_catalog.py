@@ -72,8 +72,7 @@ class SqlCatalog(ABC):
 
     def match_tables(self, patterns: Sequence[str], each: bool = False) -> list[TableName]:
         """The tables whose text form (``schema.table``) fully matches one of the regular
-        expressions
-        (NoTablesMatched if none does, or with ``each`` if one of them matches none)."""
+        expressions (NoTablesMatched if none does, or with ``each`` if one of them matches none)."""
         compiled = compile_patterns(patterns)
         found: list[TableName] = []
         left_out: dict[str, list[TableName]] = {}

@@ -19,7 +19,7 @@ from sparkcdc.core.errors import (
 )
 from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.core.table_name import TableName
-from sparkcdc.snapshot.signals import signal_table_ddl
+from sparkcdc.snapshot.signals import SIGNAL_TABLE_DDL
 from sparkcdc.sources.mysql.chunks.sql import ident
 from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.schema.column_types import charset_of_collation, column_from_catalog
@@ -195,10 +195,10 @@ class MySQLCatalog(ServerConnection, SqlCatalog):
             (db, name),
         )
         if not found:
+            ddl = SIGNAL_TABLE_DDL.format(name=self._quote_table(db, name))
             raise ConfigError(
                 f"The signal table {table} does not exist on {self.address} (or '{self.user}' "
-                f"may not see it); create it with {signal_table_ddl(table)} and grant that user "
-                "INSERT on it.",
+                f"may not see it); create it with {ddl} and grant that user INSERT on it.",
                 key="source.signal_table",
             )
 
