@@ -45,7 +45,7 @@ class Lake:
         return self.storage.join(name[0], f"{name[1]}__changelog")
 
     def _schema_file(self, db: str, table: str, schema_id: str) -> str:
-        return self.storage.join("_sparkcdc", "schemas", f"{db}.{table}.{schema_id}.json")
+        return self.storage.join("_sparkcdc", "schemas", f"{TableName(db, table)}.{schema_id}.json")
 
     def announce(self, row: dict[str, Any], index: int, resets: dict[TableName, int]) -> None:
         """A schema row (the ``index``-th of the batch): keep its schema, create or evolve the

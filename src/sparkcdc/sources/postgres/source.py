@@ -194,7 +194,8 @@ class PostgresSource(Source):
         self, db: str, table: str, low: Offset, high: Offset, worker: int
     ) -> list[Change]:
         raise SourceError(
-            f"a chunk of {db}.{table} was read between the watermarks {low} and {high}, but "
+            f"a chunk of {TableName(db, table)} was read between the watermarks {low} and "
+            f"{high}, but "
             "PostgreSQL chunks are read in a pinned snapshot and the log between watermarks "
             "cannot be read back from the slot."
         )

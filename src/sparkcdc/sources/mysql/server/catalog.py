@@ -124,7 +124,8 @@ class MySQLCatalog(ServerConnection, SqlCatalog):
         )
         if not rows:
             raise SourceError(
-                f"Table {db}.{table} does not exist on {self.address} (or '{self.user}' may "
+                f"Table {TableName(db, table)} does not exist on {self.address} (or "
+                f"'{self.user}' may "
                 "not see it); check source.tables and the user's SELECT grant.",
                 db=db,
                 table=table,
@@ -140,15 +141,18 @@ class MySQLCatalog(ServerConnection, SqlCatalog):
         unknown = [k for k in key_columns if k.lower() not in names]
         if unknown:
             raise ConfigError(
-                f"source.key_columns: {db}.{table} has no column {', '.join(unknown)}; list "
+                f"source.key_columns: {TableName(db, table)} has no column "
+                f"{', '.join(unknown)}; list "
                 f"columns of the table ({', '.join(names.values())}).",
                 key="source.key_columns",
             )
         keys = tuple(names[k.lower()] for k in key_columns)
         if not primary_key and not keys:
             raise TableWithoutKey(
-                f"Table {db}.{table} has no primary key; add one or name the columns that "
-                f'identify a row with source.key_columns: {{"{db}.{table}": [col, ...]}}.',
+                f"Table {TableName(db, table)} has no primary key; add one or name the columns "
+                "that "
+                "identify a row with source.key_columns: "
+                f'{{"{TableName(db, table)}": [col, ...]}}.',
                 db=db,
                 table=table,
             )

@@ -157,7 +157,8 @@ class PostgresCatalog(SqlCatalog):
         rows = self.session.query(_RELATION_SQL, (db, table))
         if not rows:
             raise SourceError(
-                f"Table {db}.{table} does not exist on {self.address}; check source.tables.",
+                f"Table {TableName(db, table)} does not exist on {self.address}; check "
+                "source.tables.",
                 db=db,
                 table=table,
             )
@@ -181,8 +182,9 @@ class PostgresCatalog(SqlCatalog):
                 f"{self.session.qualified(db, table)} REPLICA IDENTITY FULL"
             )  # fmt: skip
             raise TableWithoutKey(
-                f"Table {db}.{table} on {self.address} has no primary key; name the columns "
-                f'that identify a row with source.key_columns: {{"{db}.{table}": [col, ...]}}'
+                f"Table {TableName(db, table)} on {self.address} has no primary key; name the "
+                "columns that identify a row with source.key_columns: "
+                f'{{"{TableName(db, table)}": [col, ...]}}'
                 f"{full}.",
                 db=db,
                 table=table,
@@ -197,7 +199,8 @@ class PostgresCatalog(SqlCatalog):
         unknown = [k for k in wanted if k not in names and k.lower() not in names]
         if unknown:
             raise ConfigError(
-                f"source.key_columns: {db}.{table} has no column {', '.join(unknown)}; list "
+                f"source.key_columns: {TableName(db, table)} has no column "
+                f"{', '.join(unknown)}; list "
                 f"columns of the table ({', '.join(c.name for c in columns)}).",
                 key="source.key_columns",
             )
