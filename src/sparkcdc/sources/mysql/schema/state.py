@@ -147,7 +147,7 @@ class SchemaState:
         for c in changes:
             old = previous.get(c.old_name or (c.db, c.table))
             shown = c.schema or old
-            extra: dict[str, Any] = {"from": ".".join(c.old_name)} if c.old_name else {}
+            extra: dict[str, Any] = {"from": str(TableName(*c.old_name))} if c.old_name else {}
             if c.existing:
                 extra["existing"] = c.existing.to_json()
             rows.append(
@@ -160,7 +160,7 @@ class SchemaState:
                     shown.schema_id() if shown else "",
                 )
             )
-            log.info("schema of %s.%s changed (%s): %s", c.db, c.table, c.kind, _short(sql))
+            log.info("schema of %s changed (%s): %s", TableName(c.db, c.table), c.kind, _short(sql))
         self.history.record(after, self.tracker.captured(), self._loaded)
         self._loaded = {}
         return rows
@@ -222,10 +222,9 @@ class SchemaState:
             if (tm.db, tm.table) not in self._unknown:
                 self._unknown.add((tm.db, tm.table))
                 log.warning(
-                    "rows of %s.%s are skipped: its schema is unknown (the statement "
+                    "rows of %s are skipped: its schema is unknown (the statement "
                     "that created it could not be read)",
-                    tm.db,
-                    tm.table,
+                    TableName(tm.db, tm.table),
                 )
             return None
         known = self._sids.get(id(schema))

@@ -111,8 +111,8 @@ def settle(
         kept[name] = earlier
         if _columns_changed(earlier, state):
             log.warning(
-                "the columns of %s.%s changed between the snapshot's pins at %s and %s; the "
-                "table is read again once the log shows the change", *name, since, at,
+                "the columns of %s changed between the snapshot's pins at %s and %s; the "
+                "table is read again once the log shows the change", name, since, at,
             )  # fmt: skip
             if earlier.baseline is not None:  # else unmatched already
                 unmatched = replace(earlier.baseline, attnums=None)
