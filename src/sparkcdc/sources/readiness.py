@@ -38,7 +38,7 @@ def captured_tables(source: Source) -> list[str]:
     with source.catalog() as catalog:
         tables = catalog.match_tables(source.config.tables)
         catalog.check_ready(sorted({db for db, _ in tables}))
-        return [str(t) for t in tables]
+        return [str(TableName(*t)) for t in tables]
 
 
 def check_source(source: Source, startup: bool = True) -> list[TableSchema]:
@@ -53,10 +53,11 @@ def check_source(source: Source, startup: bool = True) -> list[TableSchema]:
             catalog.check_signal_table(config.signal_table)
         tables = catalog.match_tables(list(config.tables), each=each)
         if not each:
-            _warn_unmatched(config, [str(t) for t in tables], catalog.address)
+            _warn_unmatched(config, [str(TableName(*t)) for t in tables], catalog.address)
         catalog.check_ready(sorted({db for db, _ in tables}))
         try:
-            schemas = [catalog.load_schema(*t, config.row_keys.get(str(t), ())) for t in tables]
+            keys = config.row_keys
+            schemas = [catalog.load_schema(*t, keys.get(str(TableName(*t)), ())) for t in tables]
         except errors.TableWithoutKey as exc:
             raise _without_chunk_key(config, exc) if config.takes_snapshot else exc from None
     if startup and not config.takes_snapshot:

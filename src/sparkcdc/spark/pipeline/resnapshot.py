@@ -71,7 +71,7 @@ def begin(config: Config, checkpoint: Path, gone: LogPositionGone) -> None:
     with source.catalog() as catalog:
         since = catalog.log_end().position()
         for table in catalog.match_tables(list(config.source.tables)):
-            name = str(table)
+            name = str(TableName(*table))
             schema = catalog.load_schema(*table, config.source.row_keys.get(name, ()))
             keys[name] = list(schema.key)
     own = checkpoint / "sparkcdc"
