@@ -2,7 +2,8 @@
 slot and the publication (named after the checkpoint), and a second run from the checkpoint
 fills the replica and the change log (typed) with what was written in between; the slot's
 confirmed position never passes a batch Spark has not committed, and a third run moves it to
-the end of the last one. A running pipeline on a quiet table lets the server recycle its WAL."""
+the end of the last one. A running pipeline on a quiet table lets the server recycle its WAL.
+A table in a schema whose name holds a dot is snapshotted and streamed like any other."""
 
 from __future__ import annotations
 
@@ -65,6 +66,39 @@ def test_check_and_run_on_postgresql(
     while confirmed(postgres, pgdb) <= ends and time.monotonic() < deadline:
         time.sleep(0.1)
     assert confirmed(postgres, pgdb) > ends
+
+
+def test_a_schema_with_a_dot_in_its_name_is_snapshotted_and_streamed(
+    postgres: ThrowawayPostgres, pgdb: str, tmp_path: Path
+) -> None:
+    postgres.execute(
+        'CREATE SCHEMA "sales.eu"',
+        'CREATE TABLE "sales.eu".orders (id bigint PRIMARY KEY, note text)',
+        "INSERT INTO \"sales.eu\".orders SELECT i, 'n' || i FROM generate_series(1, 20) i",
+        database=pgdb,
+    )
+    cfg = write_config(
+        tmp_path, postgres, r'"sales\.eu"\.orders', user=postgres.user,
+        password=postgres.password, startup="initial", kind="postgres",
+        extra_source=f", database: {pgdb}",
+    )  # fmt: skip
+    code, out = run(cfg, command="check")
+    assert code == 0, out
+    available_now(cfg)  # the snapshot
+    postgres.execute(
+        "UPDATE \"sales.eu\".orders SET note = 'paid' WHERE id = 3",
+        'DELETE FROM "sales.eu".orders WHERE id = 4',
+        "INSERT INTO \"sales.eu\".orders VALUES (21, 'new')",
+        database=pgdb,
+    )
+    available_now(cfg)  # the stream
+    lake = tmp_path / "lake" / "sales.eu"
+    rows = DeltaTable(str(lake / "orders")).to_pyarrow_table().sort_by("id").to_pylist()
+    source = postgres.query('SELECT id, note FROM "sales.eu".orders ORDER BY id', database=pgdb)
+    assert [(r["id"], r["note"]) for r in rows] == [tuple(r) for r in source]
+    log = DeltaTable(str(lake / "orders__changelog")).to_pyarrow_table().to_pylist()
+    assert sorted(r["op"] for r in log) == ["c"] + ["d"] + ["r"] * 20 + ["u"]
+    assert {r["source"]["schema"] for r in log} == {"sales.eu"}
 
 
 def confirmed(postgres: ThrowawayPostgres, pgdb: str) -> int:

@@ -23,7 +23,7 @@ from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.errors import SparkCDCError
 from sparkcdc.core.logitem import LogItem
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.sources.port import TableName
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sources.postgres.offset import LsnOffset
 from sparkcdc.sources.postgres.pgoutput import messages as pm
 from sparkcdc.sources.postgres.pgoutput.types import relation_columns

@@ -203,6 +203,17 @@ def test_missing_sections_and_unknown_top_level() -> None:
     assert err.fields["key"] == "pipeline.spark.cores"
 
 
+def test_key_columns_name_a_table_in_its_text_form() -> None:
+    quoted = BASE.replace(
+        "startup: earliest", """startup: earliest, key_columns: {'"shop.eu".log': [a]}"""
+    )
+    assert load_config_text(quoted, "/b").source.key_columns == {'"shop.eu".log': ("a",)}
+    bad = BASE.replace("startup: earliest", "startup: earliest, key_columns: {shop.eu.log: a}")
+    err = error(bad)
+    assert err.fields["key"] == "source.key_columns.shop.eu.log"
+    assert 'double-quoting a part that holds a dot ("sales.eu".orders)' in str(err)
+
+
 def test_key_columns_shape() -> None:
     bad = BASE.replace("startup: earliest", "startup: earliest, key_columns: {logtable: [a]}")
     assert error(bad).fields["key"] == "source.key_columns.logtable"
@@ -463,6 +474,8 @@ def test_incremental_window_errors(written: str, says: str) -> None:
         ([".*"], "ops.sig$", (".*",)),
         # a pattern matching only part of the name does not capture it
         ([r"ops\.sig"], "ops.signals", (r"ops\.sig", r"ops\.signals")),
+        # a schema with a dot: the text form double-quotes it
+        ([r"shop\..*"], '"ops.eu".signals', (r"shop\..*", r'"ops\.eu"\.signals')),
     ],
 )
 def test_signal_table_is_captured(

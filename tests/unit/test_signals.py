@@ -57,6 +57,8 @@ def test_execute_snapshot() -> None:
         "a3", "execute-snapshot", '{"data-collections": ["a.b"], "type": "INCREMENTAL"}'
     )
     assert upper.tables == ("a.b",)
+    dotted = parse_signal("a4", "execute-snapshot", '{"data-collections": ["\\"a.b\\".c"]}')
+    assert dotted.tables == ('"a.b".c',)
 
 
 @pytest.mark.parametrize(
@@ -67,6 +69,7 @@ def test_execute_snapshot() -> None:
         ({"data-collections": "shop.orders"}, "no list of tables"),
         ({"data-collections": ["orders"]}, "'orders' in data-collections, which is not a db.table"),
         ({"data-collections": ["a.b.c"]}, "not a db.table"),
+        ({"data-collections": ['"a".b']}, "not a db.table"),
         ({"data-collections": [7]}, "not a db.table"),
         ({"data-collections": ["`a`.b"]}, "holds a backtick"),
         ({"data-collections": ["a.b"], "type": "blocking"}, "'blocking' snapshot"),
@@ -214,6 +217,7 @@ def test_signal_table_ddl() -> None:
         "CREATE TABLE `shop`.`signals` (id VARCHAR(64) PRIMARY KEY, "
         "type VARCHAR(32) NOT NULL, data TEXT NULL)"
     )
+    assert signal_table_ddl('"ops.eu".signals').startswith("CREATE TABLE `ops.eu`.`signals` (")
     assert len(new_signal_id()) == 32 and new_signal_id() != new_signal_id()
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from sparkcdc.config.model import Config, SourceConfig
 from sparkcdc.core.errors import ConfigError
+from sparkcdc.core.table_name import TableName
 from sparkcdc.snapshot.signals import (
     SIGNAL_TYPES,
     Signal,
@@ -99,7 +100,7 @@ def check_signal_tables(source: SourceConfig, tables: Sequence[str], where: str 
         return
     opened = open_source(source)
     with opened.catalog() as catalog:
-        captured = sorted(f"{db}.{t}" for db, t in catalog.match_tables(source.tables))
+        captured = sorted(str(TableName(*t)) for t in catalog.match_tables(source.tables))
         address = catalog.address
     missing = [t for t in tables if t not in captured]
     if missing:
@@ -115,8 +116,7 @@ def check_signal_tables(source: SourceConfig, tables: Sequence[str], where: str 
         return
     with opened.chunks() as chunks:
         for name in tables:
-            db, _, table = name.partition(".")
-            why = chunks.check_condition(db, table, where)
+            why = chunks.check_condition(*TableName.parse(name), where)
             if why is not None:
                 raise ConfigError(
                     f"--where {where!r} cannot filter {name} on {address} "

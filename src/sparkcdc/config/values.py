@@ -17,6 +17,7 @@ from sparkcdc.config.model import (
     TlsConfig,
 )
 from sparkcdc.core.errors import ConfigError
+from sparkcdc.core.table_name import WRITE_IT, written_problem
 
 MAX_ROWS = 2**31 - 1
 MAX_PARALLELISM = 64
@@ -135,11 +136,11 @@ def as_startup(value: object, key: str, settings: type[SourceSettings] = SourceS
 
 
 def as_table_name(value: object, key: str) -> str:
-    """One table written as ``db.table``."""
+    """One table written as ``db.table`` (the text form of :mod:`sparkcdc.core.table_name`)."""
     text = as_text(value, key).strip()
-    db, dot, table = text.partition(".")
-    if not dot or not db or not table or "." in table:
-        fail(key, f"{text!r} is not a db.table name; write it as db.table")
+    problem = written_problem(text)
+    if problem:
+        fail(key, f"{text!r} {problem}; {WRITE_IT}")
     return text
 
 
@@ -166,8 +167,9 @@ def as_key_columns(value: object, key: str) -> dict[str, tuple[str, ...]]:
     out: dict[str, tuple[str, ...]] = {}
     for table, cols in value.items():
         where = f"{key}.{table}"
-        if not isinstance(table, str) or table.count(".") != 1:
-            fail(where, f"{table!r} is not a db.table name; write it as db.table")
+        problem = written_problem(table)
+        if problem:
+            fail(where, f"{table!r} {problem}; {WRITE_IT}")
         if isinstance(cols, str):
             cols = [cols]
         if not isinstance(cols, list) or not cols:

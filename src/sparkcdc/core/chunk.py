@@ -19,6 +19,7 @@ from typing import Any, NotRequired, TypedDict, cast
 
 from sparkcdc.core import types
 from sparkcdc.core.errors import ConfigError
+from sparkcdc.core.table_name import TableName
 
 KeyValue = tuple[Any, ...]
 
@@ -96,7 +97,8 @@ class KeyColumn:
 
 @dataclass(frozen=True)
 class Split:
-    """Chunk ``index`` of ``table`` (``db.table``): keys ``lo <= key < hi``; None is unbounded."""
+    """Chunk ``index`` of ``table`` (a :class:`TableName`'s text form): keys
+    ``lo <= key < hi``; None is unbounded."""
 
     table: str
     index: int
@@ -108,9 +110,8 @@ class Split:
         return f"{self.table}:{self.index}"
 
     @property
-    def db_table(self) -> tuple[str, str]:
-        db, _, table = self.table.partition(".")
-        return db, table
+    def db_table(self) -> TableName:
+        return TableName.parse(self.table)
 
     def to_json(self) -> SplitJSON:
         return {

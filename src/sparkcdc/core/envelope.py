@@ -27,6 +27,7 @@ from sparkcdc.core.event import (
 )
 from sparkcdc.core.images import ColumnarRows, TypedImages, images_batch, struct_maker
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.core.table_name import TableName
 
 OwnValues = tuple[object, ...]
 """Values of the source's own ``source`` fields (its offset type's ``SOURCE_FIELDS``), in order;
@@ -277,7 +278,7 @@ class EnvelopeBuilder:
             except SparkCDCError:
                 raise
             except Exception as exc:  # noqa: BLE001 - values the log's decoder let through
-                raise _unconvertible(f"{db}.{table}", found, exc) from exc
+                raise _unconvertible(str(TableName(db, table)), found, exc) from exc
             out.append(TypedImages(db, table, schema_id, images_batch(found, before, after)))
         return tuple(out)
 

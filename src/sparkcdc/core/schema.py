@@ -19,6 +19,7 @@ from typing import Any
 
 from sparkcdc.core import types
 from sparkcdc.core.json_value import JSONObject
+from sparkcdc.core.table_name import TableName
 
 
 @dataclass(frozen=True)
@@ -65,8 +66,13 @@ class TableSchema:
     key_columns: tuple[str, ...] = field(default=())
 
     @property
+    def table_name(self) -> TableName:
+        return TableName(self.db, self.table)
+
+    @property
     def name(self) -> str:
-        return f"{self.db}.{self.table}"
+        """The table's name in its text form (:mod:`sparkcdc.core.table_name`)."""
+        return str(self.table_name)
 
     @property
     def key(self) -> tuple[str, ...]:

@@ -26,6 +26,7 @@ from sparkcdc.core.chunk import KeyColumn, KeyValue
 from sparkcdc.core.event import OP_CREATE, OP_DELETE, OP_UPDATE, Change
 from sparkcdc.core.json_value import JSONObject, json_object
 from sparkcdc.core.offset import Offset
+from sparkcdc.core.table_name import TableName
 from sparkcdc.snapshot.correct import key_text
 from sparkcdc.snapshot.dialect import SnapshotDialect
 from sparkcdc.snapshot.keyorder import KeyOrder
@@ -108,7 +109,7 @@ class HandoffFilter:
         """The changes of ``db.table`` in the log record at ``at`` that the splits lack."""
         if self.until is None or at >= self.until:
             return changes
-        name = f"{db}.{table}"
+        name = str(TableName(db, table))
         th = self.handoff.tables.get(name)
         if th is None:
             return changes

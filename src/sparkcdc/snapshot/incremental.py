@@ -36,6 +36,7 @@ from sparkcdc.core.chunk import KeyColumn
 from sparkcdc.core.json_value import JSONObject, JSONValue, json_object
 from sparkcdc.core.offset_events import Notice
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.core.table_name import TableName
 from sparkcdc.snapshot.signals import Signal
 from sparkcdc.snapshot.splitter import SplitterState
 
@@ -197,7 +198,7 @@ class IncrementalState:
 
 
 def notice(table: str, kind: str, **details: JSONValue) -> Notice:
-    db, _, name = table.partition(".")
+    db, name = TableName.parse(table)
     return (db, name, {"type": kind, **details})
 
 

@@ -39,6 +39,7 @@ from typing import Any
 
 from sparkcdc.core.errors import ConfigError
 from sparkcdc.core.json_value import JSONObject, JSONValue
+from sparkcdc.core.table_name import WRITE_IT, TableName, written_problem
 
 SIGNAL_TYPES = ("execute-snapshot", "pause-snapshot", "resume-snapshot", "stop-snapshot", "log")
 SNAPSHOT_TYPE = "incremental"
@@ -156,10 +157,7 @@ def _tables(value: Any, required: bool) -> list[str]:
     for name in value:
         problem = table_name_problem(name)
         if problem:
-            raise _Invalid(
-                f"names {name!r} in data-collections, which {problem}",
-                "write it unquoted, as db.table",
-            )
+            raise _Invalid(f"names {name!r} in data-collections, which {problem}", WRITE_IT)
     return list(value)
 
 
@@ -190,11 +188,9 @@ def _conditions(value: Any, tables: list[str]) -> None:
 
 def table_name_problem(name: Any) -> str | None:
     """Why ``name`` is not a ``db.table`` name (a phrase), or None when it is one."""
-    if not isinstance(name, str):
-        return "is not a db.table name"
-    db, dot, table = name.partition(".")
-    if not dot or not db.strip() or not table.strip() or "." in table:
-        return "is not a db.table name"
+    problem = written_problem(name)
+    if problem:
+        return problem
     if "`" in name:
         return "holds a backtick"
     return None
@@ -239,9 +235,7 @@ def signal_data(
     for name in tables:
         problem = table_name_problem(name)
         if problem:
-            raise ConfigError(
-                f"--tables: {name!r} {problem}; write it unquoted, as db.table.", key="--tables"
-            )
+            raise ConfigError(f"--tables: {name!r} {problem}; {WRITE_IT}.", key="--tables")
     if action == "log":
         return {"message": message}
     if action not in ("execute-snapshot", "stop-snapshot"):
@@ -257,8 +251,7 @@ def signal_data(
 
 def signal_table_ddl(name: str) -> str:
     """The CREATE TABLE statement of the signal table ``name`` (``db.table``)."""
-    db, _, table = name.partition(".")
-    return SIGNAL_TABLE_DDL.format(name=f"`{db}`.`{table}`")
+    return SIGNAL_TABLE_DDL.format(name=TableName.parse(name).sql(lambda part: f"`{part}`"))
 
 
 def new_signal_id() -> str:

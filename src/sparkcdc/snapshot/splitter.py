@@ -28,6 +28,7 @@ from typing import Any, Literal
 from sparkcdc.config.model import SnapshotConfig
 from sparkcdc.core.chunk import KeyColumn, KeyValue, Split
 from sparkcdc.core.json_value import JSONObject
+from sparkcdc.core.table_name import TableName
 from sparkcdc.snapshot.dialect import SnapshotDialect
 
 
@@ -117,7 +118,7 @@ class ChunkSplitter:
         self.dialect = dialect
         self.upto = upto
         self.table = table
-        self.db, _, self.name = table.partition(".")
+        self.db, self.name = TableName.parse(table)
         self.keys = list(keys)
         self.settings = settings
         self.state: SplitterState = state if state is not None else self._start()

@@ -41,14 +41,12 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, Self
 from sparkcdc.core.event import Change
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.core.table_name import TableName
 
 if TYPE_CHECKING:
     from sparkcdc.config.model import SourceConfig, SourceSettings
     from sparkcdc.snapshot.dialect import SnapshotDialect
     from sparkcdc.store.ring import EventStore
-
-TableName = tuple[str, str]
-"""A table's two-part name: (MySQL database or PostgreSQL schema, table)."""
 
 
 class ChangeFilter(Protocol):

@@ -26,6 +26,7 @@ import logging
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core import errors
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sources.port import Source
 from sparkcdc.sources.table_filter import unmatched_patterns
 
@@ -33,11 +34,11 @@ log = logging.getLogger("sparkcdc.source")
 
 
 def captured_tables(source: Source) -> list[str]:
-    """The ``a.b`` names of the tables the source captures now, once the server is ready."""
+    """The names (text form) of the tables the source captures now, once the server is ready."""
     with source.catalog() as catalog:
         tables = catalog.match_tables(source.config.tables)
         catalog.check_ready(sorted({db for db, _ in tables}))
-        return [f"{db}.{t}" for db, t in tables]
+        return [str(TableName(*t)) for t in tables]
 
 
 def check_source(source: Source, startup: bool = True) -> list[TableSchema]:
@@ -52,12 +53,11 @@ def check_source(source: Source, startup: bool = True) -> list[TableSchema]:
             catalog.check_signal_table(config.signal_table)
         tables = catalog.match_tables(list(config.tables), each=each)
         if not each:
-            _warn_unmatched(config, [f"{db}.{t}" for db, t in tables], catalog.address)
+            _warn_unmatched(config, [str(TableName(*t)) for t in tables], catalog.address)
         catalog.check_ready(sorted({db for db, _ in tables}))
         try:
-            schemas = [
-                catalog.load_schema(db, t, config.row_keys.get(f"{db}.{t}", ())) for db, t in tables
-            ]
+            keys = config.row_keys
+            schemas = [catalog.load_schema(*t, keys.get(str(TableName(*t)), ())) for t in tables]
         except errors.TableWithoutKey as exc:
             raise _without_chunk_key(config, exc) if config.takes_snapshot else exc from None
     if startup and not config.takes_snapshot:
@@ -76,7 +76,7 @@ def _warn_unmatched(config: SourceConfig, names: list[str], address: str) -> Non
 
 
 def _without_chunk_key(config: SourceConfig, exc: errors.TableWithoutKey) -> Exception:
-    name = f"{exc.fields.get('db')}.{exc.fields.get('table')}"
+    name = str(TableName(str(exc.fields.get("db")), str(exc.fields.get("table"))))
     return errors.TableWithoutKey(
         f"Table {name} has no primary key to identify its rows and cut its snapshot into "
         f"chunks; name a unique column with source.snapshot.chunk_key_columns (or "

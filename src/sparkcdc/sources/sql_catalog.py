@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from sparkcdc.core.errors import MissingPrivilege
-from sparkcdc.sources.port import TableName
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sources.table_filter import compile_patterns, no_table_matches, unmatched_patterns
 
 log = logging.getLogger("sparkcdc.source")
@@ -71,13 +71,13 @@ class SqlCatalog(ABC):
         """Raise ConfigError (with its CREATE TABLE) unless the signal table exists."""
 
     def match_tables(self, patterns: Sequence[str], each: bool = False) -> list[TableName]:
-        """The tables whose ``schema.table`` fully matches one of the regular expressions
-        (NoTablesMatched if none does, or with ``each`` if one of them matches none)."""
+        """The tables whose text form (``schema.table``) fully matches one of the regular
+        expressions (NoTablesMatched if none does, or with ``each`` if one of them matches none)."""
         compiled = compile_patterns(patterns)
         found: list[TableName] = []
         left_out: dict[str, list[TableName]] = {}
         for listed in self._listed_tables():
-            if any(p.fullmatch(".".join(listed.name)) for p in compiled):
+            if any(p.fullmatch(str(listed.name)) for p in compiled):
                 if listed.uncapturable is None:
                     found.append(listed.name)
                 else:
@@ -85,9 +85,9 @@ class SqlCatalog(ABC):
         for why, names in left_out.items():
             log.warning(
                 "source.tables matches %s on %s, %s; left out",
-                ", ".join(f"{s}.{t}" for s, t in sorted(names)), self.address, why,
+                ", ".join(map(str, sorted(names))), self.address, why,
             )  # fmt: skip
-        unmatched = unmatched_patterns(patterns, (f"{s}.{t}" for s, t in found))
+        unmatched = unmatched_patterns(patterns, map(str, found))
         if not found or (each and unmatched):
             where, advice = self._no_match()
             raise no_table_matches(patterns, unmatched, where, advice)
@@ -95,8 +95,7 @@ class SqlCatalog(ABC):
 
     def write_signal(self, table: str, signal_id: str, kind: str, data: str) -> None:
         """Insert a signal row into the signal table ``schema.table`` (committed at once)."""
-        schema, _, name = table.partition(".")
-        quoted = self._quote_table(schema, name)
+        quoted = self._quote_table(*TableName.parse(table))
         self.check_signal_table(table)
         try:
             self._execute(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sparkcdc.config.model import Config
 from sparkcdc.core.errors import ConfigError
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.delta.lake import Lake
 from sparkcdc.sinks.delta.storage import LakeStorage
 from sparkcdc.sources.readiness import captured_tables
@@ -35,12 +36,12 @@ def verify_pipeline(
     reports = []
     with source.chunks() as dialect, source.catalog() as catalog:
         verifier = TableVerifier(
-            config.source, dialect, lambda s: lake.replica((s.db, s.table)),
-            lambda s: lake.changelog((s.db, s.table)), committed,
+            config.source, dialect, lambda s: lake.replica(s.table_name),
+            lambda s: lake.changelog(s.table_name), committed,
             chunk_size or config.source.snapshot.chunk_size,
         )  # fmt: skip
         for name in names:
-            db, _, table = name.partition(".")
+            db, table = TableName.parse(name)
             schema = catalog.load_schema(db, table, config.source.row_keys.get(name, ()))
             chunk_key = config.source.snapshot.chunk_key_columns.get(name) or schema.key
             keys = dialect.key_columns(db, table, chunk_key)

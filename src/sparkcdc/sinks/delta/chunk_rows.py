@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 from sparkcdc.core import columns as col
 from sparkcdc.core.convert import cast_struct
 from sparkcdc.core.event import OP_CHUNK, OP_READ, TRANSACTION_TYPE
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.batch_events import chunk_table
 from sparkcdc.sinks.delta import commits
 from sparkcdc.sinks.delta.storage import LakeStorage, as_storage
@@ -236,7 +237,7 @@ class AppendBook:
             self._write(db, table, app_id, False)
 
     def _path(self, db: str, table: str) -> str:
-        return self.storage.join("_sparkcdc", "snapshots", f"{db}.{table}.json")
+        return self.storage.join("_sparkcdc", "snapshots", f"{TableName(db, table)}.json")
 
     def _read(self, db: str, table: str, app_id: str) -> bool | None:
         key = (db, table, app_id)

@@ -41,8 +41,9 @@ from sparkcdc.core.errors import SinkError
 from sparkcdc.core.event import EnvelopeRow
 from sparkcdc.core.existing_rows import ExistingRows
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.delta import commits
-from sparkcdc.sinks.delta.lake import Lake, TableName
+from sparkcdc.sinks.delta.lake import Lake
 
 TXN_SUFFIX = "/existing"
 
@@ -98,7 +99,7 @@ def effect_of(row: EnvelopeRow, at: int, lake: Lake, had: set[str]) -> Effect | 
         return None
     rows = ExistingRows.of_change(change)
     new = TableSchema.from_json(json.loads(text))
-    name: TableName = (row["db"], row["table"])
+    name = TableName(row["db"], row["table"])
     by_name = {f.name.lower(): f for f in lake.columns(name, new)}
 
     def target(column: str) -> pa.Field:

@@ -22,10 +22,9 @@ from sparkcdc.core.errors import SinkError
 from sparkcdc.core.event import OP_CREATE, OP_DELETE, OP_READ, OP_UPDATE, EnvelopeRow
 from sparkcdc.core.images import TypedImages, fill_untyped, images_of
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.delta import commits
 from sparkcdc.sinks.delta.storage import LakeStorage, as_storage
-
-TableName = tuple[str, str]
 
 
 class Lake:
@@ -45,12 +44,12 @@ class Lake:
         return self.storage.join(name[0], f"{name[1]}__changelog")
 
     def _schema_file(self, db: str, table: str, schema_id: str) -> str:
-        return self.storage.join("_sparkcdc", "schemas", f"{db}.{table}.{schema_id}.json")
+        return self.storage.join("_sparkcdc", "schemas", f"{TableName(db, table)}.{schema_id}.json")
 
     def announce(self, row: EnvelopeRow, index: int, resets: dict[TableName, int]) -> None:
         """A schema row (the ``index``-th of the batch): keep its schema, create or evolve the
         table's Delta tables; a TRUNCATE or DROP is noted in ``resets``."""
-        name = (row["db"], row["table"])
+        name = TableName(row["db"], row["table"])
         if _empties_table(row):
             resets[name] = index
         text = row.get("schema")
@@ -60,7 +59,7 @@ class Lake:
         schema_id = row.get("schema_id") or schema.schema_id()
         self._schemas[schema_id] = schema
         self._save_schema(schema, schema_id)
-        self._evolve((schema.db, schema.table), schema)
+        self._evolve(schema.table_name, schema)
 
     def read_with(self, row: EnvelopeRow) -> None:
         """A chunk of an incremental snapshot (a ``k`` row) read with the catalog's schema it
@@ -73,7 +72,7 @@ class Lake:
         schema_id = row.get("schema_id") or ""
         if not isinstance(ref, dict) or not ref.get("schema") or schema_id in self._schemas:
             return
-        name = (row["db"], row["table"])
+        name = TableName(row["db"], row["table"])
         if self.storage.exists(self._schema_file(name[0], name[1], schema_id)):
             return
         schema = TableSchema.from_json(ref["schema"])
@@ -98,10 +97,10 @@ class Lake:
                 found = TableSchema.from_json(json.loads(text))
             except (OSError, ValueError) as exc:
                 raise SinkError(
-                    f"changes to {name[0]}.{name[1]} name schema {schema_id}, which was never "
+                    f"changes to {name} name schema {schema_id}, which was never "
                     f"announced in {self.storage.join('_sparkcdc', 'schemas')}; restart the "
                     "pipeline with a fresh checkpoint.",
-                    table=f"{name[0]}.{name[1]}",
+                    table=str(name),
                 ) from exc
             self._schemas[schema_id] = found
         return found
@@ -113,8 +112,8 @@ class Lake:
             commits.ensure_changelog(self.changelog(name), columns, self.source)
         except Exception as exc:
             raise SinkError(
-                f"could not create or evolve the Delta tables of {name[0]}.{name[1]}: {exc}",
-                table=f"{name[0]}.{name[1]}",
+                f"could not create or evolve the Delta tables of {name}: {exc}",
+                table=str(name),
             ) from exc
         self._columns[name] = columns
         return columns
@@ -198,18 +197,18 @@ def _check_images(name: TableName, rows: pa.Table) -> None:
     count = pc.sum(pc.cast(lacking, pa.int64())).as_py() or 0
     if count:
         raise SinkError(
-            f"{count} changes to {name[0]}.{name[1]} in this micro-batch have neither JSON nor "
+            f"{count} changes to {name} in this micro-batch have neither JSON nor "
             "typed row images (the batch's image files are incomplete); the micro-batch stops "
             "before writing them: restart the pipeline and it is read again from the log",
-            table=f"{name[0]}.{name[1]}",
+            table=str(name),
         )
 
 
 def _misfit(name: TableName, exc: Exception) -> SinkError:
     return SinkError(
-        f"a change to {name[0]}.{name[1]} does not fit the Delta column types ({exc}); column "
+        f"a change to {name} does not fit the Delta column types ({exc}); column "
         "type changes need a new table.",
-        table=f"{name[0]}.{name[1]}",
+        table=str(name),
     )
 
 

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkcdc.core.event import OP_NOTICE
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.delta import commits
 from sparkcdc.sinks.delta.storage import LakeStorage, as_storage
 
@@ -115,7 +116,11 @@ def describe(db: str, table: str, details: str | None) -> str:
     rows``."""
     notice = _parse(details)
     kind, rows = notice.get("type"), notice.get("rows")
-    subject = f"incremental snapshot of {db}.{table}" if db or table else "incremental snapshots"
+    subject = (
+        f"incremental snapshot of {TableName(db, table)}"
+        if db or table
+        else "incremental snapshots"
+    )
     last, top = notice.get("last_key"), notice.get("max_key")
     if kind == "chunk":
         so_far = f", {_count(rows)} rows so far" if rows is not None else ""

@@ -84,6 +84,7 @@ from sparkcdc.core.errors import ConfigError, SinkError
 from sparkcdc.core.event import OP_CHUNK, OP_CREATE, OP_NOTICE, OP_READ, OP_SCHEMA
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.batch_events import is_truncate, read_batch
 from sparkcdc.sinks.delta import (
     chunk_files,
@@ -94,7 +95,7 @@ from sparkcdc.sinks.delta import (
     truncates,
     unchanged,
 )
-from sparkcdc.sinks.delta.lake import Lake, TableName
+from sparkcdc.sinks.delta.lake import Lake
 from sparkcdc.sinks.delta.replica import latest_changes
 from sparkcdc.sinks.delta.storage import LakeStorage, as_storage
 from sparkcdc.sinks.delta.upkeep import Schedule
@@ -204,7 +205,7 @@ class DeltaSink(Sink):
         effects: dict[TableName, list[existing.Effect]] = {}
         for i in (i for i, op in enumerate(ops) if op == OP_SCHEMA):
             row = envelope.slice(i, 1).to_pylist()[0]
-            had = existing.replica_columns(self.lake, (row["db"], row["table"]))
+            had = existing.replica_columns(self.lake, TableName(row["db"], row["table"]))
             self.lake.announce(row, i, resets)
             if is_truncate(row):
                 truncated.append(i)
@@ -233,17 +234,16 @@ class DeltaSink(Sink):
             for (name, part), chunk in sorted(zip(parts, later, strict=True), key=lambda p: p[1]):
                 if chunk:
                     self._touch_mark()
-                db, table = name.split("\x00", 1)
+                table = TableName(*name.split("\x00", 1))
                 wrote, counts = self._table_changes(
-                    (db, table), part, batch_id, resets.get((db, table)), chunk,
-                    effects.get((db, table), []),
-                )  # fmt: skip
-                (tables if wrote else skipped).append(f"{db}.{table}")
-                written.update({(f"{db}.{table}", op): n for op, n in counts.items()})
+                    table, part, batch_id, resets.get(table), chunk, effects.get(table, [])
+                )
+                (tables if wrote else skipped).append(str(table))
+                written.update({(str(table), op): n for op, n in counts.items()})
             ts = pc.max(rows.column("source").combine_chunks().field("ts_ms")).as_py()
             last_ts = None if ts is None else int(ts)
         for name in resets:
-            if name not in {tuple(t.split(".", 1)) for t in tables + skipped}:
+            if name not in {TableName.parse(t) for t in tables + skipped}:
                 self._reset_only(name, batch_id)
         self._touch_mark()
         noticed = notifications.record(self.storage, envelope, self.app_id, batch_id)
@@ -311,7 +311,7 @@ class DeltaSink(Sink):
                 return self._adopt(name, refs, batch_id), {OP_READ: read}
         left = unchanged.marked(rows)  # values an update left out of the log (TOAST)
         rows, before, after = self._typed(name, rows, columns, batch_id)
-        label = f"{name[0]}.{name[1]}"
+        label = str(name)
         if left:  # filled before the change log and the replica are written
             replica = unchanged.Replica(self.lake.replica(name), self.app_id, batch_id)
             images = (before, _whole(after))
@@ -365,7 +365,7 @@ class DeltaSink(Sink):
                 ),
             )
         except (OSError, ValueError) as exc:
-            label = f"{name[0]}.{name[1]}"
+            label = str(name)
             raise SinkError(f"batch {batch_id} of {label}: {exc}.", table=label) from exc
 
     def _log_and_merge(
@@ -396,7 +396,7 @@ class DeltaSink(Sink):
         """The replica's rows as the batch's schema changes of ``name`` left them at the
         source (:mod:`.existing`), committed before the batch's changes of the table."""
         self._appends.streamed(*name, self.app_id)
-        label = f"{name[0]}.{name[1]}"
+        label = str(name)
         path = self.lake.replica(name)
         opened = commits.open_table(path)
         fields = commits.arrow_fields(opened) if opened is not None else []
@@ -412,7 +412,7 @@ class DeltaSink(Sink):
     def _adopt(self, name: TableName, refs: list[ChunkRef], batch_id: int) -> bool:
         """Commit the data files the snapshot tasks wrote for a batch of initial chunks
         (:mod:`.chunk_files`); False if both tables hold this batch already."""
-        label = f"{name[0]}.{name[1]}"
+        label = str(name)
         tag = f"{self.app_id}/{label}/{batch_id}"  # each commit's files named apart
         tables: tuple[tuple[TableKind, str], ...] = (
             ("changelog", self.lake.changelog(name)),

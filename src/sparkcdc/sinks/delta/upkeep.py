@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from deltalake import DeltaTable
 
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.delta.commits import table as delta_table
 from sparkcdc.sinks.delta.storage import LakeStorage, as_storage
 
@@ -81,8 +82,8 @@ def delta_tables(sink: str | LakeStorage, patterns: Sequence[str] = ()) -> list[
         for table in lake.folders(lake.join(db)):
             if not lake.exists(lake.join(db, table, "_delta_log")):
                 continue
-            name = f"{db}.{table}"
-            base = name.removesuffix(CHANGELOG_SUFFIX)
+            name = str(TableName(db, table))
+            base = str(TableName(db, table.removesuffix(CHANGELOG_SUFFIX)))
             if not patterns or any(re.fullmatch(p, base) for p in patterns):
                 found.append((name, lake.join(db, table)))
     return found

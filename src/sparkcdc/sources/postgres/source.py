@@ -28,7 +28,8 @@ from sparkcdc.core.errors import ConfigError, LogPositionGone, SourceError
 from sparkcdc.core.event import Change
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.sources.port import ChangeFilter, SnapshotPin, Source, TableName, TableView
+from sparkcdc.core.table_name import TableName
+from sparkcdc.sources.port import ChangeFilter, SnapshotPin, Source, TableView
 from sparkcdc.sources.postgres.chunks.dialect import PostgresChunks
 from sparkcdc.sources.postgres.chunks.export import ExportedSnapshot
 from sparkcdc.sources.postgres.chunks.holder import hold_for_readers, release
@@ -74,7 +75,7 @@ class PostgresSource(Source):
         ensure_publication(catalog.session, publication, tables, self.config.user)
         state = ensure_slot(catalog.session, slot, catalog.database)
         keys = self.config.row_keys
-        schemas = {(s, t): catalog.load_schema(s, t, keys.get(f"{s}.{t}", ())) for s, t in tables}
+        schemas = {n: catalog.load_schema(*n, keys.get(str(n), ())) for n in tables}
         return schemas, state
 
     def startup_offset(self, startup: str) -> LsnOffset:
@@ -193,7 +194,8 @@ class PostgresSource(Source):
         self, db: str, table: str, low: Offset, high: Offset, worker: int
     ) -> list[Change]:
         raise SourceError(
-            f"a chunk of {db}.{table} was read between the watermarks {low} and {high}, but "
+            f"a chunk of {TableName(db, table)} was read between the watermarks {low} and "
+            f"{high}, but "
             "PostgreSQL chunks are read in a pinned snapshot and the log between watermarks "
             "cannot be read back from the slot."
         )

@@ -48,6 +48,7 @@ from sparkcdc.core.event import OP_CREATE
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.offset_events import notice_batch
+from sparkcdc.core.table_name import TableName
 from sparkcdc.snapshot.incremental import (
     IncrementalState,
     add_new_tables,
@@ -82,7 +83,7 @@ class IncrementalSnapshots:
         self._captured: list[str] | None = None
         self._checked = False
         signal = options.source.signal_table
-        self.signal_table = tuple(signal.split(".", 1)) if signal else None
+        self.signal_table = TableName.parse(signal) if signal else None
         self.signal_dir = Path(options.signal_dir) if options.signal_dir else None
         self.latest: IncrementalState | None = None
         self.windows = WindowReader(options, self.folder)
@@ -121,7 +122,9 @@ class IncrementalSnapshots:
             state = resnapshot(state, table, reason)
         self.latest = state
         for db, table, note in state.notices:
-            log.debug("incremental snapshot%s: %s", f" of {db}.{table}" if db else "s", note)
+            log.debug(
+                "incremental snapshot%s: %s", f" of {TableName(db, table)}" if db else "s", note
+            )
         if state == before and end == begin:
             return None
         if state.active and reader is not None:

@@ -24,6 +24,7 @@ from sparkcdc.core.images import POSITION, TypedImages, json_values
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.offset_events import chunk_event
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.port import ChunkRef
 from sparkcdc.snapshot.correct import key_text
 from sparkcdc.snapshot.incremental import Window
@@ -73,7 +74,7 @@ def window_chunk_event(
         rows = rows.filter(pc.invert(pc.is_in(rows.column("key"), pa.array(changed))))
         kept = raw.with_name(raw.name.replace(".arrow", ".rows.arrow"))
         write_arrow(kept, rows)
-    db, _, table = window.table.partition(".")
+    db, table = TableName.parse(window.table)
     ref: ChunkRef = {"path": str(kept), "rows": rows.num_rows, "incremental": True}
     if window.schema is not None:  # the schema the chunks were read in (catalog's or stream's)
         ref["schema"] = window.schema.to_json()
@@ -88,7 +89,7 @@ def touched(
 ) -> list[str]:
     """The key texts of ``name``'s rows the log events changed (old and new keys), from their
     JSON images or their typed ``images``."""
-    db, _, table = name.partition(".")
+    db, table = TableName.parse(name)
     ops = [OP_CREATE, OP_UPDATE, OP_DELETE]
     picked = events_of(batches, db, table, ops, ["before", "after", "source"])
     out: set[str] = set()
@@ -119,7 +120,7 @@ def rewritten(batches: list[pa.RecordBatch]) -> list[tuple[str, str]]:
     for row in picked:
         reason = ExistingRows.of_change(json.loads(row["after"] or "{}")).resnapshot
         if reason:
-            out.append((f"{row['db']}.{row['table']}", reason))
+            out.append((str(TableName(row["db"], row["table"])), reason))
     return out
 
 
@@ -130,7 +131,7 @@ def schema_changed(batches: list[pa.RecordBatch]) -> set[str]:
     rows = pa.Table.from_batches(batches).select(["op", "db", "table"])
     picked = rows.filter(pc.equal(rows.column("op"), OP_SCHEMA))
     dbs, tables = picked.column("db").to_pylist(), picked.column("table").to_pylist()
-    return {f"{db}.{table}" for db, table in zip(dbs, tables, strict=True)}
+    return {str(TableName(db, table)) for db, table in zip(dbs, tables, strict=True)}
 
 
 def write_arrow(path: Path, rows: pa.Table) -> None:

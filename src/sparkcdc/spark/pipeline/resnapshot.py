@@ -27,6 +27,7 @@ from sparkcdc.config.model import Config, SinkConfig
 from sparkcdc.core.errors import LogPositionGone
 from sparkcdc.core.logs import counted
 from sparkcdc.core.offset import Offset
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.delta.gone_keys import delete_gone
 from sparkcdc.sinks.delta.lake import Lake
 from sparkcdc.sinks.delta.storage import LakeStorage
@@ -69,9 +70,9 @@ def begin(config: Config, checkpoint: Path, gone: LogPositionGone) -> None:
     keys: dict[str, list[str]] = {}
     with source.catalog() as catalog:
         since = catalog.log_end().position()
-        for db, table in catalog.match_tables(list(config.source.tables)):
-            name = f"{db}.{table}"
-            schema = catalog.load_schema(db, table, config.source.row_keys.get(name, ()))
+        for table in catalog.match_tables(list(config.source.tables)):
+            name = str(TableName(*table))
+            schema = catalog.load_schema(*table, config.source.row_keys.get(name, ()))
             keys[name] = list(schema.key)
     own = checkpoint / "sparkcdc"
     _write_json(own / MARKER, {"since": since, "keys": keys, "why": str(gone)})
@@ -118,7 +119,7 @@ class ResnapshotSink:
     def _delete_gone(self, found: Resnapshot, at: Offset) -> None:
         app_id = f"{self.app_id()}-resnapshot"
         for name, key in sorted(found.keys.items()):
-            where = (name.partition(".")[0], name.partition(".")[2])
+            where = TableName.parse(name)
             count = delete_gone(
                 self.lake.replica(where), self.lake.changelog(where), key, found.since, at, app_id
             )

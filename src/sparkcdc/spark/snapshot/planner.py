@@ -43,6 +43,7 @@ from sparkcdc.core.chunk import KeyColumn, Split
 from sparkcdc.core.errors import ConfigError, TableWithoutKey
 from sparkcdc.core.logs import counted
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.core.table_name import TableName
 from sparkcdc.snapshot.dialect import SnapshotDialect
 from sparkcdc.snapshot.handoff import Handoff, TableHandoff
 from sparkcdc.snapshot.split_store import SplitStore
@@ -96,10 +97,9 @@ def load_table(options: SourceOptions, name: str) -> TableSchema:
     """The schema of ``db.table``; a table without a primary key is keyed by its
     ``key_columns``, else by its ``chunk_key_columns``, else refused with a sentence."""
     src = options.source
-    db, _, table = name.partition(".")
     with options.open_source().catalog() as cat:
         try:
-            return cat.load_schema(db, table, src.row_keys.get(name, ()))
+            return cat.load_schema(*TableName.parse(name), src.row_keys.get(name, ()))
         except TableWithoutKey:
             raise ConfigError(
                 f"the table {name} has no primary key to cut its snapshot into chunks; name "

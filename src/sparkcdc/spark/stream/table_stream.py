@@ -65,7 +65,7 @@ class TableStream:
 
     @property
     def name(self) -> str:
-        return f"{self.schema.db}.{self.schema.table}"
+        return self.schema.name
 
     def ddl(self) -> str:
         """The stream's Spark schema: the envelope's, the images as structs of the columns;

@@ -17,6 +17,7 @@ from pathlib import Path
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.errors import SourceError
 from sparkcdc.core.event import OP_SCHEMA, Change
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.store.ring import EventStore
 
@@ -55,7 +56,8 @@ def changes_between(
                         break
                     if time.monotonic() > deadline:
                         raise SourceError(
-                            f"reading the log from {low} to {high} for {db}.{table} took longer "
+                            f"reading the log from {low} to {high} for {TableName(db, table)} "
+                            "took longer "
                             f"than {WINDOW_TIMEOUT:g}s; check the server's load and retry."
                         )
                     continue

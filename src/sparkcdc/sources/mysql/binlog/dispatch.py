@@ -45,6 +45,7 @@ from typing import cast
 from sparkcdc.core.errors import SourceError, SparkCDCError
 from sparkcdc.core.event import Change, LogChange
 from sparkcdc.core.images import ColumnarRows
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sources.decode_errors import decode_error
 from sparkcdc.sources.log_thread import ReachedStop
 from sparkcdc.sources.mysql.binlog import events as ev
@@ -251,12 +252,16 @@ class BinlogDispatch:
             return  # not a captured table
         tm, decoder, sid = found
         json_table = self.json_table
-        if json_table is not None and decoder.typed and json_table == f"{tm.db}.{tm.table}":
+        if (
+            json_table is not None
+            and decoder.typed
+            and json_table == str(TableName(tm.db, tm.table))
+        ):
             found = self.schemas.decoder(table_id, False)
             assert found is not None
             tm, decoder, sid = found
         if not self.cutter.open:
-            raise self._outside_transaction(f"{tm.db}.{tm.table}", pos)
+            raise self._outside_transaction(str(TableName(tm.db, tm.table)), pos)
         end = len(data) - state.trailer
         if etype == ev.PARTIAL_UPDATE_ROWS:
             names = [c.name for c in decoder.schema.columns]

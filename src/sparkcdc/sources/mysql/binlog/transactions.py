@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from sparkcdc.core.errors import SourceError
 from sparkcdc.core.offset import Offset
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sources.mysql.binlog import events as ev
 from sparkcdc.sources.mysql.binlog.serialized import parse_tagged_gtid
 from sparkcdc.sources.mysql.binlog.state import BinlogState
@@ -185,7 +186,7 @@ class TransactionEvents:
         name = changed_table(sql, db)
         if name != UNKNOWN and not self.schemas.captured(*name):
             return
-        what = f"a change of {name[0]}.{name[1]}" if name != UNKNOWN else "a change"
+        what = f"a change of {TableName(*name)}" if name != UNKNOWN else "a change"
         text = " ".join(sql.split())
         raise SourceError(
             f"the binlog holds {what} written as a statement at {state.file}:{pos} "

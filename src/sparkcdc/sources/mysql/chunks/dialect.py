@@ -41,6 +41,7 @@ from sparkcdc.config.secret import Secret
 from sparkcdc.core.chunk import KeyColumn, KeyValue
 from sparkcdc.core.errors import SourceError
 from sparkcdc.core.schema import Column, TableSchema
+from sparkcdc.core.table_name import TableName
 from sparkcdc.snapshot.correct import CHUNK_SCHEMA
 from sparkcdc.sources.keyset_chunks import KeysetChunks
 from sparkcdc.sources.keyset_sql import KeyRange
@@ -90,7 +91,7 @@ class MySQLChunks(KeysetChunks):
         )
 
     def _table(self, db: str, table: str) -> str:
-        return f"{q.ident(db)}.{q.ident(table)}"
+        return TableName(db, table).sql(q.ident)
 
     def _key_select(self, keys: Sequence[KeyColumn]) -> str:
         """The key's JSON text, built by the same SQL as :meth:`read_chunk`'s."""

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from sparkcdc.core.chunk import KeyColumn
 from sparkcdc.core.errors import ConfigError, SourceError
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sources.mysql.chunks import sql as q
 from sparkcdc.sources.mysql.schema.column_types import key_column
 from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
@@ -26,7 +27,8 @@ def chunk_key_columns(
     )
     if not rows:
         raise SourceError(
-            f"Table {db}.{table} does not exist on {catalog.address} (or '{catalog.user}' may "
+            f"Table {TableName(db, table)} does not exist on {catalog.address} (or "
+            f"'{catalog.user}' may "
             "not see it); check source.tables and the grants.",
             db=db,
             table=table,
@@ -37,7 +39,8 @@ def chunk_key_columns(
         row = found.get(name.lower())
         if row is None:
             raise ConfigError(
-                f"{db}.{table} has no column {name} to cut its snapshot chunks along; list "
+                f"{TableName(db, table)} has no column {name} to cut its snapshot chunks "
+                "along; list "
                 "columns of the table in source.snapshot.chunk_key_columns "
                 f"({', '.join(str(r[0]) for r in rows)}).",
                 key="source.snapshot.chunk_key_columns",
@@ -53,7 +56,7 @@ def _key(
     t = str(data_type).lower()
     if t not in q.CHUNK_KEY_TYPES:
         raise ConfigError(
-            f"Column {col} of {db}.{table} has type {t}, which cannot cut a table into "
+            f"Column {col} of {TableName(db, table)} has type {t}, which cannot cut a table into "
             "snapshot chunks; name columns of integer, DECIMAL, CHAR/VARCHAR, "
             "BINARY/VARBINARY or date/time type in source.snapshot.chunk_key_columns.",
             key="source.snapshot.chunk_key_columns",

@@ -24,6 +24,7 @@ import os
 from typing import Any
 
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sources.json_lines import JsonLinesFile
 from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.schema.column_types import mapped_schema
@@ -56,7 +57,7 @@ class SchemaHistory:
             "schemas": [s.to_json() for _, s in sorted(schemas.items())],
         }
         if read_at:
-            doc["read_at"] = {f"{db}.{t}": o.to_json() for (db, t), o in sorted(read_at.items())}
+            doc["read_at"] = {str(TableName(*n)): o.to_json() for n, o in sorted(read_at.items())}
         with self._file.lock:
             self._file.append(doc)
 
@@ -88,8 +89,8 @@ class SchemaHistory:
     def _absorb(self, doc: dict[str, Any]) -> None:
         offset = BinlogOffset.from_json(doc["offset"])
         tables = [mapped_schema(TableSchema.from_json(s)) for s in doc["schemas"]]
-        read_at = {
-            (name.partition(".")[0], name.partition(".")[2]): BinlogOffset.from_json(at)
+        read_at: dict[tuple[str, str], BinlogOffset] = {
+            TableName.parse(name): BinlogOffset.from_json(at)
             for name, at in doc.get("read_at", {}).items()
         }
         self._records.append((offset, {(s.db, s.table): s for s in tables}))

@@ -30,6 +30,7 @@ from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.event import SchemaRow
 from sparkcdc.core.existing_rows import ExistingRows
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sources.mysql.binlog.rows import RowsDecoder
 from sparkcdc.sources.mysql.binlog.tablemap import TableMap
 from sparkcdc.sources.mysql.ddl.parser import DDLSyntaxError, parse
@@ -67,7 +68,7 @@ class SchemaState:
         """Whether ``db.table`` fully matches one of ``source.tables``."""
         hit = self._matches.get((db, table))
         if hit is None:
-            name = f"{db}.{table}"
+            name = str(TableName(db, table))
             hit = self._matches[(db, table)] = any(p.fullmatch(name) for p in self._patterns)
         return hit
 
@@ -78,7 +79,9 @@ class SchemaState:
         """Today's schema of one table (a statement could not be followed), noting where the
         log ended when it was read (see :meth:`_read_too_late`)."""
         with self._catalog() as cat:
-            schema = cat.load_schema(db, table, self.source.row_keys.get(f"{db}.{table}", ()))
+            schema = cat.load_schema(
+                db, table, self.source.row_keys.get(str(TableName(db, table)), ())
+            )
             self._loaded[(db, table)] = self._read_at[(db, table)] = cat.log_end()
             return schema
 
@@ -92,10 +95,8 @@ class SchemaState:
             if schemas is None:
                 tables = cat.match_tables(self.source.tables)
                 cat.check_ready(sorted({db for db, _ in tables}))
-                schemas = {
-                    (db, t): cat.load_schema(db, t, self.source.row_keys.get(f"{db}.{t}", ()))
-                    for db, t in tables
-                }
+                keys = self.source.row_keys
+                schemas = {n: cat.load_schema(*n, keys.get(str(n), ())) for n in tables}
                 self.history.record(start, schemas, dict.fromkeys(schemas, cat.log_end()))
             else:
                 cat.check_ready()
@@ -120,10 +121,10 @@ class SchemaState:
             return schemas
         cat.check_ready(sorted({db for db, _ in new}))
         keys = self.source.row_keys
-        added = {(db, t): cat.load_schema(db, t, keys.get(f"{db}.{t}", ())) for db, t in new}
+        added: Schemas = {n: cat.load_schema(*n, keys.get(str(n), ())) for n in new}
         log.info(
             "tables new to source.tables since the last run: %s",
-            ", ".join(f"{db}.{t}" for db, t in sorted(added)),
+            ", ".join(map(str, sorted(added))),
         )
         schemas = {**schemas, **added}
         self.history.record(start, schemas, dict.fromkeys(added, cat.log_end()))
@@ -146,7 +147,7 @@ class SchemaState:
         for c in changes:
             old = previous.get(c.old_name or (c.db, c.table))
             shown = c.schema or old
-            extra: dict[str, Any] = {"from": ".".join(c.old_name)} if c.old_name else {}
+            extra: dict[str, Any] = {"from": str(TableName(*c.old_name))} if c.old_name else {}
             if c.existing:
                 extra["existing"] = c.existing.to_json()
             rows.append(
@@ -159,7 +160,7 @@ class SchemaState:
                     shown.schema_id() if shown else "",
                 )
             )
-            log.info("schema of %s.%s changed (%s): %s", c.db, c.table, c.kind, _short(sql))
+            log.info("schema of %s changed (%s): %s", TableName(c.db, c.table), c.kind, _short(sql))
         self.history.record(after, self.tracker.captured(), self._loaded)
         self._loaded = {}
         return rows
@@ -221,10 +222,9 @@ class SchemaState:
             if (tm.db, tm.table) not in self._unknown:
                 self._unknown.add((tm.db, tm.table))
                 log.warning(
-                    "rows of %s.%s are skipped: its schema is unknown (the statement "
+                    "rows of %s are skipped: its schema is unknown (the statement "
                     "that created it could not be read)",
-                    tm.db,
-                    tm.table,
+                    TableName(tm.db, tm.table),
                 )
             return None
         known = self._sids.get(id(schema))

@@ -30,6 +30,7 @@ from typing import Any
 from sparkcdc.core.existing_rows import ExistingRows
 from sparkcdc.core.json_value import JSONObject
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sources.mysql.ddl.parser import DDLSyntaxError, parse, table_names
 from sparkcdc.sources.mysql.ddl.statements import (
     AlterTable,
@@ -195,7 +196,7 @@ class SchemaTracker:
         schema = schema.renamed(*new)
         self._schemas[new] = schema
         # the new name's replica starts empty: its rows are read again
-        again = ExistingRows(resnapshot=f"the table was renamed from {old[0]}.{old[1]}")
+        again = ExistingRows(resnapshot=f"the table was renamed from {TableName(*old)}")
         if was and now:
             return [SchemaChange("rename", *new, schema, old, sql, again)]
         changes = [SchemaChange("drop", *old, None, None, sql)] if was else []
@@ -247,7 +248,7 @@ class SchemaTracker:
             return None
 
     def _keys(self, db: str, table: str) -> tuple[str, ...]:
-        return tuple(self.key_columns.get(f"{db}.{table}", ()))
+        return tuple(self.key_columns.get(str(TableName(db, table)), ()))
 
     # -- persistence -----------------------------------------------------------------------
 

@@ -18,7 +18,8 @@ from sparkcdc.core.errors import (
     TableWithoutKey,
 )
 from sparkcdc.core.schema import Column, TableSchema
-from sparkcdc.snapshot.signals import signal_table_ddl
+from sparkcdc.core.table_name import TableName
+from sparkcdc.snapshot.signals import SIGNAL_TABLE_DDL
 from sparkcdc.sources.mysql.chunks.sql import ident
 from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.sources.mysql.schema.column_types import charset_of_collation, column_from_catalog
@@ -100,7 +101,7 @@ class MySQLCatalog(ServerConnection, SqlCatalog):
             "WHERE TABLE_TYPE = 'BASE TABLE'"
         )
         return [
-            ListedTable((str(db), str(t)))
+            ListedTable(TableName(str(db), str(t)))
             for db, t in rows
             if str(db).lower() not in SYSTEM_SCHEMAS
         ]
@@ -123,7 +124,8 @@ class MySQLCatalog(ServerConnection, SqlCatalog):
         )
         if not rows:
             raise SourceError(
-                f"Table {db}.{table} does not exist on {self.address} (or '{self.user}' may "
+                f"Table {TableName(db, table)} does not exist on {self.address} (or "
+                f"'{self.user}' may "
                 "not see it); check source.tables and the user's SELECT grant.",
                 db=db,
                 table=table,
@@ -139,15 +141,18 @@ class MySQLCatalog(ServerConnection, SqlCatalog):
         unknown = [k for k in key_columns if k.lower() not in names]
         if unknown:
             raise ConfigError(
-                f"source.key_columns: {db}.{table} has no column {', '.join(unknown)}; list "
+                f"source.key_columns: {TableName(db, table)} has no column "
+                f"{', '.join(unknown)}; list "
                 f"columns of the table ({', '.join(names.values())}).",
                 key="source.key_columns",
             )
         keys = tuple(names[k.lower()] for k in key_columns)
         if not primary_key and not keys:
             raise TableWithoutKey(
-                f"Table {db}.{table} has no primary key; add one or name the columns that "
-                f'identify a row with source.key_columns: {{"{db}.{table}": [col, ...]}}.',
+                f"Table {TableName(db, table)} has no primary key; add one or name the columns "
+                "that "
+                "identify a row with source.key_columns: "
+                f'{{"{TableName(db, table)}": [col, ...]}}.',
                 db=db,
                 table=table,
             )
@@ -188,21 +193,21 @@ class MySQLCatalog(ServerConnection, SqlCatalog):
     def check_signal_table(self, table: str) -> None:
         """Raise ConfigError (with its CREATE TABLE) unless the signal table ``db.table``
         exists and the user can see it."""
-        db, _, name = table.partition(".")
+        db, name = TableName.parse(table)
         found = self.query(
             "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
             (db, name),
         )
         if not found:
+            ddl = SIGNAL_TABLE_DDL.format(name=self._quote_table(db, name))
             raise ConfigError(
                 f"The signal table {table} does not exist on {self.address} (or '{self.user}' "
-                f"may not see it); create it with {signal_table_ddl(table)} and grant that user "
-                "INSERT on it.",
+                f"may not see it); create it with {ddl} and grant that user INSERT on it.",
                 key="source.signal_table",
             )
 
     def _quote_table(self, schema: str, table: str) -> str:
-        return f"{ident(schema)}.{ident(table)}"
+        return TableName(schema, table).sql(ident)
 
     def _execute(self, sql: str, args: tuple[object, ...]) -> None:
         self.query(sql, args)

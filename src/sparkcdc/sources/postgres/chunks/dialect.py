@@ -33,6 +33,7 @@ from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.chunk import KeyColumn, KeyValue
 from sparkcdc.core.errors import ConfigError, SourceError
 from sparkcdc.core.schema import Column, TableSchema
+from sparkcdc.core.table_name import TableName
 from sparkcdc.snapshot.correct import CHUNK_SCHEMA
 from sparkcdc.sources.keyset_chunks import KeysetChunks
 from sparkcdc.sources.keyset_sql import KeyRange
@@ -93,7 +94,9 @@ class PostgresChunks(KeysetChunks):
     def _condition(self, db: str, table: str, keys: Sequence[KeyColumn], span: KeyRange) -> str:
         where = span.where
         if where and (refusal := q.condition_refusal(where)):
-            raise ConfigError(f"The condition {where!r} for {db}.{table} is refused: {refusal}.")
+            raise ConfigError(
+                f"The condition {where!r} for {TableName(db, table)} is refused: {refusal}."
+            )
         nulls = self._nullable(db, table, keys)
         return q.range_condition(self._cols(keys), keys, nulls, span)
 

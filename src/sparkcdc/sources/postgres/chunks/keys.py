@@ -18,6 +18,7 @@ from typing import TypeVar
 from sparkcdc.core.chunk import KeyColumn
 from sparkcdc.core.errors import ConfigError, SourceError
 from sparkcdc.core.schema import Column
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sources.postgres.pgoutput.types import (
     CATALOG_SQL,
     TYPES,
@@ -77,7 +78,7 @@ def table_columns(session: Session, db: str, table: str) -> list[TableColumn]:
     rows = session.query(_COLUMNS_SQL, (db, table))
     if not rows:
         raise SourceError(
-            f"Table {db}.{table} does not exist on {session.address} (or user "
+            f"Table {TableName(db, table)} does not exist on {session.address} (or user "
             f"'{session.user}' may not see it); check source.tables and the grants.",
             db=db,
             table=table,
@@ -119,7 +120,7 @@ def chunk_key_columns(
 
     def missing(name: str) -> ConfigError:
         return ConfigError(
-            f"{db}.{table} has no column {name} to cut its snapshot chunks along; list "
+            f"{TableName(db, table)} has no column {name} to cut its snapshot chunks along; list "
             "columns of the table in source.snapshot.chunk_key_columns "
             f"({', '.join(c.column.name for c in columns)}).",
             key="source.snapshot.chunk_key_columns",
@@ -130,7 +131,8 @@ def chunk_key_columns(
         c = found.column
         if not c.logical or array_element(c.logical) or c.data_type in REFUSED:
             raise ConfigError(
-                f"Column {c.name} of {db}.{table} has type {found.sql_type}, which cannot cut "
+                f"Column {c.name} of {TableName(db, table)} has type {found.sql_type}, which "
+                "cannot cut "
                 "a table into snapshot chunks; name columns of integer, numeric, text, uuid, "
                 "bytea or date/time type in source.snapshot.chunk_key_columns.",
                 key="source.snapshot.chunk_key_columns",

@@ -29,7 +29,8 @@ from typing import Any
 
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.sources.port import SnapshotPin, TableName
+from sparkcdc.core.table_name import TableName
+from sparkcdc.sources.port import SnapshotPin
 from sparkcdc.sources.postgres.chunks.copy import ChunkSession
 from sparkcdc.sources.postgres.chunks.export import ExportedSnapshot
 from sparkcdc.sources.postgres.chunks.pin_token import PinToken, pinned_columns
@@ -74,9 +75,9 @@ def pin_view(source: SourceConfig, held: ExportedSnapshot, schema_history: str) 
     at = LsnOffset.of(held.pin.point)
     if schema_history:
         states = settle(RelationHistory(schema_history), at, states)
-    columns = {f"{db}.{t}": pinned_columns(s.schema, s.baseline) for (db, t), s in states.items()}
+    columns = {str(n): pinned_columns(s.schema, s.baseline) for n, s in states.items()}
     token = PinToken(held.pin.token, {name: cols for name, cols in columns.items() if cols})
-    schemas = {f"{db}.{t}": s.schema for (db, t), s in states.items()}
+    schemas = {str(n): s.schema for n, s in states.items()}
     return PinnedView(held, SnapshotPin(token.text(), held.pin.point), schemas)
 
 
@@ -86,9 +87,9 @@ def read_states(source: SourceConfig, snapshot: str) -> dict[TableName, TableSta
     keys = source.row_keys
     with PostgresCatalog(source, session=SnapshotSession(source, database, snapshot)) as catalog:
         states = {}
-        for db, table in catalog.match_tables(source.tables):
-            schema = catalog.load_schema(db, table, keys.get(f"{db}.{table}", ()))
-            states[(db, table)] = TableState(schema, first_baseline(catalog, schema))
+        for name in catalog.match_tables(source.tables):
+            schema = catalog.load_schema(*name, keys.get(str(name), ()))
+            states[name] = TableState(schema, first_baseline(catalog, schema))
         return states
 
 
@@ -110,8 +111,8 @@ def settle(
         kept[name] = earlier
         if _columns_changed(earlier, state):
             log.warning(
-                "the columns of %s.%s changed between the snapshot's pins at %s and %s; the "
-                "table is read again once the log shows the change", *name, since, at,
+                "the columns of %s changed between the snapshot's pins at %s and %s; the "
+                "table is read again once the log shows the change", name, since, at,
             )  # fmt: skip
             if earlier.baseline is not None:  # else unmatched already
                 unmatched = replace(earlier.baseline, attnums=None)

@@ -17,8 +17,8 @@ from typing import Self
 from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.errors import ConfigError, SourceError, TableWithoutKey
 from sparkcdc.core.schema import Column, TableSchema
+from sparkcdc.core.table_name import TableName
 from sparkcdc.snapshot.signals import SIGNAL_TABLE_DDL
-from sparkcdc.sources.port import TableName
 from sparkcdc.sources.postgres.offset import LsnOffset
 from sparkcdc.sources.postgres.pgoutput.types import (
     ARRAY_ELEMENTS,
@@ -138,7 +138,7 @@ class PostgresCatalog(SqlCatalog):
         partitions = "NOT c.relispartition" if self._version >= 130000 else "c.relkind = 'r'"
         rows = self.session.query(_TABLES_SQL.format(partitions=partitions))
         return [
-            ListedTable((str(s), str(t)), None if persistence == "p" else _UNLOGGED)
+            ListedTable(TableName(str(s), str(t)), None if persistence == "p" else _UNLOGGED)
             for s, t, persistence in rows
         ]
 
@@ -157,7 +157,8 @@ class PostgresCatalog(SqlCatalog):
         rows = self.session.query(_RELATION_SQL, (db, table))
         if not rows:
             raise SourceError(
-                f"Table {db}.{table} does not exist on {self.address}; check source.tables.",
+                f"Table {TableName(db, table)} does not exist on {self.address}; check "
+                "source.tables.",
                 db=db,
                 table=table,
             )
@@ -181,8 +182,9 @@ class PostgresCatalog(SqlCatalog):
                 f"{self.session.qualified(db, table)} REPLICA IDENTITY FULL"
             )  # fmt: skip
             raise TableWithoutKey(
-                f"Table {db}.{table} on {self.address} has no primary key; name the columns "
-                f'that identify a row with source.key_columns: {{"{db}.{table}": [col, ...]}}'
+                f"Table {TableName(db, table)} on {self.address} has no primary key; name the "
+                "columns that identify a row with source.key_columns: "
+                f'{{"{TableName(db, table)}": [col, ...]}}'
                 f"{full}.",
                 db=db,
                 table=table,
@@ -197,7 +199,8 @@ class PostgresCatalog(SqlCatalog):
         unknown = [k for k in wanted if k not in names and k.lower() not in names]
         if unknown:
             raise ConfigError(
-                f"source.key_columns: {db}.{table} has no column {', '.join(unknown)}; list "
+                f"source.key_columns: {TableName(db, table)} has no column "
+                f"{', '.join(unknown)}; list "
                 f"columns of the table ({', '.join(c.name for c in columns)}).",
                 key="source.key_columns",
             )
@@ -270,7 +273,7 @@ class PostgresCatalog(SqlCatalog):
     def check_signal_table(self, table: str) -> None:
         """Raise ConfigError (with its CREATE TABLE) unless the signal table
         ``schema.table`` exists."""
-        schema, _, name = table.partition(".")
+        schema, name = TableName.parse(table)
         if not self.session.query(_EXISTS_SQL, (schema, name)):
             raise ConfigError(
                 f"The signal table {table} does not exist in database '{self.database}' on "

@@ -39,6 +39,7 @@ from sparkcdc.core.errors import (
     SourceError,
     SparkCDCError,
 )
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sources.postgres.settings import PostgresSettings
 from sparkcdc.sources.postgres.wire.connection import SERVER_TLS_SETTINGS
 from sparkcdc.sources.postgres.wire.errors import CLEAR_TEXT_REFUSED, CLIENT_CERTIFICATE
@@ -172,7 +173,7 @@ class Session:
 
     def qualified(self, schema: str, table: str) -> str:
         """``schema.table`` as SQL writes it."""
-        return f"{self.ident(schema)}.{self.ident(table)}"
+        return TableName(schema, table).sql(self.ident)
 
     def close(self) -> None:
         with contextlib.suppress(psycopg2.Error):

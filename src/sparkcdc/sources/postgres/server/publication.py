@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from sparkcdc.core.errors import ConfigError, LogPositionGone, MissingPrivilege, SourceError
 from sparkcdc.core.logs import counted
-from sparkcdc.sources.port import TableName
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sources.postgres.server.connect import Session
 from sparkcdc.sources.postgres.wire.lsn import parse_lsn
 
@@ -89,7 +89,7 @@ class SlotState:
 def publication_tables(conn: Session, name: str) -> list[TableName]:
     """The tables publication ``name`` publishes (partitioned tables under their root when it
     publishes via the root)."""
-    return [(str(s), str(t)) for s, t in conn.query(_PUBLISHED_SQL, (name,))]
+    return [TableName(str(s), str(t)) for s, t in conn.query(_PUBLISHED_SQL, (name,))]
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,7 @@ def ensure_publication(
         log.info(
             "publication %s on %s also publishes %s, which this pipeline does not capture; "
             "they are left in it",
-            name, conn.address, ", ".join(f"{s}.{t}" for s, t in plan.extra),
+            name, conn.address, ", ".join(map(str, plan.extra)),
         )  # fmt: skip
     if plan.statement is not None:
         conn.query(plan.statement)
@@ -171,8 +171,8 @@ def create_publication_sql(conn: Session, name: str, tables: Sequence[TableName]
 def _table_kinds(conn: Session, tables: Sequence[TableName]) -> dict[TableName, tuple[str, bool]]:
     """Each table's relkind and whether the user owns it (ConfigError for one that is gone)."""
     rows = conn.query(_TABLES_SQL, ([s for s, _ in tables], [t for _, t in tables]))
-    kinds = {(str(s), str(t)): (str(k), bool(mine)) for s, t, k, mine in rows}
-    gone = [f"{s}.{t}" for s, t in tables if (s, t) not in kinds]
+    kinds = {TableName(str(s), str(t)): (str(k), bool(mine)) for s, t, k, mine in rows}
+    gone = [str(t) for t in tables if t not in kinds]
     if gone:
         raise ConfigError(
             f"Table {', '.join(gone)} does not exist on {conn.address} (any more); check "

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from sparkcdc.core.errors import LogNotReady, MissingPrivilege, SourceError, TableWithoutKey
-from sparkcdc.sources.port import TableName
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sources.postgres.server.connect import Session
 from sparkcdc.sources.postgres.server.publication import (
     check_slot_kind,
@@ -162,7 +162,11 @@ def check_identity(
     ):
         if identity == "n" or (identity == "d" and not has_key):
             raise _without_identity(
-                conn, (str(db), str(table)), (str(schema), str(name)), str(identity), key_columns
+                conn,
+                TableName(str(db), str(table)),
+                TableName(str(schema), str(name)),
+                str(identity),
+                key_columns,
             )
 
 
@@ -173,8 +177,8 @@ def _without_identity(
     identity: str,
     key_columns: Mapping[str, Sequence[str]],
 ) -> TableWithoutKey:
-    full = f"{captured[0]}.{captured[1]}"
-    what = f"Table {full}" if leaf == captured else f"Partition {leaf[0]}.{leaf[1]} of {full}"
+    full = str(captured)
+    what = f"Table {full}" if leaf == captured else f"Partition {leaf} of {full}"
     state = "REPLICA IDENTITY NOTHING" if identity == "n" else "no primary key"
     fix = f"ALTER TABLE {conn.qualified(*leaf)} REPLICA IDENTITY FULL"
     keys = "" if key_columns.get(full) else (

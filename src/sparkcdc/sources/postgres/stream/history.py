@@ -24,8 +24,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sources.json_lines import JsonLinesFile
-from sparkcdc.sources.port import TableName
 from sparkcdc.sources.postgres.offset import LsnOffset
 from sparkcdc.sources.postgres.stream.existing import TableState
 
@@ -77,4 +77,4 @@ class RelationHistory:
             return
         offset = LsnOffset.from_json(doc["offset"])
         db, table = doc["table"]
-        self._records.append((offset, (db, table), TableState.from_json(doc["state"])))
+        self._records.append((offset, TableName(db, table), TableState.from_json(doc["state"])))

@@ -36,9 +36,10 @@ from sparkcdc.core.logitem import LogItem
 from sparkcdc.core.offset import Offset, position_text
 from sparkcdc.core.offset_events import own_values, schema_batch
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sources.decode_errors import decode_error
 from sparkcdc.sources.log_thread import LogThread, Stopped
-from sparkcdc.sources.port import ChangeFilter, TableName, TableView
+from sparkcdc.sources.port import ChangeFilter, TableView
 from sparkcdc.sources.postgres.chunks.view_token import view_token
 from sparkcdc.sources.postgres.offset import LsnOffset
 from sparkcdc.sources.postgres.pgoutput import messages as pm
@@ -159,8 +160,7 @@ class PgLogReader(LogThread):
                     f"the log reader of slot {self.slot} did not start within "
                     f"{READY_TIMEOUT:.0f} s, so how it describes {name} is not known."
                 )
-        db, _, table = name.partition(".")
-        state = self.tables.state((db, table))
+        state = self.tables.state(TableName.parse(name))
         return None if state is None else TableView(state.schema, view_token(state).text())
 
     # ------------------------------------------------------------------ LogThread
@@ -460,11 +460,11 @@ class PgLogReader(LogThread):
 def _ddl_text(change: RelationChange) -> str:
     """The ``ddl`` of a Relation's ``s`` row: what changed, as a SQL comment."""
     what = "; ".join(change.notes) or "columns changed"
-    return f"-- {change.name[0]}.{change.name[1]}: {what} (a Relation message of the log)"
+    return f"-- {change.name}: {what} (a Relation message of the log)"
 
 
 def _log_change(change: RelationChange) -> None:
-    existing, name = change.existing, f"{change.name[0]}.{change.name[1]}"
+    existing, name = change.existing, str(change.name)
     if existing.resnapshot:
         log.warning("schema change of %s: %s", name, existing.resnapshot)
     elif existing:

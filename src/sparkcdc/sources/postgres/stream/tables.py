@@ -25,8 +25,8 @@ from sparkcdc.core.errors import SourceError
 from sparkcdc.core.event import SchemaRow
 from sparkcdc.core.existing_rows import ExistingRows
 from sparkcdc.core.schema import Column, TableSchema
+from sparkcdc.core.table_name import TableName
 from sparkcdc.core.types import is_integer
-from sparkcdc.sources.port import TableName
 from sparkcdc.sources.postgres.pgoutput.messages import Relation
 from sparkcdc.sources.postgres.pgoutput.types import PgType, Resolver, column, relation_columns
 from sparkcdc.sources.postgres.server.attributes import TableAttributes
@@ -163,8 +163,9 @@ class CapturedTables:
             return self._relation(message, resolve)
 
     def _relation(self, message: Relation, resolve: Resolver | None) -> RelationChange | None:
-        name = f"{message.namespace}.{message.name}"
-        found = self.by_name.get((message.namespace, message.name))
+        key = TableName(message.namespace, message.name)
+        name = str(key)
+        found = self.by_name.get(key)
         before = self.by_oid.get(message.oid)
         if before is not None and before is not found:
             raise SourceError(
@@ -182,7 +183,7 @@ class CapturedTables:
             self.by_oid[message.oid] = None
             return None
         old = found.schema
-        key = (old.db, old.table)
+        key = old.table_name
         judgement = self._judge(key, old, message, resolve)
         baseline, types = self.baselines.get(key), self.types.get(key)
         self.baselines[key] = judgement.baseline
