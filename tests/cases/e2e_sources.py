@@ -32,7 +32,7 @@ from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB, throwaway_mariadb
 from sparkcdc.sources.postgres.offset import LsnOffset
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres, throwaway_postgres
 from sparkcdc.sources.postgres.wire.lsn import format_lsn, parse_lsn
-from tests.e2e.cli import log_end, purge_binlogs_to, write_config
+from tests.e2e.cli import log_end, purge_binlogs_to, write_config, write_pg_config
 from tests.e2e.snapshot_workload import ITEMS, PG_ITEMS, Server
 from tests.e2e.workload import DDL, MARIADB, PG_DDL, POSTGRES, Dialect
 
@@ -364,10 +364,9 @@ class PostgresSource:
         return "earliest"
 
     def config(self, tmp: Path, table: str, startup: str, extra_source: str = "") -> Path:
-        return write_config(
-            tmp, self.server, self.tables(table), user=self.server.user,
-            password=self.server.password, startup=startup, kind="postgres",
-            extra_source=f", database: {self.database}{extra_source}",
+        return write_pg_config(
+            tmp, self.server, self.database, self.tables(table), startup=startup,
+            extra_source=extra_source,
         )  # fmt: skip
 
     def snapshot_settings(self, chunk: int = 1000, batch_rows: int = 4000) -> str:

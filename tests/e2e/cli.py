@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
+from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 
 
 class Server(Protocol):
@@ -53,6 +54,29 @@ def write_config(
         f"store: {{max_bytes: {max_bytes}}}{extra_pipeline}}}\n"
     )
     return cfg
+
+
+def write_pg_config(
+    tmp: Path,
+    server: ThrowawayPostgres,
+    database: str,
+    tables: str,
+    *,
+    startup: str,
+    extra_source: str = "",
+) -> Path:
+    """:func:`write_config` for ``tables`` of the PostgreSQL database ``database`` on
+    ``server``, logging in as its user."""
+    return write_config(
+        tmp,
+        server,
+        tables,
+        user=server.user,
+        password=server.password,
+        startup=startup,
+        kind="postgres",
+        extra_source=f", database: {database}{extra_source}",
+    )
 
 
 def log_end(server: ThrowawayMariaDB) -> str:

@@ -21,7 +21,7 @@ from deltalake import DeltaTable
 
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
-from tests.e2e.cli import available_now, write_config
+from tests.e2e.cli import available_now, write_config, write_pg_config
 from tests.e2e.workload import DDL, MARIADB, PG_DDL, POSTGRES, ChangeWorkload
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -173,10 +173,7 @@ def test_ctrl_c_mid_stream_on_postgres(
         f"SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')",
         database=pgdb,
     )
-    cfg = write_config(
-        tmp_path, postgres, r"public\.accounts", user=postgres.user, password=postgres.password,
-        startup="earliest", kind="postgres", extra_source=f", database: {pgdb}",
-    )  # fmt: skip
+    cfg = write_pg_config(tmp_path, postgres, pgdb, r"public\.accounts", startup="earliest")
     lake, checkpoint = tmp_path / "lake" / "public", tmp_path / "checkpoint"
     workload = ChangeWorkload(postgres, pgdb, 3_000, seed=28, dialect=POSTGRES)
     workload.start()

@@ -14,7 +14,7 @@ from deltalake import DeltaTable
 
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 from tests.cases.changelog import source_names
-from tests.e2e.cli import available_now, write_config
+from tests.e2e.cli import available_now, write_pg_config
 
 pytestmark = [pytest.mark.postgres, pytest.mark.spark, pytest.mark.slow]
 
@@ -38,11 +38,9 @@ def test_snapshot_sources_and_a_truncate_of_several_tables(
         "INSERT INTO solo (name) SELECT 's' || i FROM generate_series(1, 30) i",
         database=pgdb,
     )
-    cfg = write_config(
-        tmp_path, postgres, r"public\.(parent|child|solo)", user=postgres.user,
-        password=postgres.password, startup="initial", kind="postgres",
-        extra_source=f", database: {pgdb}",
-    )  # fmt: skip
+    cfg = write_pg_config(
+        tmp_path, postgres, pgdb, r"public\.(parent|child|solo)", startup="initial"
+    )
     available_now(cfg)
     lake = tmp_path / "lake" / "public"
     for table in TABLES:

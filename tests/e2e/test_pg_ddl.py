@@ -22,7 +22,7 @@ from deltalake import DeltaTable
 
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 from tests.cases.command import verify
-from tests.e2e.cli import write_config
+from tests.e2e.cli import write_pg_config
 from tests.e2e.incremental_runs import (
     Launch,
     incremental_source,
@@ -107,11 +107,14 @@ def test_every_ddl_leaves_the_replica_exact(
     postgres: ThrowawayPostgres, pgdb: str, tmp_path: Path, launch: Launch
 ) -> None:
     postgres.execute(*TABLES, database=pgdb)
-    cfg = write_config(
-        tmp_path, postgres, r"public\.(cust|ren|vol|late)", user=postgres.user,
-        password=postgres.password, startup="initial", kind="postgres",
-        extra_source=f", database: {pgdb}{incremental_source(chunk=150)}",
-    )  # fmt: skip
+    cfg = write_pg_config(
+        tmp_path,
+        postgres,
+        pgdb,
+        r"public\.(cust|ren|vol|late)",
+        startup="initial",
+        extra_source=incremental_source(chunk=150),
+    )
     lake = tmp_path / "lake"
     proc = launch(cfg)
     wait_for(proc, lambda: all(len(replica(lake, t)) == ROWS for t in CAPTURED),
@@ -198,10 +201,14 @@ def test_ddl_during_the_initial_snapshot_leaves_the_replica_exact(
             database=pgdb,
         )
     snapshot = "snapshot: {chunk_size: 100, parallelism: 1, batch_rows: 100}"
-    cfg = write_config(
-        tmp_path, postgres, r"public\.snap_.*", user=postgres.user, password=postgres.password,
-        startup="initial", kind="postgres", extra_source=f", database: {pgdb}, {snapshot}",
-    )  # fmt: skip
+    cfg = write_pg_config(
+        tmp_path,
+        postgres,
+        pgdb,
+        r"public\.snap_.*",
+        startup="initial",
+        extra_source=f", {snapshot}",
+    )
     lake = tmp_path / "lake"
     proc = launch(cfg)
     wait_for(proc, lambda: len(split_metas(tmp_path, "public.snap_fill")) >= 2, "2 chunks read")

@@ -17,7 +17,7 @@ from deltalake import DeltaTable
 
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres, throwaway_postgres
 from sparkcdc.sources.postgres.wire.lsn import parse_lsn
-from tests.e2e.cli import available_now, run, start, write_config
+from tests.e2e.cli import available_now, run, start, write_pg_config
 
 pytestmark = pytest.mark.postgres
 
@@ -30,10 +30,7 @@ def test_check_and_run_on_postgresql(
         "placed timestamptz, paid boolean)",
         database=pgdb,
     )
-    cfg = write_config(
-        tmp_path, postgres, r"public\.orders", user=postgres.user, password=postgres.password,
-        startup="earliest", kind="postgres", extra_source=f", database: {pgdb}",
-    )  # fmt: skip
+    cfg = write_pg_config(tmp_path, postgres, pgdb, r"public\.orders", startup="earliest")
     code, out = run(cfg, command="check")
     assert code == 0, out
     available_now(cfg)  # makes the slot and the publication; nothing to read yet
@@ -77,11 +74,7 @@ def test_a_schema_with_a_dot_in_its_name_is_snapshotted_and_streamed(
         "INSERT INTO \"sales.eu\".orders SELECT i, 'n' || i FROM generate_series(1, 20) i",
         database=pgdb,
     )
-    cfg = write_config(
-        tmp_path, postgres, r'"sales\.eu"\.orders', user=postgres.user,
-        password=postgres.password, startup="initial", kind="postgres",
-        extra_source=f", database: {pgdb}",
-    )  # fmt: skip
+    cfg = write_pg_config(tmp_path, postgres, pgdb, r'"sales\.eu"\.orders', startup="initial")
     code, out = run(cfg, command="check")
     assert code == 0, out
     available_now(cfg)  # the snapshot
@@ -127,10 +120,7 @@ def test_an_idle_captured_table_lets_the_wal_be_recycled(
     postgres, pgdb = own_server, "quietdb"
     postgres.execute("CREATE TABLE quiet (id bigint PRIMARY KEY)", database=pgdb)
     postgres.execute("CREATE TABLE busy (id bigint, pad text)", database="postgres")
-    cfg = write_config(
-        tmp_path, postgres, r"public\.quiet", user=postgres.user, password=postgres.password,
-        startup="latest", kind="postgres", extra_source=f", database: {pgdb}",
-    )  # fmt: skip
+    cfg = write_pg_config(tmp_path, postgres, pgdb, r"public\.quiet", startup="latest")
     proc = start(cfg)
     try:
         deadline = time.monotonic() + 120

@@ -12,16 +12,13 @@ import pytest
 
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 from tests.cases.pg_toast import DOC, big, changelog, replica, source_rows
-from tests.e2e.cli import available_now, run, write_config
+from tests.e2e.cli import available_now, run, write_pg_config
 
 pytestmark = pytest.mark.postgres
 
 
 def config(postgres: ThrowawayPostgres, pgdb: str, tmp_path: Path) -> Path:
-    return write_config(
-        tmp_path, postgres, r"public\.doc", user=postgres.user, password=postgres.password,
-        startup="earliest", kind="postgres", extra_source=f", database: {pgdb}",
-    )  # fmt: skip
+    return write_pg_config(tmp_path, postgres, pgdb, r"public\.doc", startup="earliest")
 
 
 def assert_replica_and_log(postgres: ThrowawayPostgres, pgdb: str, lake: Path) -> None:
