@@ -22,6 +22,8 @@ Every figure is measured in this run, next to its baseline on the same binlog, a
    (:mod:`bench.postgres`).
 8. ``pg-snapshot``: section 4's snapshot of a 2M-row table, from PostgreSQL, next to Spark's JDBC
    source and connectorx reading the same table (:mod:`bench.pg_snapshot`).
+9. ``tables``: the snapshot of 30,000 rows and the catch-up of 30,000 single-row transactions
+   on one table, then spread over 300 and 1,000 tables (:mod:`bench.tables`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from bench import (
     profile,
     snapshot,
     stream,
+    tables,
     workload,
 )
 from sparkcdc.config.model import SourceConfig
@@ -262,6 +265,10 @@ def pg_stream_section(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     return postgres.pg_stream_section(args, work, reader_only)
 
 
+def tables_section(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    return tables.run(work, pipeline_yaml, args.table_counts, args.table_rows, args.table_updates)
+
+
 def write_report(results: dict[str, Any]) -> None:
     (HERE / "results.json").write_text(json.dumps(results, indent=2))
     from bench.report import render
@@ -280,6 +287,7 @@ SECTIONS = {
     "mysql": mysql_section,
     "pg-stream": pg_stream_section,
     "pg-snapshot": pg_snapshot.pg_snapshot_section,
+    "tables": tables_section,
 }
 
 
@@ -305,6 +313,9 @@ def main() -> int:
     parser.add_argument("--snapshot-rows", type=int, default=2_000_000)
     parser.add_argument("--snapshot-chunk-size", type=int, default=8096)
     parser.add_argument("--snapshot-parallelism", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--table-counts", type=int, nargs="+", default=[1, 300, 1000])
+    parser.add_argument("--table-rows", type=int, default=30_000)
+    parser.add_argument("--table-updates", type=int, default=30_000)
     parser.add_argument("--incremental-rows", type=int, default=2_000_000)
     parser.add_argument("--incremental-chunks", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--incremental-idle-seconds", type=float, default=30.0)

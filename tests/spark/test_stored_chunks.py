@@ -22,6 +22,7 @@ from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks.delta import SINK_TYPE as DELTA
 from sparkcdc.sinks.delta import chunk_files
 from sparkcdc.sinks.delta.chunk_rows import disjoint
+from sparkcdc.sinks.delta.commits import OPERATION_KEY
 from sparkcdc.sinks.delta.sink import DeltaSink
 from sparkcdc.snapshot.correct import typed_rows
 from sparkcdc.snapshot.split_store import SplitResult, SplitStore
@@ -75,7 +76,9 @@ def table(path: Path, sort: str = "id") -> list[dict[str, Any]]:
 
 
 def operations(path: Path) -> list[str]:
-    return [h["operation"] for h in reversed(DeltaTable(str(path)).history())]
+    """Each commit's operation, oldest first: a MERGE done as a copy-on-write (the sink's
+    ``sparkcdc.operation``) as MERGE."""
+    return [h.get(OPERATION_KEY, h["operation"]) for h in reversed(DeltaTable(str(path)).history())]
 
 
 def test_a_stored_chunk_writes_what_its_read_events_write(tmp_path: Path) -> None:

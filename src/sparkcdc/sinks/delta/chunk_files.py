@@ -79,8 +79,8 @@ def files_of(
         path = run_path(store, results, kind)
         if fresh or not path.exists():
             table = replica if kind == "replica" else _changelog(replica, results, schema, database)
-            _write(table, path, _dictionary(table, type(results[0].high).EVENT_COUNTER))
-        stats = _stats(replica) if kind == "replica" else {"numRecords": replica.num_rows}
+            _write(table, path, dictionary_leaves(table, type(results[0].high).EVENT_COUNTER))
+        stats = file_stats(replica) if kind == "replica" else {"numRecords": replica.num_rows}
         files[kind] = {"path": str(path), "size": path.stat().st_size, "stats": stats}
     return {
         "columns": columns_key(list(replica.schema)),
@@ -126,7 +126,7 @@ def _changelog(
     )
 
 
-def _dictionary(table: pa.Table, counter: str | None) -> list[str]:
+def dictionary_leaves(table: pa.Table, counter: str | None) -> list[str]:
     """The leaves to dictionary-encode: strings, and in the change log ``op`` and the
     ``source`` leaves a chunk's rows share (all but the event ``counter``)."""
     leaves = _leaves(table.schema)
@@ -159,7 +159,7 @@ def _leaves(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
     return out
 
 
-def _stats(table: pa.Table) -> JSONObject:
+def file_stats(table: pa.Table) -> JSONObject:
     """Delta file statistics: row count, null counts, min and max of integer columns."""
     nulls: JSONObject = {}
     stats: JSONObject = {"numRecords": table.num_rows, "nullCount": nulls}

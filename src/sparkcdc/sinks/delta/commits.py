@@ -28,12 +28,13 @@ from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, RemoveAction
 
 from sparkcdc.core.event import TRANSACTION_TYPE
-from sparkcdc.sinks.delta import storage
+from sparkcdc.sinks.delta import opened, rewrite, storage
 
 log = logging.getLogger("sparkcdc.sink")
 
 OP_COLUMN = "_sparkcdc_op"
 ORDER_COLUMN = "_sparkcdc_order"
+OPERATION_KEY = "sparkcdc.operation"
 COMMIT_ATTEMPTS = 5  # a commit that lost a race for its version, tried again
 
 
@@ -53,15 +54,23 @@ def changelog_schema(columns: Sequence[pa.Field], source: pa.DataType) -> pa.Sch
 
 
 def open_table(path: str) -> DeltaTable | None:
+    """The Delta table at ``path`` (kept open in this process, :mod:`.opened`); None if there
+    is none."""
+    found = opened.cached(path)
+    if found is not None:
+        return found
     options = storage.delta_options(path)
     if not DeltaTable.is_deltatable(path, storage_options=options):
         return None
-    return DeltaTable(path, storage_options=options)
+    return opened.keep(path, DeltaTable(path, storage_options=options))
 
 
 def table(path: str) -> DeltaTable:
     """The Delta table at ``path``, opened with its lake's storage options."""
-    return DeltaTable(path, storage_options=storage.delta_options(path))
+    found = opened.cached(path)
+    if found is not None:
+        return found
+    return opened.keep(path, DeltaTable(path, storage_options=storage.delta_options(path)))
 
 
 def arrow_fields(table: DeltaTable) -> list[pa.Field]:
@@ -115,7 +124,7 @@ def ensure_changelog(path: str, columns: Sequence[pa.Field], source: pa.DataType
     after = next(f for f in arrow_fields(table) if f.name == "after").type
     have = {after.field(i).name.lower() for i in range(after.num_fields)}
     if any(f.name.lower() not in have for f in columns):
-        write_deltalake(path, schema.empty_table(), mode="append", schema_mode="merge",
+        write_deltalake(table, schema.empty_table(), mode="append", schema_mode="merge",
                         storage_options=storage.delta_options(path))  # fmt: skip
 
 
@@ -126,15 +135,22 @@ def _create(path: str, schema: pa.Schema) -> None:
 
 
 def already_applied(path: str, app_id: str, batch_id: int) -> bool:
-    table = open_table(path)
+    return _holds(open_table(path), app_id, batch_id)
+
+
+def _holds(table: DeltaTable | None, app_id: str, batch_id: int) -> bool:
+    """Whether ``table`` (as it is now) holds batch ``batch_id`` of ``app_id``."""
     if table is None:
         return False
     version = table.transaction_version(app_id)
     return version is not None and version >= batch_id
 
 
-def _commit(app_id: str, batch_id: int) -> CommitProperties:
-    return CommitProperties(app_transactions=[Transaction(app_id, batch_id)])
+def _commit(app_id: str, batch_id: int, operation: str | None = None) -> CommitProperties:
+    """The commit's transaction identifier; ``operation``: what the commit did, where delta-rs
+    records another (``sparkcdc.operation`` in the commit info, :mod:`.rewrite`)."""
+    tag = {OPERATION_KEY: operation} if operation else None
+    return CommitProperties(app_transactions=[Transaction(app_id, batch_id)], custom_metadata=tag)
 
 
 def append_changelog(path: str, rows: pa.Table, app_id: str, batch_id: int) -> bool:
@@ -145,7 +161,10 @@ def append_changelog(path: str, rows: pa.Table, app_id: str, batch_id: int) -> b
 def append_once(path: str, rows: pa.Table, app_id: str, batch_id: int) -> bool:
     """Append ``rows`` as batch ``batch_id`` (creating the table if there is none); False if
     this batch was appended before."""
-    write = partial(_append, path, rows, _commit(app_id, batch_id), schema_mode="merge")
+
+    def write(opened: DeltaTable | None) -> None:
+        _append(path, rows, _commit(app_id, batch_id), opened, schema_mode="merge")
+
     return _once(path, app_id, batch_id, write)
 
 
@@ -156,14 +175,19 @@ def append_replica(path: str, rows: pa.Table, app_id: str, batch_id: int) -> boo
 
 
 def _append(
-    path: str, rows: pa.Table, commit: CommitProperties, schema_mode: str | None = None
+    path: str,
+    rows: pa.Table,
+    commit: CommitProperties,
+    opened: DeltaTable | None,
+    schema_mode: str | None = None,
 ) -> None:
     options = storage.delta_options(path)
+    target: DeltaTable | str = opened or path  # kept open: moved to the new version
     if schema_mode == "merge":
-        write_deltalake(path, rows, mode="append", schema_mode="merge", commit_properties=commit,
-                        storage_options=options)  # fmt: skip
+        write_deltalake(target, rows, mode="append", schema_mode="merge",
+                        commit_properties=commit, storage_options=options)  # fmt: skip
     else:
-        write_deltalake(path, rows, mode="append", commit_properties=commit,
+        write_deltalake(target, rows, mode="append", commit_properties=commit,
                         storage_options=options)  # fmt: skip
 
 
@@ -171,8 +195,8 @@ def commit_files(path: str, adds: list[AddAction], app_id: str, batch_id: int) -
     """Commit data files already in the table's folder (written elsewhere, in its columns) as
     one append of batch ``batch_id``; False if this batch was committed before."""
 
-    def commit() -> None:
-        opened = table(path)
+    def commit(found: DeltaTable | None) -> None:
+        opened = found or table(path)
         actions: list[AddAction | RemoveAction] = list(adds)
         opened.create_write_transaction(
             actions, mode="append", schema=opened.schema(),
@@ -182,15 +206,19 @@ def commit_files(path: str, adds: list[AddAction], app_id: str, batch_id: int) -
     return _once(path, app_id, batch_id, commit)
 
 
-def _once(path: str, app_id: str, batch_id: int, write: Callable[[], object]) -> bool:
-    """``write`` batch ``batch_id`` to the table at ``path`` unless it holds it; a commit that
-    lost a race (``CommitFailedError``) is tried again after reading the table's transaction
-    version anew, so a batch is written once. False if the table held the batch."""
+def _once(
+    path: str, app_id: str, batch_id: int, write: Callable[[DeltaTable | None], object]
+) -> bool:
+    """``write`` batch ``batch_id`` to the table at ``path`` (given as just read, None if there
+    is none yet) unless it holds it; a commit that lost a race (``CommitFailedError``) is tried
+    again after reading the table anew, so a batch is written once. False if the table held
+    the batch."""
     for attempt in range(1, COMMIT_ATTEMPTS + 1):
-        if already_applied(path, app_id, batch_id):
+        current = open_table(path)
+        if _holds(current, app_id, batch_id):
             return False
         try:
-            write()
+            write(current)
             return True
         except CommitFailedError as exc:
             if attempt == COMMIT_ATTEMPTS:
@@ -220,14 +248,23 @@ def merge_replica(
 
 
 def _merge(
-    path: str, changes: pa.Table, key: Sequence[str], app_id: str, batch_id: int, reset: bool
+    path: str,
+    changes: pa.Table,
+    key: Sequence[str],
+    app_id: str,
+    batch_id: int,
+    reset: bool,
+    opened: DeltaTable | None,
 ) -> None:
-    target = table(path)
+    target = opened or table(path)
     commit = _commit(app_id, batch_id)
     if changes.num_rows == 0:
         if reset:
             target.delete(commit_properties=commit)
         return
+    merged = _commit(app_id, batch_id, "MERGE")
+    if rewrite.upsert(target, path, arrow_fields(target), changes, key, OP_COLUMN, merged, reset):
+        return  # the touched files copied on write: no query planned (:mod:`.rewrite`)
     predicate = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in key)
     helper = [OP_COLUMN, ORDER_COLUMN]
     merger = target.merge(

@@ -51,10 +51,10 @@ whose file holds them, :mod:`sparkcdc.store.batch_files`):
    appended where the replica's file statistics prove it holds none of their keys
    (:func:`~.chunk_rows.disjoint`).
 
-   Tables are written in the batch's order, except that tables holding nothing but chunks of
-   an incremental snapshot come last: before them the sink touches its mark (the pipeline's
-   batch mark, :mod:`sparkcdc.spark.incremental.batch_mark`), which lets the next window's
-   reads start.
+   Tables are written a few at a time (each table's commits are its own), the tables holding
+   nothing but chunks of an incremental snapshot after all others: before them the sink touches
+   its mark (the pipeline's batch mark, :mod:`sparkcdc.spark.incremental.batch_mark`), which
+   lets the next window's reads start.
 5. Notifications of the incremental snapshots (``op = 'n'``) are no changes: they are logged and
    appended to ``<sink>/_sparkcdc/notifications`` (:mod:`.notifications`).
 
@@ -72,7 +72,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -110,6 +110,8 @@ from sparkcdc.sinks.port import (
 )
 
 log = logging.getLogger("sparkcdc.sink")
+
+TABLE_WRITERS = 4  # tables of one micro-batch written at the same time (bench section 9)
 
 
 @dataclass
@@ -230,16 +232,17 @@ class DeltaSink(Sink):
             names = pc.binary_join_element_wise(rows.column("db"), rows.column("table"), "\x00")
             parts = [(n, rows.filter(pc.equal(names, n))) for n in pc.unique(names).to_pylist()]
             # the stream's changes first, then the mark, then snapshot chunks (module docstring)
+            named = [(TableName(*n.split("\x00", 1)), part) for n, part in parts]
             later = [chunk_rows.only_incremental_chunks(part) for _, part in parts]
-            for (name, part), chunk in sorted(zip(parts, later, strict=True), key=lambda p: p[1]):
-                if chunk:
+            for chunk in (False, True):
+                group = [p for p, c in zip(named, later, strict=True) if c == chunk]
+                if chunk and group:
                     self._touch_mark()
-                table = TableName(*name.split("\x00", 1))
-                wrote, counts = self._table_changes(
-                    table, part, batch_id, resets.get(table), chunk, effects.get(table, [])
-                )
-                (tables if wrote else skipped).append(str(table))
-                written.update({(str(table), op): n for op, n in counts.items()})
+                for table, (wrote, counts) in self._tables_changes(
+                    group, batch_id, resets, chunk, effects
+                ):
+                    (tables if wrote else skipped).append(str(table))
+                    written.update({(str(table), op): n for op, n in counts.items()})
             ts = pc.max(rows.column("source").combine_chunks().field("ts_ms")).as_py()
             last_ts = None if ts is None else int(ts)
         for name in resets:
@@ -271,10 +274,9 @@ class DeltaSink(Sink):
             self.last_event_ts_ms = max(self.last_event_ts_ms or 0, report.last_event_ts_ms)
         self.last_report = report
         if report.changes:
-            done = ", ".join(report.tables) or "nothing new"
-            extra = (
-                f" (already written before: {', '.join(report.skipped)})" if report.skipped else ""
-            )
+            done = _listed(report.tables) or "nothing new"
+            skipped = _listed(report.skipped)
+            extra = f" (already written before: {skipped})" if skipped else ""
             log.info(
                 "batch %d: %d changes to %s; replica and change log written%s%s",
                 report.batch_id,
@@ -286,6 +288,31 @@ class DeltaSink(Sink):
             )
 
     # -------------------------------------------------------------- changes
+    def _tables_changes(
+        self,
+        group: list[tuple[TableName, pa.Table]],
+        batch_id: int,
+        resets: dict[TableName, int],
+        incremental_only: bool,
+        effects: dict[TableName, list[existing.Effect]],
+    ) -> list[tuple[TableName, tuple[bool, dict[str, int]]]]:
+        """:meth:`_table_changes` of each table of ``group``, :data:`TABLE_WRITERS` at a time
+        (each table's commits are its own; delta-rs works outside the GIL); the results in
+        ``group``'s order. A table that fails stops the batch once the others are written."""
+
+        def one(item: tuple[TableName, pa.Table]) -> tuple[bool, dict[str, int]]:
+            name, part = item
+            return self._table_changes(
+                name, part, batch_id, resets.get(name), incremental_only, effects.get(name, [])
+            )
+
+        if len(group) < 2:
+            return [(name, one((name, part))) for name, part in group]
+        with ThreadPoolExecutor(min(TABLE_WRITERS, len(group))) as pool:
+            futures = [pool.submit(one, item) for item in group]
+            wait(futures)
+        return [(name, f.result()) for (name, _), f in zip(group, futures, strict=True)]
+
     def _table_changes(
         self,
         name: TableName,
@@ -439,6 +466,13 @@ class DeltaSink(Sink):
             return
         empty = pa.table({})
         commits.merge_replica(path, empty, (), self.app_id, batch_id, reset=True)
+
+
+def _listed(tables: list[str], shown: int = 10) -> str:
+    """``tables`` for a log line: a long list as its count and its first ``shown`` names."""
+    if len(tables) <= shown:
+        return ", ".join(tables)
+    return f"{len(tables)} tables ({', '.join(tables[:shown])}, …)"
 
 
 def _check_key(schema: TableSchema) -> None:

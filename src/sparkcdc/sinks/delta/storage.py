@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import urlsplit
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pyarrow import fs
 
 from sparkcdc.config.secret import Secret
@@ -72,6 +74,10 @@ class LakeStorage:
                 return bytes(stream.read()).decode("utf-8")
         except FileNotFoundError:
             return None
+
+    def read_parquet(self, path: str) -> pa.Table:
+        """The Parquet file at ``path`` (from :meth:`join`, or a table's path and a name)."""
+        return pq.read_table(self._where(path), filesystem=self.filesystem)
 
     def write_text(self, path: str, text: str) -> None:
         """Write ``text`` as the file at ``path`` at once: readers see the old or the new."""

@@ -1,0 +1,165 @@
+"""The replica's upserts and deletes as a copy-on-write of the data files they touch.
+
+What a MERGE does, without planning a query: delta-rs's MERGE plans a DataFusion query at each
+call, about 10 ms even for one changed row, which a micro-batch pays once per changed table
+(bench section 9: 300 tables, 300 MERGEs a batch). Copy-on-write as Delta's own MERGE writes it
+(no deletion vectors): the data files whose key statistics reach the batch's keys (every file
+where the key has none) are read, the rows whose key the batch changes are left out (an anti-join
+on the key, so keys match as the MERGE's ``t.k = s.k`` does), the batch's upserts are added, and
+the result is written as one new data file; its add action and the candidates' remove actions
+are one commit, carrying the batch's transaction identifier (:mod:`.commits`). A TRUNCATE or
+DROP in the batch (``reset``) removes every file. Delta's history names the commit a ``WRITE``
+(delta-rs names a commit of given actions so); its ``sparkcdc.operation`` says ``MERGE``.
+
+Only where it is the same: a table with deletion vectors, column mapping, the change data feed,
+partitions or data files outside its folder, candidates over :data:`MAX_BYTES`, or a key type
+the anti-join cannot match, is left to the MERGE (:func:`upsert` returns False before writing).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import uuid
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from deltalake import CommitProperties, DeltaTable
+from deltalake.transaction import AddAction, RemoveAction
+
+from sparkcdc.sinks.delta import storage
+from sparkcdc.sinks.delta.chunk_files import dictionary_leaves, file_stats
+
+MAX_BYTES = 64 * 1024 * 1024  # the candidates' data files read into memory at most
+_ROW = "_sparkcdc_row"
+_UNSUPPORTED_CONFIG = ("delta.enableChangeDataFeed", "delta.columnMapping.mode",
+                       "delta.enableDeletionVectors")  # fmt: skip
+
+
+def upsert(
+    table: DeltaTable,
+    path: str,
+    fields: Sequence[pa.Field],
+    changes: pa.Table,
+    key: Sequence[str],
+    op_column: str,
+    commit: CommitProperties,
+    reset: bool,
+) -> bool:
+    """Apply ``changes`` (the replica's ``fields``, ``op_column`` 'd' deletes, else upserts; one
+    row per key) to the table at ``path`` as one commit; False (nothing written) where the
+    MERGE must do it (module docstring)."""
+    if not _plain(table):
+        return False
+    schema = pa.schema(list(fields))
+    names = schema.names
+    key_names = [n for k in key for n in names if n.lower() == k.lower()]
+    if len(key_names) != len(key):
+        return False
+    files = pa.table(table.get_add_actions(flatten=False))
+    candidates = files if reset else _candidates(files, changes, key_names)
+    paths = candidates.column("path").to_pylist()
+    if any("://" in p or p.startswith("/") for p in paths):
+        return False
+    if sum(candidates.column("size_bytes").to_pylist()) > MAX_BYTES:
+        return False
+    lake = storage.at(path)
+    try:
+        upserts = changes.filter(pc.not_equal(changes.column(op_column), "d"))
+        upserts = upserts.select(names).cast(schema)
+        kept = schema.empty_table()
+        if not reset and paths:
+            kept = _kept_rows(_read(lake, path, paths, schema), _keys(changes, key_names, schema))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return False  # a type the anti-join or the cast cannot take: the MERGE's
+    rows = pa.concat_tables([kept, upserts])
+    now = int(time.time() * 1000)
+    actions: list[AddAction | RemoveAction] = [
+        RemoveAction(p, True, now, int(s)) for p, s in
+        zip(paths, candidates.column("size_bytes").to_pylist(), strict=True)
+    ]  # fmt: skip
+    if rows.num_rows:
+        actions.append(_write(lake, path, rows, now))
+    # committed even with no action: the batch's identifier says the table holds it
+    table.create_write_transaction(actions, mode="append", schema=table.schema(),
+                                   commit_properties=commit)  # fmt: skip
+    return True
+
+
+def _keys(changes: pa.Table, key_names: list[str], schema: pa.Schema) -> pa.Table:
+    """The batch's keys, in the replica's key types."""
+    return changes.select(key_names).cast(pa.schema([schema.field(n) for n in key_names]))
+
+
+def _plain(table: DeltaTable) -> bool:
+    """No table feature the copy-on-write would have to write as well."""
+    config = table.metadata().configuration
+    if any(str(config.get(k, "")).lower() not in ("", "false", "none") for k in
+           _UNSUPPORTED_CONFIG):  # fmt: skip
+        return False
+    if table.metadata().partition_columns:
+        return False
+    features = table.protocol().reader_features or []
+    return "deletionVectors" not in features and "columnMapping" not in features
+
+
+def _candidates(files: pa.Table, changes: pa.Table, key_names: list[str]) -> pa.Table:
+    """The data files whose statistics of an integer key column reach the batch's keys (every
+    file, where a key column has no such statistics)."""
+    if files.num_rows == 0:
+        return files
+    reach = pa.array([True] * files.num_rows)
+    for name in key_names:
+        values = changes.column(name)
+        if not pa.types.is_integer(values.type) or values.null_count == len(values):
+            continue
+        try:
+            low = files.column("min").combine_chunks().field(name)
+            high = files.column("max").combine_chunks().field(name)
+        except KeyError:
+            continue
+        bounds = pc.min_max(values)
+        lo, hi = bounds["min"], bounds["max"]
+        inside = pc.and_(pc.less_equal(low, hi), pc.greater_equal(high, lo))
+        reach = pc.and_(reach, pc.fill_null(inside, True))  # no statistics: a candidate
+    return files.filter(reach)
+
+
+def _read(lake: storage.LakeStorage, path: str, paths: list[str], schema: pa.Schema) -> pa.Table:
+    """The rows of the data files ``paths``, in the replica's columns (a column added after
+    a file was written reads as null in it)."""
+    parts = []
+    for name in paths:
+        where = lake.join(path, name) if lake.remote else f"{path.rstrip('/')}/{name}"
+        found = lake.read_parquet(where)
+        columns = [
+            found.column(f.name).cast(f.type) if f.name in found.column_names
+            else pa.nulls(found.num_rows, f.type)
+            for f in schema
+        ]  # fmt: skip
+        parts.append(pa.Table.from_arrays(columns, schema=schema))
+    return pa.concat_tables(parts) if parts else schema.empty_table()
+
+
+def _kept_rows(old: pa.Table, keys: pa.Table) -> pa.Table:
+    """The rows of ``old`` whose key is none of ``keys`` (in ``old``'s order)."""
+    names = keys.column_names
+    numbered = old.select(names).append_column(_ROW, pa.array(range(old.num_rows), pa.int64()))
+    left = numbered.join(keys, keys=names, join_type="left anti").column(_ROW)
+    return old.take(pc.take(left, pc.sort_indices(left)))
+
+
+def _write(lake: storage.LakeStorage, path: str, rows: pa.Table, now: int) -> AddAction:
+    """``rows`` as a new data file of the table at ``path``; its add action."""
+    name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+    buffer = io.BytesIO()
+    pq.write_table(rows, buffer, compression="snappy",
+                   use_dictionary=dictionary_leaves(rows, None))  # fmt: skip
+    data = buffer.getvalue()
+    where = lake.join(path, name) if lake.remote else f"{path.rstrip('/')}/{name}"
+    lake.write_bytes(where, data)
+    stats = json.dumps(file_stats(rows), separators=(",", ":"))
+    return AddAction(name, len(data), {}, now, True, stats)
