@@ -135,14 +135,14 @@ def _create(path: str, schema: pa.Schema) -> None:
 
 
 def already_applied(path: str, app_id: str, batch_id: int) -> bool:
-    return _holds(open_table(path), app_id, batch_id)
+    return _holds(path, open_table(path), app_id, batch_id)
 
 
-def _holds(table: DeltaTable | None, app_id: str, batch_id: int) -> bool:
+def _holds(path: str, table: DeltaTable | None, app_id: str, batch_id: int) -> bool:
     """Whether ``table`` (as it is now) holds batch ``batch_id`` of ``app_id``."""
     if table is None:
         return False
-    version = table.transaction_version(app_id)
+    version = opened.transaction_version(path, table, app_id)
     return version is not None and version >= batch_id
 
 
@@ -215,10 +215,13 @@ def _once(
     the batch."""
     for attempt in range(1, COMMIT_ATTEMPTS + 1):
         current = open_table(path)
-        if _holds(current, app_id, batch_id):
+        if _holds(path, current, app_id, batch_id):
             return False
         try:
+            before = current.version() if current is not None else None
             write(current)
+            if current is not None and current.version() != before:  # moved to this commit's
+                opened.committed(path, current.version(), app_id, batch_id)
             return True
         except CommitFailedError as exc:
             if attempt == COMMIT_ATTEMPTS:

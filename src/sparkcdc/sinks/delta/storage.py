@@ -167,8 +167,12 @@ def as_storage(lake: str | LakeStorage) -> LakeStorage:
     return found if found.uri.rstrip("/") == str(lake).rstrip("/") else LakeStorage(str(lake))
 
 
-def _local(path: str) -> str:
+def local_path(path: str) -> str:
+    """A local path or ``file://`` URI as the path it names."""
     return urlsplit(path).path if path.startswith("file://") else path
+
+
+_local = local_path
 
 
 def _s3(options: Mapping[str, str]) -> fs.S3FileSystem:
