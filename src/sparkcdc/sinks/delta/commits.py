@@ -24,7 +24,7 @@ from functools import partial
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Field, Transaction, write_deltalake
-from deltalake.exceptions import CommitFailedError
+from deltalake.exceptions import CommitFailedError, DeltaError
 from deltalake.transaction import AddAction, RemoveAction
 
 from sparkcdc.core.event import TRANSACTION_TYPE
@@ -212,12 +212,14 @@ def _once(
     """``write`` batch ``batch_id`` to the table at ``path`` (given as just read, None if there
     is none yet) unless it holds it; a commit that lost a race (``CommitFailedError``) is tried
     again after reading the table anew, so a batch is written once. False if the table held
-    the batch."""
+    the batch. A kept table (:mod:`.opened`) whose log files another writer's cleanup removed
+    fails to read (``DeltaError``): it is opened anew, once."""
+    reopened = False
     for attempt in range(1, COMMIT_ATTEMPTS + 1):
         current = open_table(path)
-        if _holds(path, current, app_id, batch_id):
-            return False
         try:
+            if _holds(path, current, app_id, batch_id):
+                return False
             before = current.version() if current is not None else None
             write(current)
             if current is not None and current.version() != before:  # moved to this commit's
@@ -229,6 +231,11 @@ def _once(
             log.warning("batch %d: another writer committed to %s first (%s); trying again",
                         batch_id, path, exc)  # fmt: skip
             time.sleep(0.2 * attempt)
+        except DeltaError:
+            if reopened:
+                raise
+            reopened = True
+            opened.forget(path)
     raise AssertionError("unreachable")
 
 

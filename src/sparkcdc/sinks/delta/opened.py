@@ -25,6 +25,7 @@ import os
 import threading
 
 from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError
 
 from sparkcdc.sinks.delta import storage
 
@@ -72,7 +73,12 @@ def transaction_version(path: str, table: DeltaTable, app_id: str) -> int | None
         found = _TRANSACTIONS.get((path, app_id))
     if found is not None and found[0] == version:
         return found[1]
-    batch = table.transaction_version(app_id)
+    try:
+        batch = table.transaction_version(app_id)
+    except DeltaError:  # log files the kept table names were removed (another's cleanup)
+        forget(path)
+        table = keep(path, DeltaTable(path, storage_options=storage.delta_options(path)))
+        version, batch = table.version(), table.transaction_version(app_id)
     committed(path, version, app_id, batch)
     return batch
 

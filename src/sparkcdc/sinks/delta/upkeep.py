@@ -46,6 +46,7 @@ import pyarrow as pa
 from deltalake import DeltaTable
 
 from sparkcdc.core.table_name import TableName
+from sparkcdc.sinks.delta import opened
 from sparkcdc.sinks.delta.commits import table as delta_table
 from sparkcdc.sinks.delta.storage import LakeStorage, as_storage
 
@@ -105,6 +106,7 @@ def upkeep_table(name: str, path: str, retain: float, small_files: int) -> Table
     )
     freed = _vacuumed_bytes(table) if deleted else 0
     table.cleanup_metadata()  # log files older than retain, before a checkpoint
+    opened.forget(path)  # the kept table may name log files the cleanup removed
     sizes = _sizes(delta_table(path))
     return TableUpkeep(name, compacted, written, len(deleted), freed, len(sizes), sum(sizes))
 
