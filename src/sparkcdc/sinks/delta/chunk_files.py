@@ -43,16 +43,15 @@ from pathlib import Path
 from typing import get_args
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake.transaction import AddAction
 
 from sparkcdc.core.convert import arrow_schema
 from sparkcdc.core.event import TRANSACTION_TYPE, source_type
-from sparkcdc.core.json_value import JSONObject
 from sparkcdc.core.offset_events import offset_source
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks.delta import commits, storage
+from sparkcdc.sinks.delta.data_files import dictionary_leaves, file_stats
 from sparkcdc.sinks.port import ChunkFiles, ChunkRef, DataFile, TableKind
 from sparkcdc.snapshot.split_store import SplitResult, SplitStore
 
@@ -126,53 +125,10 @@ def _changelog(
     )
 
 
-def dictionary_leaves(table: pa.Table, counter: str | None) -> list[str]:
-    """The leaves to dictionary-encode: strings, and in the change log ``op`` and the
-    ``source`` leaves a chunk's rows share (all but the event ``counter``)."""
-    leaves = _leaves(table.schema)
-    out = {name for name, t in leaves if pa.types.is_string(t) or pa.types.is_binary(t)}
-    if "op" in table.column_names:
-        out |= {"op", *(name for name, _ in leaves if name.startswith("source."))}
-        out.discard(f"source.{counter}")
-    return sorted(out)
-
-
 def _write(table: pa.Table, path: Path, dictionary: list[str]) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     pq.write_table(table, tmp, compression="snappy", use_dictionary=dictionary)
     os.replace(tmp, path)
-
-
-def _leaves(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
-    """Dotted names and types of the leaf columns (as Parquet names them)."""
-    out: list[tuple[str, pa.DataType]] = []
-
-    def walk(prefix: str, t: pa.DataType) -> None:
-        if pa.types.is_struct(t):
-            for i in range(t.num_fields):
-                walk(f"{prefix}.{t.field(i).name}", t.field(i).type)
-        else:
-            out.append((prefix, t))
-
-    for f in schema:
-        walk(f.name, f.type)
-    return out
-
-
-def file_stats(table: pa.Table) -> JSONObject:
-    """Delta file statistics: row count, null counts, min and max of integer columns."""
-    nulls: JSONObject = {}
-    stats: JSONObject = {"numRecords": table.num_rows, "nullCount": nulls}
-    lows: JSONObject = {}
-    highs: JSONObject = {}
-    for f, column in zip(table.schema, table.columns, strict=True):
-        nulls[f.name] = column.null_count
-        if pa.types.is_integer(f.type) and column.null_count < len(column):
-            bounds = pc.min_max(column)
-            lows[f.name], highs[f.name] = bounds["min"].as_py(), bounds["max"].as_py()
-    if lows:
-        stats["minValues"], stats["maxValues"] = lows, highs
-    return stats
 
 
 def adoptable(refs: Sequence[ChunkRef], columns: list[pa.Field]) -> bool:

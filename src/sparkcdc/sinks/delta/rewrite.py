@@ -31,7 +31,7 @@ from deltalake import CommitProperties, DeltaTable
 from deltalake.transaction import AddAction, RemoveAction
 
 from sparkcdc.sinks.delta import storage
-from sparkcdc.sinks.delta.chunk_files import dictionary_leaves, file_stats
+from sparkcdc.sinks.delta.data_files import dictionary_leaves, file_stats
 
 MAX_BYTES = 64 * 1024 * 1024  # the candidates' data files read into memory at most
 _ROW = "_sparkcdc_row"
