@@ -196,12 +196,13 @@ def commit_files(path: str, adds: list[AddAction], app_id: str, batch_id: int) -
     one append of batch ``batch_id``; False if this batch was committed before."""
 
     def commit(found: DeltaTable | None) -> None:
-        opened = found or table(path)
+        target = found or table(path)
         actions: list[AddAction | RemoveAction] = list(adds)
-        opened.create_write_transaction(
-            actions, mode="append", schema=opened.schema(),
+        target.create_write_transaction(
+            actions, mode="append", schema=target.schema(),
             commit_properties=_commit(app_id, batch_id),
         )  # fmt: skip
+        target.update_incremental()  # the kept table at this commit (delta-rs leaves it before)
 
     return _once(path, app_id, batch_id, commit)
 

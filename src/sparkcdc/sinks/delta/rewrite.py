@@ -86,6 +86,7 @@ def upsert(
     # committed even with no action: the batch's identifier says the table holds it
     table.create_write_transaction(actions, mode="append", schema=table.schema(),
                                    commit_properties=commit)  # fmt: skip
+    table.update_incremental()  # the kept table at this commit (delta-rs leaves it before)
     return True
 
 

@@ -202,6 +202,7 @@ class DeltaSink(Sink):
         self._images = images
         self.lake.source = envelope.schema.field("source").type
         ops = envelope.column("op").to_pylist() if envelope.num_rows else []
+        self._open_tables(envelope)
         resets: dict[TableName, int] = {}
         truncated: list[int] = []
         effects: dict[TableName, list[existing.Effect]] = {}
@@ -255,6 +256,24 @@ class DeltaSink(Sink):
         took = f"read {read_s:.2f}s, " if read_s is not None else ""
         self._account(report, f" ({took}written in {time.perf_counter() - started:.2f}s)")
         return report
+
+    def _open_tables(self, envelope: pa.Table) -> None:
+        """Open the Delta tables of every table the batch names, :data:`TABLE_WRITERS` at a
+        time (each open replays the table's log; kept open, :mod:`.opened`): a run's first
+        batch announces every captured table."""
+        if envelope.num_rows == 0:
+            return
+        tables = pa.table({"db": envelope.column("db"), "table": envelope.column("table")})
+        found = tables.group_by(["db", "table"]).aggregate([]).to_pylist()
+        paths = [
+            path(TableName(t["db"], t["table"]))
+            for t in found
+            if t["db"] is not None and t["table"] is not None
+            for path in (self.lake.replica, self.lake.changelog)
+        ]
+        if len(paths) > 2:
+            with ThreadPoolExecutor(TABLE_WRITERS) as pool:
+                list(pool.map(commits.open_table, paths))
 
     def _touch_mark(self) -> None:
         """Once per batch: the stream's changes of this batch are committed (the mark)."""

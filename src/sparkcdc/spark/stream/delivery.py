@@ -43,6 +43,8 @@ from sparkcdc.core.offset import Offset
 from sparkcdc.store.batch import Batch
 from sparkcdc.store.ring import EventStore
 
+FILL_POLL_SECONDS = 0.25  # :meth:`DeliveryQueue.fill` waits no longer for the reader's next batch
+
 
 @dataclass
 class Taken:
@@ -103,6 +105,22 @@ class DeliveryQueue:
             size += entry.size
             if entry.key > end_key:
                 end, end_key = entry.item.after, entry.key
+        return end
+
+    def fill(self, start: Offset, max_bytes: int, target: Offset, seconds: float) -> Offset:
+        """:meth:`plan` again while the log reader keeps putting batches, for ``seconds`` at
+        most, until the ready queue holds ``max_bytes`` or reaches ``target``: fewer, larger
+        micro-batches while the reader is behind (a batch pays fixed costs per table it
+        touches). Stops as soon as the reader put nothing for :data:`FILL_POLL_SECONDS`."""
+        deadline = time.monotonic() + seconds
+        end = self.plan(start, max_bytes)
+        while end < target and self._ready_bytes < max_bytes:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.fetch(
+                max_bytes - self._ready_bytes, min(left, FILL_POLL_SECONDS)
+            ):
+                break
+            end = self.plan(start, max_bytes)
         return end
 
     def planned(self, end: Offset) -> list[pa.RecordBatch]:

@@ -64,6 +64,10 @@ from sparkcdc.spark.stream.status import Status, StatusWriter, peak_rss_bytes
 from sparkcdc.spark.stream.table_stream import TableStream
 from sparkcdc.store.batch_files import BatchFiles
 
+# available-now: a micro-batch waits this long at most for the log reader to fill it (the
+# reader runs ahead of the batches otherwise; bench section 9)
+FILL_SECONDS = 3.0
+
 
 class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """The stream reader; see the module docstring for the call order and the offsets."""
@@ -179,6 +183,8 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self._raise_reader_error()
                 raise
             self._raise_reader_error()
+            if self._target is not None and end > begin:  # available-now: larger batches
+                end = queue.fill(begin, cap, self._target, FILL_SECONDS)
             planned = self.incremental.plan(at, begin, end, queue, self._feed.reader)
             if planned is not None:
                 return planned.to_json()
