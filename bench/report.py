@@ -264,6 +264,19 @@ def _startup(t: dict[str, Any]) -> list[str]:
         f"The empty run ends {start['total_s'] - start['first_commit_s']:.1f} s after that "
         f"commit (its last batch, the query's and the session's stop): {start['total_s']:.1f} s "
         "in all, the fixed cost taken off the row above.",
+        *_bare(start),
+    ]
+
+
+def _bare(start: dict[str, Any]) -> list[str]:
+    bare = start.get("bare_spark_s")
+    if bare is None:
+        return []
+    return [
+        "",
+        f"A bare Spark session (`local[*]`, a new Python process) that runs one trivial job "
+        f"and stops, measured right after: {bare:.1f} s; the empty run is "
+        f"**{start['total_s'] / bare:.2f}×** that (goal: ≤ 1.1×).",
     ]
 
 

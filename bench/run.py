@@ -273,7 +273,8 @@ def write_report(results: dict[str, Any]) -> None:
     (HERE / "results.json").write_text(json.dumps(results, indent=2))
     from bench.report import render
 
-    (HERE / "RESULTS.md").write_text(pg_snapshot.with_section(render(results), results))
+    markdown = pg_snapshot.with_section(render(results), results)
+    (HERE / "RESULTS.md").write_text(tables.with_section(markdown, results))
 
 
 SECTIONS = {

@@ -69,4 +69,24 @@ def measure_startup(cfg: Path, checkpoint: Path) -> dict[str, Any]:
         phases.append({"phase": name, "seconds": seen[marker] - previous})
         previous = seen[marker]
     phases.append({"phase": "first micro-batch (committed)", "seconds": committed[0] - previous})
-    return {"first_commit_s": committed[0], "total_s": total, "phases": phases}
+    return {"first_commit_s": committed[0], "total_s": total, "phases": phases,
+            "bare_spark_s": bare_spark()}  # fmt: skip
+
+
+BARE_SPARK = (
+    "from pyspark.sql import SparkSession\n"
+    "spark = SparkSession.builder.master('local[*]').appName('bare')"
+    ".config('spark.ui.showConsoleProgress', 'false').getOrCreate()\n"
+    "spark.range(1).count()\n"
+    "spark.stop()\n"
+)
+
+
+def bare_spark() -> float:
+    """Seconds of a bare Spark session that runs one trivial job and stops (a new Python
+    process, as ``sparkcdc run`` is): the floor an empty run is measured against."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", BARE_SPARK], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the bare Spark session failed:\n{done.stderr[-3000:]}")
+    return time.perf_counter() - started

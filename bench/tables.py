@@ -100,3 +100,56 @@ def run(
         finally:
             server.stop()
     return {"runs": found}
+
+
+def with_section(markdown: str, results: dict[str, Any]) -> str:
+    """``markdown`` with section 9, if measured, before ``## Where the time goes``."""
+    s = results.get("tables")
+    head, mark, tail = markdown.partition("## Where the time goes\n")
+    return head + "\n".join(section(s)) + "\n" + mark + tail if s and mark else markdown
+
+
+def section(s: dict[str, Any]) -> list[str]:
+    """Section 9 in RESULTS.md: each table count next to the first (one table), and where the
+    time of each run goes."""
+    runs = s["runs"]
+    base = runs[0]
+    first = base["rows"]
+    out = [
+        "## 9. Many tables: the same rows and changes over 1, 300 and 1,000 tables",
+        "",
+        f"{first:,} rows in all (`id int` primary key, `int`, `decimal(12,2)`, `varchar(64)`), "
+        f"snapshotted by a first `sparkcdc run --available-now` (`startup: initial`), then "
+        f"{base['updates']:,} single-row `UPDATE` transactions round robin over the tables, "
+        "caught up by a second run; each table count on a throwaway MariaDB of its own. Seconds "
+        "from the stream query's start to the last micro-batch written (start-up excluded); the "
+        "ratio is the rate next to the one-table run's (goal for 300 tables: ≥ 0.5×).",
+        "",
+        "| tables | snapshot s | rows/s | × one table | catch-up s | changes/s | × one table |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in runs:
+        out.append(
+            f"| {r['tables']:,} | {r['snapshot']['batches_s']:.2f} | "
+            f"{r['snapshot_rows_per_s']:,.0f} | "
+            f"{r['snapshot_rows_per_s'] / base['snapshot_rows_per_s']:.2f}× | "
+            f"{r['catch_up']['batches_s']:.2f} | {r['catch_up_changes_per_s']:,.0f} | "
+            f"{r['catch_up_changes_per_s'] / base['catch_up_changes_per_s']:.2f}× |"
+        )
+    out += [
+        "",
+        "Where the time goes (seconds): start-up (until the stream query started), the "
+        "micro-batches (the sink's reading of a batch and its writing, both inside), the stop.",
+        "",
+        "| tables | run | start-up | batches | micro-batches | sink reads | sink writes | stop |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in runs:
+        for name in ("snapshot", "catch_up"):
+            t = r[name]
+            out.append(
+                f"| {r['tables']:,} | {name.replace('_', '-')} | {t['query_started_s']:.2f} | "
+                f"{t['batches']} | {t['batches_s']:.2f} | {t['sink_read_s']:.2f} | "
+                f"{t['sink_write_s']:.2f} | {t['stop_s']:.2f} |"
+            )
+    return out + [""]

@@ -132,6 +132,29 @@ def test_two_writers_racing_for_a_table_write_each_batch_once(
     assert caplog.text.count("another writer committed") >= 1  # the race did happen
 
 
+def test_the_replica_is_merged_on_s3_by_copying_the_touched_files(s3: MotoS3) -> None:
+    """The replica's copy-on-write (sinks/delta/rewrite.py) reads and writes its data files on
+    object storage: an update and a delete leave the rows a MERGE would, in one commit each."""
+    path = lake_on(s3).join("shop", "kv")  # a remote lake made is known by its paths
+    fields = [pa.field("id", pa.int64()), pa.field("v", pa.string())]
+    commits.ensure_replica(path, fields)
+
+    def changes(ids: list[int], values: list[str | None]) -> pa.Table:
+        ops = ["d" if v is None else "u" for v in values]
+        order = list(range(len(ids)))
+        return pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array(values, pa.string()),
+                         commits.OP_COLUMN: ops, commits.ORDER_COLUMN: order})  # fmt: skip
+
+    assert commits.merge_replica(path, changes([1, 2, 3], ["a", "b", "c"]), ("id",), APP, 0)
+    assert commits.merge_replica(path, changes([2, 3], ["B", None]), ("id",), APP, 1)
+    assert not commits.merge_replica(path, changes([2, 3], ["B", None]), ("id",), APP, 1)
+    table = DeltaTable(path, storage_options=s3.options())
+    assert sorted(table.to_pyarrow_table().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "v": "a"}, {"id": 2, "v": "B"}]  # fmt: skip
+    info = table.history(1)[0]
+    assert info.get(commits.OPERATION_KEY) == "MERGE" and len(table.file_uris()) == 1
+
+
 def test_the_lake_check_names_the_setting_to_fix(s3: MotoS3) -> None:
     """A writable bucket passes; a missing bucket names sink.path; an endpoint nothing listens
     on names sink.storage_options, quickly."""

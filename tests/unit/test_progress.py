@@ -6,6 +6,7 @@ import io
 
 from sparkcdc.cli.progress import ProgressPrinter, describe_incremental, describe_snapshot
 from sparkcdc.spark.pipeline.progress import Progress
+from sparkcdc.spark.stream.status import TableFigures
 
 TABLES = {
     "shop.orders": {
@@ -36,6 +37,30 @@ def test_one_bar_per_table_with_splits_rows_rate_and_time_left() -> None:
         "90,000 rows/s · done",
     ]
     assert describe_snapshot(None) == [] and describe_snapshot({}) == []
+
+
+def test_of_many_tables_the_ones_being_read_get_bars_and_the_rest_one_line() -> None:
+    """300 tables: 120 done, 12 being read (10 bars shown), 168 waiting."""
+    tables: dict[str, TableFigures] = {}
+    for i in range(300):
+        done, reading = i < 120, 120 <= i < 132
+        tables[f"db.t{i:03d}"] = {
+            "splits_done": 1 if done or reading else 0,
+            "splits_total": 1 if done else 2,
+            "rows": 100 if done else 50 if reading else 0,
+            "rows_per_s": 1000.0 if reading else 0.0,
+            "eta_s": None,
+            "done": done,
+        }
+    lines = describe_snapshot(tables)
+    assert [line.split()[1] for line in lines[:-1]] == [f"db.t{i:03d}" for i in range(120, 130)]
+    assert lines[-1] == (
+        "snapshot of 300 tables: 120 done, 12 being read, 168 waiting · 12,600 rows · 12,000 rows/s"
+    )
+    finished = {n: {**t, "done": True} for n, t in tables.items()}
+    assert describe_snapshot(finished) == [  # type: ignore[arg-type]
+        "snapshot of 300 tables: 300 done, 0 being read, 0 waiting · 12,600 rows · 0 rows/s"
+    ]
 
 
 def test_log_lines_carry_the_bars_above_the_pipeline_line() -> None:

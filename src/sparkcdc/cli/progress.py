@@ -39,13 +39,33 @@ def describe(p: Progress) -> str:
 BAR = 20
 
 
+BARS = 10  # tables with a bar of their own at most; the others are summed up in one line
+
+
 def describe_snapshot(tables: dict[str, TableFigures] | None) -> list[str]:
-    """One bar per table of the snapshot: splits done/total, rows, rows/s, time left."""
+    """One bar per table of the snapshot: splits done/total, rows, rows/s, time left. Of more
+    than :data:`BARS` tables, the ones being read get bars (:data:`BARS` at most) and one line
+    counts the tables done, being read and waiting, with their rows and rows/s."""
     if not tables:
         return []
-    width = max(len(name) for name in tables)
+    shown = dict(sorted(tables.items()))
+    summary: list[str] = []
+    if len(tables) > BARS:
+        reading = {n: t for n, t in shown.items() if not t.get("done") and t.get("splits_done")}
+        shown = dict(list(reading.items())[:BARS])
+        done = sum(1 for t in tables.values() if t.get("done"))
+        rows = sum(int(t.get("rows") or 0) for t in tables.values())
+        rate = sum(float(t.get("rows_per_s") or 0) for t in reading.values())
+        waiting = len(tables) - done - len(reading)
+        summary = [
+            f"snapshot of {len(tables):,} tables: {done:,} done, {len(reading):,} being read, "
+            f"{waiting:,} waiting · {rows:,} rows · {rate:,.0f} rows/s"
+        ]
+    if not shown:
+        return summary
+    width = max(len(name) for name in shown)
     lines = []
-    for name, t in sorted(tables.items()):
+    for name, t in shown.items():
         total = max(int(t.get("splits_total") or 0), int(t.get("splits_done") or 0), 1)
         done = int(t.get("splits_done") or 0)
         filled = BAR if t.get("done") else min(BAR, BAR * done // total)
@@ -56,7 +76,7 @@ def describe_snapshot(tables: dict[str, TableFigures] | None) -> list[str]:
             f"{done}/{total} splits · {int(t.get('rows') or 0):,} rows · "
             f"{float(t.get('rows_per_s') or 0):,.0f} rows/s · {left}"
         )
-    return lines
+    return lines + summary
 
 
 def describe_incremental(figures: IncrementalFigures | None) -> list[str]:

@@ -134,8 +134,7 @@ def _read(lake: storage.LakeStorage, path: str, paths: list[str], schema: pa.Sch
     a file was written reads as null in it)."""
     parts = []
     for name in paths:
-        where = lake.join(path, name) if lake.remote else f"{path.rstrip('/')}/{name}"
-        found = lake.read_parquet(where)
+        found = lake.read_parquet(f"{path.rstrip('/')}/{name}")
         columns = [
             found.column(f.name).cast(f.type) if f.name in found.column_names
             else pa.nulls(found.num_rows, f.type)
@@ -160,7 +159,6 @@ def _write(lake: storage.LakeStorage, path: str, rows: pa.Table, now: int) -> Ad
     pq.write_table(rows, buffer, compression="snappy",
                    use_dictionary=dictionary_leaves(rows, None))  # fmt: skip
     data = buffer.getvalue()
-    where = lake.join(path, name) if lake.remote else f"{path.rstrip('/')}/{name}"
-    lake.write_bytes(where, data)
+    lake.write_bytes(f"{path.rstrip('/')}/{name}", data)
     stats = json.dumps(file_stats(rows), separators=(",", ":"))
     return AddAction(name, len(data), {}, now, True, stats)

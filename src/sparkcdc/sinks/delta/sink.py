@@ -43,12 +43,13 @@ whose file holds them, :mod:`sparkcdc.store.batch_files`):
 3. Change log ``<db>/<t>__changelog``: one append of op, before, after, source, transaction
    (a ``t`` row: before and after null).
 4. Replica ``<db>/<t>``: one MERGE on the key with the latest change per key in the batch by log
-   order; deletes delete, inserts and updates upsert (an update that changes the key deletes
-   the old key). A batch of nothing but chunks of the initial snapshot is appended instead,
-   while the table has had nothing else (:class:`~.chunk_rows.AppendBook`): the Parquet files
-   its tasks wrote for both tables are linked in and committed (:mod:`.chunk_files`). Chunks of
-   an incremental snapshot, and batches of nothing but inserts (an append-only table), are
-   appended where the replica's file statistics prove it holds none of their keys
+   order; deletes delete, inserts and updates upsert (an update that changes the key deletes the
+   old key). Done as a copy-on-write of the data files the batch's keys reach (:mod:`.rewrite`),
+   else by delta-rs's MERGE. A batch of nothing but chunks of the initial snapshot is appended
+   instead, while the table has had nothing else (:class:`~.chunk_rows.AppendBook`): the Parquet
+   files its tasks wrote for both tables are linked in and committed (:mod:`.chunk_files`).
+   Chunks of an incremental snapshot, and batches of nothing but inserts (an append-only table),
+   are appended where the replica's file statistics prove it holds none of their keys
    (:func:`~.chunk_rows.disjoint`).
 
    Tables are written a few at a time (each table's commits are its own), the tables holding
