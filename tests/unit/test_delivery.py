@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pyarrow as pa
 
+from sparkcdc.core.envelope import EnvelopeBuilder
 from sparkcdc.core.logitem import LogItem
 from sparkcdc.sources.mysql.offset import BinlogOffset
 from sparkcdc.spark.stream.delivery import DeliveryQueue
 from sparkcdc.store.ring import EventStore
-from tests.cases.envelopes import rows
+from tests.cases.envelopes import add, rows
 
 F = "mysql-bin.000001"
 
@@ -119,3 +123,43 @@ def test_a_replay_larger_than_the_store_frees_it_while_taking() -> None:
     assert ids(taken.batches) == [0, 1, 2, 3, 4, 5]
     thread.join(5.0)
     assert not thread.is_alive()
+
+
+def insert_into(table: str, key: int) -> pa.RecordBatch:
+    """One insert into ``d.<table>``."""
+    b = EnvelopeBuilder(BinlogOffset)
+    add(b, [("c", f"[{key}]", None, f'{{"id": {key}}}')], "d", table, "s1", pos=100 + key,
+        ts_ms=1000 + key, first=key)  # fmt: skip
+    return b.build()
+
+
+def test_the_tables_of_the_planned_items_are_counted() -> None:
+    store = EventStore(max_bytes=1 << 20, max_items=16)
+    start = BinlogOffset(F, 4)
+    for key, table in enumerate(["a", "b", "a", "c"]):
+        store.put(LogItem(BinlogOffset(F, 200 + key), insert_into(table, key)))
+    queue = DeliveryQueue(store, start)
+    assert queue.tables_in(queue.plan(start, 1 << 20)) == 3
+    assert queue.tables_in(BinlogOffset(F, 201)) == 2
+
+
+def test_fill_waits_for_the_reader_until_the_target_and_no_longer() -> None:
+    """fill() plans again while the reader puts more, up to the target; once the reader puts
+    nothing for a while it returns what it has, well before its deadline."""
+    store = EventStore(max_bytes=1 << 20, max_items=16)
+    start, target = BinlogOffset(F, 4), BinlogOffset(F, 203)
+    store.put(LogItem(BinlogOffset(F, 200), insert_into("a", 0)))
+
+    def reader() -> None:
+        for key in (1, 2, 3):
+            time.sleep(0.05)
+            store.put(LogItem(BinlogOffset(F, 200 + key), insert_into("a", key)))
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    queue = DeliveryQueue(store, start)
+    assert queue.fill(start, 1 << 20, target, seconds=10) == target
+    thread.join()
+    began = time.monotonic()
+    assert queue.fill(start, 1 << 20, BinlogOffset(F, 999), seconds=10) == target
+    assert time.monotonic() - began < 2  # the reader put nothing more: no 10 s wait

@@ -64,9 +64,11 @@ from sparkcdc.spark.stream.status import Status, StatusWriter, peak_rss_bytes
 from sparkcdc.spark.stream.table_stream import TableStream
 from sparkcdc.store.batch_files import BatchFiles
 
-# available-now: a micro-batch waits this long at most for the log reader to fill it (the
-# reader runs ahead of the batches otherwise; bench section 9)
+# available-now: a micro-batch of changes to FILL_MIN_TABLES tables or more waits this long at
+# most for the log reader to fill it, as each batch pays a commit per table it touches (bench
+# section 9); a batch of fewer tables starts at once, its reading overlapping the reader's
 FILL_SECONDS = 3.0
+FILL_MIN_TABLES = 10
 
 
 class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -183,7 +185,11 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self._raise_reader_error()
                 raise
             self._raise_reader_error()
-            if self._target is not None and end > begin:  # available-now: larger batches
+            if (
+                self._target is not None  # available-now: fewer batches over many tables
+                and end > begin
+                and queue.tables_in(end) >= FILL_MIN_TABLES
+            ):
                 end = queue.fill(begin, cap, self._target, FILL_SECONDS)
             planned = self.incremental.plan(at, begin, end, queue, self._feed.reader)
             if planned is not None:
