@@ -98,6 +98,23 @@ def test_a_column_added_after_a_file_reads_as_null_in_its_rows(tmp_path: Path) -
     assert rows == [{"id": 1, "name": None}, {"id": 2, "name": "two"}]
 
 
+def test_deletes_given_by_their_key_alone_delete_and_partial_upserts_are_merged(
+    tmp_path: Path,
+) -> None:
+    """Changes holding the key columns only (the gone keys of a re-snapshot) delete by copy on
+    write; upserts lacking a column are left to delta-rs's MERGE, which keeps its values."""
+    path = tmp_path / "t"
+    write_deltalake(str(path), pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]}))
+    deletes = pa.table({"id": [2], OP_COLUMN: ["d"], ORDER_COLUMN: [0]})
+    assert commits.merge_replica(str(path), deletes, ("id",), "app", 0)
+    assert last_operation(path) == "MERGE" and replica_ids(path) == [1, 3]
+    assert DeltaTable(str(path)).history(1)[0]["operation"] == "WRITE"
+    partial = pa.table({"id": [3], OP_COLUMN: ["u"], ORDER_COLUMN: [0]})
+    assert commits.merge_replica(str(path), partial, ("id",), "app", 1)
+    assert DeltaTable(str(path)).history(1)[0]["operation"] == "MERGE"
+    assert replica(path) == {1: "a", 3: "c"}
+
+
 def test_a_table_with_the_change_data_feed_is_merged_by_delta_rs(tmp_path: Path) -> None:
     path = tmp_path / "t"
     write_deltalake(str(path), pa.table({"id": [1, 2]}, schema=pa.schema([FIELDS[0]])),

@@ -69,12 +69,17 @@ def upsert(
     lake = storage.at(path)
     try:
         upserts = changes.filter(pc.not_equal(changes.column(op_column), "d"))
-        upserts = upserts.select(names).cast(schema)
+        if all(n in upserts.column_names for n in names):
+            upserts = upserts.select(names).cast(schema)
+        elif upserts.num_rows:
+            return False  # upserts of some columns only: the MERGE keeps the others' values
+        else:
+            upserts = schema.empty_table()  # deletes given by their key alone
         kept = schema.empty_table()
         if not reset and paths:
             kept = _kept_rows(_read(lake, path, paths, schema), _keys(changes, key_names, schema))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return False  # a type the anti-join or the cast cannot take: the MERGE's
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError):
+        return False  # a type the anti-join or the cast cannot take, a key column missing
     rows = pa.concat_tables([kept, upserts])
     now = int(time.time() * 1000)
     actions: list[AddAction | RemoveAction] = [
