@@ -6,10 +6,12 @@ import threading
 import time
 
 import pyarrow as pa
+import pytest
 
 from sparkcdc.core.envelope import EnvelopeBuilder
 from sparkcdc.core.logitem import LogItem
 from sparkcdc.sources.mysql.offset import BinlogOffset
+from sparkcdc.spark.stream import delivery
 from sparkcdc.spark.stream.delivery import DeliveryQueue
 from sparkcdc.store.ring import EventStore
 from tests.cases.envelopes import add, rows
@@ -143,9 +145,11 @@ def test_the_tables_of_the_planned_items_are_counted() -> None:
     assert queue.tables_in(BinlogOffset(F, 201)) == 2
 
 
-def test_fill_waits_for_the_reader_until_the_target_and_no_longer() -> None:
-    """fill() plans again while the reader puts more, up to the target; once the reader puts
-    nothing for a while it returns what it has, well before its deadline."""
+def test_fill_waits_for_the_reader_until_the_target_and_no_longer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """fill() plans again while the reader puts more, up to the target; once the reader has put
+    nothing for FILL_POLL_SECONDS it returns what it has, long before its deadline."""
     store = EventStore(max_bytes=1 << 20, max_items=16)
     start, target = BinlogOffset(F, 4), BinlogOffset(F, 203)
     store.put(LogItem(BinlogOffset(F, 200), insert_into("a", 0)))
@@ -155,11 +159,11 @@ def test_fill_waits_for_the_reader_until_the_target_and_no_longer() -> None:
             time.sleep(0.05)
             store.put(LogItem(BinlogOffset(F, 200 + key), insert_into("a", key)))
 
+    monkeypatch.setattr(delivery, "FILL_POLL_SECONDS", 60.0)  # a slow reader is still reading
     thread = threading.Thread(target=reader)
     thread.start()
     queue = DeliveryQueue(store, start)
-    assert queue.fill(start, 1 << 20, target, seconds=10) == target
+    assert queue.fill(start, 1 << 20, target, seconds=600) == target
     thread.join()
-    began = time.monotonic()
-    assert queue.fill(start, 1 << 20, BinlogOffset(F, 999), seconds=10) == target
-    assert time.monotonic() - began < 2  # the reader put nothing more: no 10 s wait
+    monkeypatch.setattr(delivery, "FILL_POLL_SECONDS", 0.05)  # the reader has nothing more
+    assert queue.fill(start, 1 << 20, BinlogOffset(F, 999), seconds=600) == target
