@@ -143,6 +143,7 @@ def test_the_tables_of_the_planned_items_are_counted() -> None:
     queue = DeliveryQueue(store, start)
     assert queue.tables_in(queue.plan(start, 1 << 20)) == 3
     assert queue.tables_in(BinlogOffset(F, 201)) == 2
+    assert queue.tables_in(BinlogOffset(F, 203), enough=1) == 1
 
 
 def test_fill_waits_for_the_reader_until_the_target_and_no_longer(

@@ -60,7 +60,10 @@ def upsert(
     if len(key_names) != len(key):
         return False
     files = pa.table(table.get_add_actions(flatten=False))
-    candidates = files if reset else _candidates(files, changes, key_names)
+    try:
+        candidates = files if reset else _candidates(files, changes, key_names)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError):
+        return False  # a key column the changes name otherwise, statistics of another type
     paths = candidates.column("path").to_pylist()
     if any("://" in p or p.startswith("/") for p in paths):
         return False

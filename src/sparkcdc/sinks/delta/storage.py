@@ -57,7 +57,7 @@ class LakeStorage:
         """The path (or URI) of ``parts`` under the lake."""
         if self.remote:
             return "/".join([self.uri.rstrip("/"), *parts])
-        return os.path.join(_local(self.uri), *parts)
+        return os.path.join(local_path(self.uri), *parts)
 
     def delta_options(self) -> dict[str, str]:
         """The options for delta-rs (``DeltaTable``, ``write_deltalake``), secrets revealed."""
@@ -138,7 +138,7 @@ class LakeStorage:
     def _where(self, path: str) -> str:
         """``path`` as the file system names it: no scheme (``bucket/key``) on object storage."""
         if not self.remote:
-            return _local(path)
+            return local_path(path)
         parts = urlsplit(path)
         return f"{parts.netloc}{parts.path}".rstrip("/")
 
@@ -170,9 +170,6 @@ def as_storage(lake: str | LakeStorage) -> LakeStorage:
 def local_path(path: str) -> str:
     """A local path or ``file://`` URI as the path it names."""
     return urlsplit(path).path if path.startswith("file://") else path
-
-
-_local = local_path
 
 
 def _s3(options: Mapping[str, str]) -> fs.S3FileSystem:

@@ -123,13 +123,16 @@ class DeliveryQueue:
             end = self.plan(start, max_bytes)
         return end
 
-    def tables_in(self, end: Offset) -> int:
-        """How many tables the ready items up to ``end`` hold events of."""
+    def tables_in(self, end: Offset, enough: int | None = None) -> int:
+        """How many tables the ready items up to ``end`` hold events of (counted no further
+        than ``enough``)."""
         found: set[tuple[str, str]] = set()
         for batch in self.planned(end):
             names = pa.Table.from_batches([batch]).select(["db", "table"])
             found.update((n["db"], n["table"]) for n in names.group_by(["db", "table"])
                          .aggregate([]).to_pylist())  # fmt: skip
+            if enough is not None and len(found) >= enough:
+                break
         return len(found)
 
     def planned(self, end: Offset) -> list[pa.RecordBatch]:

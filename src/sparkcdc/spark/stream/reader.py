@@ -188,7 +188,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if (
                 self._target is not None  # available-now: fewer batches over many tables
                 and end > begin
-                and queue.tables_in(end) >= FILL_MIN_TABLES
+                and queue.tables_in(end, FILL_MIN_TABLES) >= FILL_MIN_TABLES
             ):
                 end = queue.fill(begin, cap, self._target, FILL_SECONDS)
             planned = self.incremental.plan(at, begin, end, queue, self._feed.reader)
