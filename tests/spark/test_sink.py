@@ -4,6 +4,7 @@ schema evolution and table-emptying DDL."""
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -211,3 +212,24 @@ def test_a_change_without_images_stops_the_batch(spark: Any, tmp_path: Path) -> 
     with pytest.raises(SinkError, match="1 changes to shop.accounts .* neither JSON nor typed"):
         sink.write(broken, 0)
     assert rows(tmp_path / "shop" / "accounts") == []  # announced, created, nothing in it
+
+
+def test_a_failing_table_stops_the_batch_once_the_other_tables_are_written(tmp_path: Path) -> None:
+    """Tables of a batch are written several at a time: one table's error stops the batch, the
+    other tables' commits stand, and the batch again (fixed) writes the failed table only."""
+    tables = [replace(ACCOUNTS, table=f"accounts_{i}") for i in range(6)]
+    good = Changes()
+    for i, t in enumerate(tables):
+        good.schema(t).change("c", t, after={"id": i, "owner": f"o{i}", "balance": "1.00"})
+    table = good.table()
+    at = table.schema.get_field_index("after")
+    names, afters = table.column("table").to_pylist(), table.column("after").to_pylist()
+    lost = pa.array([None if n == "accounts_3" else v for n, v in zip(names, afters, strict=True)])
+    sink = DeltaSink(str(tmp_path), "p")
+    with pytest.raises(SinkError, match="accounts_3"):
+        sink.write(table.set_column(at, "after", lost), 0)
+    replica = tmp_path / "shop"
+    assert [len(rows(replica / t.table)) for t in tables] == [1, 1, 1, 0, 1, 1]
+    report = DeltaSink(str(tmp_path), "p").write(table, 0)
+    assert report.tables == ["shop.accounts_3"] and len(report.skipped) == 5
+    assert [len(rows(replica / t.table)) for t in tables] == [1] * 6
