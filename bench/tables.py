@@ -5,7 +5,8 @@ The same rows and the same changes, once on one table and once spread over many 
 ``sparkcdc run --available-now`` (startup ``initial``), then ``updates`` single-row UPDATE
 transactions round robin over the tables, caught up by a second run. Each run's time is split
 as section 1 splits it (:func:`bench.stream.where_time_goes`); the figures compared leave the
-start-up out: from the stream query's start to the last micro-batch written.
+start-up out: from the stream query's start to the last micro-batch written. Last, what one
+change-log append costs as a table's log grows (:mod:`bench.commit_cost`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import stream
+from bench import commit_cost, stream
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 
 YamlFor = stream.YamlFor
@@ -99,7 +100,7 @@ def run(
             found.append(measure_tables(server, work, yaml_for, n, total_rows, updates))
         finally:
             server.stop()
-    return {"runs": found}
+    return {"runs": found, "commit_cost": commit_cost.run()}
 
 
 def with_section(markdown: str, results: dict[str, Any]) -> str:
@@ -152,4 +153,5 @@ def section(s: dict[str, Any]) -> list[str]:
                 f"{t['batches']} | {t['batches_s']:.2f} | {t['sink_read_s']:.2f} | "
                 f"{t['sink_write_s']:.2f} | {t['stop_s']:.2f} |"
             )
-    return out + [""]
+    costs = s.get("commit_cost")
+    return out + [""] + (commit_cost.section(costs) if costs else [])

@@ -94,7 +94,7 @@ def test_vacuum_keeps_the_versions_within_retain_and_files_about_to_be_committed
     live = {Path(u).name for u in DeltaTable(str(replica)).file_uris()}
     assert done.vacuumed == len(ever - live) + 1 and done.vacuumed_bytes > 0  # + staged: 0s old
     assert rows(replica) == before[versions[-1]] and on_disk(replica) == live
-    with pytest.raises(Exception, match="(?i)not found|no such file"):
+    with pytest.raises(Exception, match="(?i)not found|no such file|no files in log segment"):
         rows(replica, versions[-2])  # older than retain: its files are gone
 
 

@@ -19,22 +19,24 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from functools import partial
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Field, Transaction, write_deltalake
+from deltalake import CommitProperties, DeltaTable, Field, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError
-from deltalake.transaction import AddAction, RemoveAction
+from deltalake.transaction import AddAction
 
 from sparkcdc.core.event import TRANSACTION_TYPE
-from sparkcdc.sinks.delta import opened, rewrite, storage
+from sparkcdc.sinks.delta import log_commit, opened, rewrite, storage
+from sparkcdc.sinks.delta.data_files import write_data_file
 
 log = logging.getLogger("sparkcdc.sink")
 
 OP_COLUMN = "_sparkcdc_op"
 ORDER_COLUMN = "_sparkcdc_order"
-OPERATION_KEY = "sparkcdc.operation"
+OPERATION_KEY = log_commit.OPERATION_KEY
 COMMIT_ATTEMPTS = 5  # a commit that lost a race for its version, tried again
 
 
@@ -53,10 +55,10 @@ def changelog_schema(columns: Sequence[pa.Field], source: pa.DataType) -> pa.Sch
     )
 
 
-def open_table(path: str) -> DeltaTable | None:
-    """The Delta table at ``path`` (kept open in this process, :mod:`.opened`); None if there
-    is none."""
-    found = opened.cached(path)
+def open_table(path: str, current: bool = True) -> DeltaTable | None:
+    """The Delta table at ``path`` (kept open in this process, :mod:`.opened`; ``current``: as
+    :func:`.opened.cached` says); None if there is none."""
+    found = opened.cached(path, current)
     if found is not None:
         return found
     options = storage.delta_options(path)
@@ -73,9 +75,19 @@ def table(path: str) -> DeltaTable:
     return opened.keep(path, DeltaTable(path, storage_options=storage.delta_options(path)))
 
 
+# a table object's plain fields as of its version, by the object's id while it lives
+_FIELDS: dict[int, tuple[weakref.ref[DeltaTable], int, list[pa.Field]]] = {}
+
+
 def arrow_fields(table: DeltaTable) -> list[pa.Field]:
-    schema = pa.schema(table.schema().to_arrow())
-    return [plain_field(f) for f in schema]
+    """The table's columns as the sink writes them (:func:`plain_field`)."""
+    version, key = table.version(), id(table)
+    found = _FIELDS.get(key)
+    if found is not None and found[0]() is table and found[1] == version:
+        return list(found[2])
+    fields = [plain_field(f) for f in pa.schema(table.schema().to_arrow())]
+    _FIELDS[key] = (weakref.ref(table, lambda _: _FIELDS.pop(key, None)), version, fields)
+    return list(fields)
 
 
 def plain_field(f: pa.Field) -> pa.Field:
@@ -131,7 +143,9 @@ def ensure_changelog(path: str, columns: Sequence[pa.Field], source: pa.DataType
 def _create(path: str, schema: pa.Schema) -> None:
     lake = storage.at(path)
     lake.mkdir(path)
-    DeltaTable.create(path, schema=schema, mode="ignore", storage_options=lake.delta_options())
+    config = {log_commit.CHECKPOINT_KEY: str(log_commit.CHECKPOINT_EVERY)}
+    DeltaTable.create(path, schema=schema, mode="ignore", configuration=config,
+                      storage_options=lake.delta_options())  # fmt: skip
 
 
 def already_applied(path: str, app_id: str, batch_id: int) -> bool:
@@ -149,13 +163,34 @@ def _holds(path: str, table: DeltaTable | None, app_id: str, batch_id: int) -> b
 def _commit(app_id: str, batch_id: int, operation: str | None = None) -> CommitProperties:
     """The commit's transaction identifier; ``operation``: what the commit did, where delta-rs
     records another (``sparkcdc.operation`` in the commit info, :mod:`.rewrite`)."""
-    tag = {OPERATION_KEY: operation} if operation else None
-    return CommitProperties(app_transactions=[Transaction(app_id, batch_id)], custom_metadata=tag)
+    return log_commit.properties((app_id, batch_id), operation)
 
 
 def append_changelog(path: str, rows: pa.Table, app_id: str, batch_id: int) -> bool:
-    """Append a change log's ``rows`` of batch ``batch_id`` (:func:`append_once`)."""
-    return append_once(path, rows, app_id, batch_id)
+    """Append a change log's ``rows`` of batch ``batch_id``: one data file committed by
+    :mod:`.log_commit` where the table's columns are the rows' own, else :func:`append_once`
+    (which widens the table); False if this batch was appended before."""
+
+    def write(found: DeltaTable | None) -> None:
+        if (
+            found is not None
+            and _same_columns(found, rows.schema)
+            and log_commit.usable(path, found)
+        ):
+            adds = [write_data_file(storage.at(path), path, rows)]
+            log_commit.commit(path, found, adds, [], (app_id, batch_id))
+            return
+        found = open_table(path)  # current: delta-rs commits after its version
+        _append(path, rows, _commit(app_id, batch_id), found, schema_mode="merge")
+        if found is not None:
+            opened.committed(path, found.version(), app_id, batch_id)
+
+    return _once(path, app_id, batch_id, write, current=False)
+
+
+def _same_columns(table: DeltaTable, schema: pa.Schema) -> bool:
+    """Whether ``table``'s columns are ``schema``'s, names and types."""
+    return [(f.name, f.type) for f in arrow_fields(table)] == [(f.name, f.type) for f in schema]
 
 
 def append_once(path: str, rows: pa.Table, app_id: str, batch_id: int) -> bool:
@@ -196,35 +231,34 @@ def commit_files(path: str, adds: list[AddAction], app_id: str, batch_id: int) -
     one append of batch ``batch_id``; False if this batch was committed before."""
 
     def commit(found: DeltaTable | None) -> None:
-        target = found or table(path)
-        actions: list[AddAction | RemoveAction] = list(adds)
-        target.create_write_transaction(
-            actions, mode="append", schema=target.schema(),
-            commit_properties=_commit(app_id, batch_id),
-        )  # fmt: skip
-        target.update_incremental()  # the kept table at this commit (delta-rs leaves it before)
+        log_commit.commit_files(path, found or table(path), adds, [], (app_id, batch_id))
 
     return _once(path, app_id, batch_id, commit)
 
 
 def _once(
-    path: str, app_id: str, batch_id: int, write: Callable[[DeltaTable | None], object]
+    path: str,
+    app_id: str,
+    batch_id: int,
+    write: Callable[[DeltaTable | None], object],
+    current: bool = True,
 ) -> bool:
-    """``write`` batch ``batch_id`` to the table at ``path`` (given as just read, None if there
-    is none yet) unless it holds it; a commit that lost a race (``CommitFailedError``) is tried
-    again after reading the table anew, so a batch is written once. False if the table held
+    """``write`` batch ``batch_id`` to the table at ``path`` (given as kept, :func:`open_table`
+    with ``current``; None if there is none yet) unless it holds it; a commit that lost a race
+    (``CommitFailedError``) is tried again after reading the table anew, so a batch is written
+    once. False if the table held
     the batch. A kept table (:mod:`.opened`) whose log files another writer's cleanup removed
     fails to read (``DeltaError``): it is opened anew, once."""
     reopened = False
     for attempt in range(1, COMMIT_ATTEMPTS + 1):
-        current = open_table(path)
+        found = open_table(path, current)
         try:
-            if _holds(path, current, app_id, batch_id):
+            if _holds(path, found, app_id, batch_id):
                 return False
-            before = current.version() if current is not None else None
-            write(current)
-            if current is not None and current.version() != before:  # moved to this commit's
-                opened.committed(path, current.version(), app_id, batch_id)
+            before = found.version() if found is not None else None
+            write(found)
+            if found is not None and found.version() != before:  # moved to this commit's
+                opened.committed(path, found.version(), app_id, batch_id)
             return True
         except CommitFailedError as exc:
             if attempt == COMMIT_ATTEMPTS:
@@ -273,8 +307,8 @@ def _merge(
         if reset:
             target.delete(commit_properties=commit)
         return
-    merged = _commit(app_id, batch_id, "MERGE")
-    if rewrite.upsert(target, path, arrow_fields(target), changes, key, OP_COLUMN, merged, reset):
+    txn = (app_id, batch_id)
+    if rewrite.upsert(target, path, arrow_fields(target), changes, key, OP_COLUMN, txn, reset):
         return  # the touched files copied on write: no query planned (:mod:`.rewrite`)
     predicate = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in key)
     helper = [OP_COLUMN, ORDER_COLUMN]

@@ -9,10 +9,18 @@ use them to skip files, and the sink to find the files a batch's keys may be in.
 
 from __future__ import annotations
 
+import io
+import json
+import time
+import uuid
+
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from deltalake.transaction import AddAction
 
 from sparkcdc.core.json_value import JSONObject
+from sparkcdc.sinks.delta.storage import LakeStorage
 
 
 def dictionary_leaves(table: pa.Table, counter: str | None) -> list[str]:
@@ -42,17 +50,48 @@ def _leaves(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
     return out
 
 
+def write_data_file(lake: LakeStorage, path: str, rows: pa.Table) -> AddAction:
+    """``rows`` as a new data file (dictionary-encoded as :func:`dictionary_leaves` says) of the
+    table at ``path``; its add action, with :func:`file_stats`."""
+    name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+    buffer = io.BytesIO()
+    pq.write_table(rows, buffer, compression="snappy",
+                   use_dictionary=dictionary_leaves(rows, None))  # fmt: skip
+    data = buffer.getvalue()
+    lake.write_new_file(f"{path.rstrip('/')}/{name}", data)
+    stats = json.dumps(file_stats(rows), separators=(",", ":"))
+    return AddAction(name, len(data), {}, int(time.time() * 1000), True, stats)
+
+
 def file_stats(table: pa.Table) -> JSONObject:
-    """Delta file statistics: row count, null counts, min and max of integer columns."""
-    nulls: JSONObject = {}
-    stats: JSONObject = {"numRecords": table.num_rows, "nullCount": nulls}
-    lows: JSONObject = {}
-    highs: JSONObject = {}
-    for f, column in zip(table.schema, table.columns, strict=True):
-        nulls[f.name] = column.null_count
-        if pa.types.is_integer(f.type) and column.null_count < len(column):
-            bounds = pc.min_max(column)
-            lows[f.name], highs[f.name] = bounds["min"].as_py(), bounds["max"].as_py()
+    """Delta file statistics: row count, null counts, min and max of integer columns (of the
+    fields of struct columns too, nested as Delta nests them)."""
+    stats: JSONObject = {"numRecords": table.num_rows}
+    nulls, lows, highs = _column_stats(table.schema, table.columns)
+    stats["nullCount"] = nulls
     if lows:
         stats["minValues"], stats["maxValues"] = lows, highs
     return stats
+
+
+def _column_stats(
+    fields: pa.Schema | pa.StructType, columns: list[pa.ChunkedArray] | list[pa.Array]
+) -> tuple[JSONObject, JSONObject, JSONObject]:
+    """Null counts, minimums and maximums of ``columns`` (named by ``fields``)."""
+    nulls: JSONObject = {}
+    lows: JSONObject = {}
+    highs: JSONObject = {}
+    for f, column in zip(fields, columns, strict=True):
+        if pa.types.is_struct(f.type):
+            whole = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+            # the fields' values with the struct's own nulls as theirs
+            inner_nulls, inner_lows, inner_highs = _column_stats(f.type, whole.flatten())
+            nulls[f.name] = inner_nulls
+            if inner_lows:
+                lows[f.name], highs[f.name] = inner_lows, inner_highs
+        else:
+            nulls[f.name] = column.null_count
+            if pa.types.is_integer(f.type) and column.null_count < len(column):
+                bounds = pc.min_max(column)
+                lows[f.name], highs[f.name] = bounds["min"].as_py(), bounds["max"].as_py()
+    return nulls, lows, highs

@@ -18,20 +18,14 @@ the anti-join cannot match, is left to the MERGE (:func:`upsert` returns False b
 
 from __future__ import annotations
 
-import io
-import json
-import time
-import uuid
 from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
-from deltalake import CommitProperties, DeltaTable
-from deltalake.transaction import AddAction, RemoveAction
+from deltalake import DeltaTable
 
-from sparkcdc.sinks.delta import storage
-from sparkcdc.sinks.delta.data_files import dictionary_leaves, file_stats
+from sparkcdc.sinks.delta import log_commit, storage
+from sparkcdc.sinks.delta.data_files import write_data_file
 
 MAX_BYTES = 64 * 1024 * 1024  # the candidates' data files read into memory at most
 _ROW = "_sparkcdc_row"
@@ -46,12 +40,13 @@ def upsert(
     changes: pa.Table,
     key: Sequence[str],
     op_column: str,
-    commit: CommitProperties,
+    txn: tuple[str, int],
     reset: bool,
 ) -> bool:
     """Apply ``changes`` (the replica's ``fields``, ``op_column`` 'd' deletes, else upserts; one
-    row per key) to the table at ``path`` as one commit; False (nothing written) where the
-    MERGE must do it (module docstring)."""
+    row per key) to the table at ``path`` as one commit of the transaction identifier ``txn``
+    (app id, batch; :mod:`.log_commit`); False (nothing written) where the MERGE must do it
+    (module docstring)."""
     if not _plain(table):
         return False
     schema = pa.schema(list(fields))
@@ -84,17 +79,11 @@ def upsert(
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError):
         return False  # a type the anti-join or the cast cannot take, a key column missing
     rows = pa.concat_tables([kept, upserts])
-    now = int(time.time() * 1000)
-    actions: list[AddAction | RemoveAction] = [
-        RemoveAction(p, True, now, int(s)) for p, s in
-        zip(paths, candidates.column("size_bytes").to_pylist(), strict=True)
-    ]  # fmt: skip
-    if rows.num_rows:
-        actions.append(_write(lake, path, rows, now))
+    sizes = candidates.column("size_bytes").to_pylist()
+    removes = [log_commit.Removed(p, int(s)) for p, s in zip(paths, sizes, strict=True)]
+    adds = [write_data_file(lake, path, rows)] if rows.num_rows else []
     # committed even with no action: the batch's identifier says the table holds it
-    table.create_write_transaction(actions, mode="append", schema=table.schema(),
-                                   commit_properties=commit)  # fmt: skip
-    table.update_incremental()  # the kept table at this commit (delta-rs leaves it before)
+    log_commit.commit_files(path, table, adds, removes, txn, "MERGE")
     return True
 
 
@@ -158,15 +147,3 @@ def _kept_rows(old: pa.Table, keys: pa.Table) -> pa.Table:
     numbered = old.select(names).append_column(_ROW, pa.array(range(old.num_rows), pa.int64()))
     left = numbered.join(keys, keys=names, join_type="left anti").column(_ROW)
     return old.take(pc.take(left, pc.sort_indices(left)))
-
-
-def _write(lake: storage.LakeStorage, path: str, rows: pa.Table, now: int) -> AddAction:
-    """``rows`` as a new data file of the table at ``path``; its add action."""
-    name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
-    buffer = io.BytesIO()
-    pq.write_table(rows, buffer, compression="snappy",
-                   use_dictionary=dictionary_leaves(rows, None))  # fmt: skip
-    data = buffer.getvalue()
-    lake.write_bytes(f"{path.rstrip('/')}/{name}", data)
-    stats = json.dumps(file_stats(rows), separators=(",", ":"))
-    return AddAction(name, len(data), {}, now, True, stats)

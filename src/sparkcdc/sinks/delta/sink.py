@@ -60,7 +60,8 @@ whose file holds them, :mod:`sparkcdc.store.batch_files`):
    appended to ``<sink>/_sparkcdc/notifications`` (:mod:`.notifications`).
 
 All commits carry the Delta transaction identifier (pipeline id, batch id), so a replay of batch
-N after a crash writes nothing twice (:mod:`.commits`).
+N after a crash writes nothing twice (:mod:`.commits`); on a folder lake the sink writes the
+change log's appends and the copy-on-write's commits itself (:mod:`.log_commit`).
 
 With an upkeep schedule (``sink.maintenance``), a micro-batch that comes when the upkeep is due
 first compacts and vacuums the tables (:mod:`.upkeep`): between two batches in this thread, so

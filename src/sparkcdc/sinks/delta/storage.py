@@ -96,6 +96,15 @@ class LakeStorage:
             out.write(data)
         os.replace(tmp, where)
 
+    def write_new_file(self, path: str, data: bytes) -> None:
+        """Write ``data`` as a file no reader looks for until a commit names it (a data file
+        under a fresh name): written in place on a folder, without a temporary file."""
+        if self.remote:
+            self.write_bytes(path, data)
+            return
+        with open(self._where(path), "wb") as out:
+            out.write(data)
+
     def copy_in(self, source: str, path: str) -> None:
         """Copy the local file ``source`` to ``path`` in the lake (a streamed upload)."""
         fs.copy_files(source, self._where(path), destination_filesystem=self.filesystem)
