@@ -5,6 +5,7 @@ delta-rs."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -120,3 +121,18 @@ def test_appends_leave_the_kept_table_and_count_on_from_their_own_commits(tmp_pa
     fresh = commits.open_table(path)  # current: opened anew
     assert fresh is not None and fresh is not kept and fresh.version() == 3
     assert fresh.to_pyarrow_table().num_rows == 3
+
+
+def test_tables_opened_ahead_are_kept_for_the_first_batch(tmp_path: Path) -> None:
+    """The captured tables are opened while Spark starts (sinks/delta/opened.py)."""
+    paths = [str(tmp_path / name) for name in ("a", "b", "never-made", "c")]
+    for path in paths[:2] + paths[3:]:
+        write_deltalake(path, pa.table({"id": pa.array([1], pa.int64())}))
+    opened.open_ahead(paths)
+    deadline = time.monotonic() + 30
+    while opened.cached(paths[3], current=False) is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    opened.stop_ahead()
+    kept = [opened.cached(path, current=False) for path in paths]
+    assert [k is not None for k in kept] == [True, True, False, True]
+    assert commits.open_table(paths[0]) is kept[0]  # the first batch opens it no more

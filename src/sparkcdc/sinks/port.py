@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Literal, NotRequired, Protocol, TypedDict
 import pyarrow as pa
 
 from sparkcdc.core.json_value import JSONObject
+from sparkcdc.core.table_name import TableName
 
 if TYPE_CHECKING:
     from sparkcdc.config.model import SinkConfig
@@ -170,3 +171,5 @@ class SinkType:
     open: Callable[[SinkConfig, SinkContext], Sink]
     chunk_writer: ChunkWriter | None = None
     keys: tuple[str, ...] = ()
+    # called before Spark starts with the captured tables: the sink may open them meanwhile
+    open_ahead: Callable[[SinkConfig, Sequence[TableName]], None] | None = None

@@ -7,8 +7,11 @@ their in-memory sink). Looking a type up imports its package's light module only
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sparkcdc.config.model import SinkConfig
 from sparkcdc.core.plugins import module_value, unknown_type
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.port import ChunkWriter, Sink, SinkContext, SinkType
 
 BUILT_IN = {"delta": "sparkcdc.sinks.delta"}
@@ -36,6 +39,13 @@ def sink_type(name: str, key: str = "sink.type") -> SinkType:
 def check_sink(config: SinkConfig) -> None:
     """The sink's storage checked before Spark starts (ConfigError naming the setting)."""
     sink_type(config.type).check(config)
+
+
+def open_tables_ahead(config: SinkConfig, tables: Sequence[TableName]) -> None:
+    """Let the sink open the captured ``tables`` while Spark starts (if its type does)."""
+    found = sink_type(config.type).open_ahead
+    if found is not None:
+        found(config, tables)
 
 
 def open_sink(config: SinkConfig, context: SinkContext) -> Sink:

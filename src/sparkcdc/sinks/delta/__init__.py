@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from sparkcdc.config.model import SinkConfig
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.port import ChunkFiles, Sink, SinkContext, SinkType
 
 if TYPE_CHECKING:
@@ -38,6 +39,17 @@ def open_sink(config: SinkConfig, context: SinkContext) -> Sink:
     )  # fmt: skip
 
 
+def open_ahead(config: SinkConfig, tables: Sequence[TableName]) -> None:
+    """Open the Delta tables of ``tables`` in a thread of their own while Spark starts: the
+    run's first micro-batch finds them open (:func:`.opened.open_ahead`)."""
+    from sparkcdc.sinks.delta import opened
+    from sparkcdc.sinks.delta.lake import Lake
+    from sparkcdc.sinks.delta.storage import LakeStorage
+
+    lake = Lake(LakeStorage(config.path, config.storage_options))
+    opened.open_ahead([path(t) for t in tables for path in (lake.replica, lake.changelog)])
+
+
 def write_chunk_files(
     results: Sequence[SplitResult],
     schema: TableSchema,
@@ -52,4 +64,5 @@ def write_chunk_files(
     return files_of(results, schema, store, fresh=fresh, database=database)
 
 
-SINK_TYPE = SinkType("delta", check=check, open=open_sink, chunk_writer=write_chunk_files)
+SINK_TYPE = SinkType("delta", check=check, open=open_sink, chunk_writer=write_chunk_files,
+                     open_ahead=open_ahead)  # fmt: skip

@@ -37,6 +37,8 @@ _OPENED: dict[str, DeltaTable] = {}
 _HEADS: dict[str, int] = {}  # the last version the sink committed itself (:mod:`.log_commit`)
 _TRANSACTIONS: dict[tuple[str, str], tuple[int, int | None]] = {}  # -> (table version, batch)
 _LOCK = threading.Lock()
+_AHEAD: list[threading.Thread] = []  # threads opening the captured tables (:func:`open_ahead`)
+_STOP_AHEAD = threading.Event()
 
 
 def cached(path: str, current: bool = True) -> DeltaTable | None:
@@ -58,6 +60,41 @@ def cached(path: str, current: bool = True) -> DeltaTable | None:
         pass
     forget(path)
     return None
+
+
+def open_ahead(paths: list[str]) -> None:
+    """Open the tables at ``paths`` (those that exist) in a thread of its own, until
+    :func:`stop_ahead`. A table that fails to open is left to whoever asks for it next."""
+
+    def run() -> None:
+        for path in paths:
+            if _STOP_AHEAD.is_set():
+                return
+            try:
+                if cached(path) is None:
+                    options = storage.delta_options(path)
+                    if DeltaTable.is_deltatable(path, storage_options=options):
+                        keep(path, DeltaTable(path, storage_options=options))
+            except Exception:  # noqa: BLE001 - opened (or failing) again when asked for
+                pass
+
+    stop_ahead()  # an earlier run's, in this process
+    _STOP_AHEAD.clear()
+    thread = threading.Thread(target=run, name="sparkcdc-open-tables", daemon=True)
+    with _LOCK:
+        _AHEAD.append(thread)
+    thread.start()
+
+
+def stop_ahead() -> None:
+    """Stop opening tables ahead, once the table being opened is (the first micro-batch opens
+    the ones it needs that are not open yet)."""
+    _STOP_AHEAD.set()
+    with _LOCK:
+        threads = list(_AHEAD)
+        _AHEAD.clear()
+    for thread in threads:
+        thread.join()
 
 
 def head(path: str, table: DeltaTable) -> int:

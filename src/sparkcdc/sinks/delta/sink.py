@@ -94,6 +94,7 @@ from sparkcdc.sinks.delta import (
     commits,
     existing,
     notifications,
+    opened,
     truncates,
     unchanged,
 )
@@ -263,6 +264,7 @@ class DeltaSink(Sink):
         """Open the Delta tables of every table the batch names, :data:`TABLE_WRITERS` at a
         time (each open replays the table's log; kept open, :mod:`.opened`): a run's first
         batch announces every captured table."""
+        opened.stop_ahead()  # the tables opened while Spark started: the rest are opened here
         if envelope.num_rows == 0:
             return
         tables = pa.table({"db": envelope.column("db"), "table": envelope.column("table")})

@@ -52,7 +52,7 @@ from sparkcdc.core import errors
 from sparkcdc.core.logs import counted
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks.port import BatchFrame, Sink, SinkContext
-from sparkcdc.sinks.registry import check_sink, open_sink
+from sparkcdc.sinks.registry import check_sink, open_sink, open_tables_ahead
 from sparkcdc.snapshot.signals import signal_folder
 from sparkcdc.sources.readiness import check_source as check_source_of
 from sparkcdc.sources.registry import open_source, source_type
@@ -141,6 +141,7 @@ def _run_locked(
         log.info(
             "capturing %s: %s", counted(len(schemas), "table"), ", ".join(t.name for t in schemas)
         )
+        open_tables_ahead(config.sink, [t.table_name for t in schemas])  # while Spark starts
         started = time.monotonic()
         spark = start_session(config, checkpoint / "sparkcdc", level)
         log.info("Spark session started in %.1fs", time.monotonic() - started)
