@@ -168,3 +168,52 @@ def test_fill_waits_for_the_reader_until_the_target_and_no_longer(
     thread.join()
     monkeypatch.setattr(delivery, "FILL_POLL_SECONDS", 0.05)  # the reader has nothing more
     assert queue.fill(start, 1 << 20, BinlogOffset(F, 999), seconds=600) == target
+
+
+@pytest.mark.parametrize("per_table", [0.0, 0.2])
+def test_fill_waits_longer_for_a_batch_of_many_tables(
+    monkeypatch: pytest.MonkeyPatch, per_table: float
+) -> None:
+    """With ``seconds_per_table`` the deadline grows with each table the reader's items bring:
+    a reader putting a new table every 0.1 s is waited for past the 0.3 s given, up to the
+    target; without it the batch is cut at 0.3 s."""
+    store = EventStore(max_bytes=1 << 20, max_items=64)
+    start, target = BinlogOffset(F, 4), BinlogOffset(F, 208)
+    store.put(LogItem(BinlogOffset(F, 200), insert_into("t0", 0)))
+
+    def reader() -> None:
+        for key in range(1, 9):
+            time.sleep(0.1)
+            store.put(LogItem(BinlogOffset(F, 200 + key), insert_into(f"t{key}", key)))
+
+    monkeypatch.setattr(delivery, "FILL_POLL_SECONDS", 60.0)  # only the deadline ends it
+    thread = threading.Thread(target=reader)
+    thread.start()
+    queue = DeliveryQueue(store, start)
+    end = queue.fill(start, 1 << 20, target, 0.3, seconds_per_table=per_table)
+    thread.join()
+    assert (end == target) == (per_table > 0)
+
+
+@pytest.mark.parametrize("still_reading", [False, True])
+def test_fill_waits_out_a_pause_of_a_reader_still_reading(
+    monkeypatch: pytest.MonkeyPatch, still_reading: bool
+) -> None:
+    """A reader that pauses longer than FILL_POLL_SECONDS ends the fill, unless it says it is
+    still reading towards the target: then the fill waits on, up to its deadline."""
+    store = EventStore(max_bytes=1 << 20, max_items=64)
+    start, target = BinlogOffset(F, 4), BinlogOffset(F, 202)
+    store.put(LogItem(BinlogOffset(F, 200), insert_into("a", 0)))
+
+    def reader() -> None:
+        for key in (1, 2):
+            time.sleep(0.3)  # longer than the poll
+            store.put(LogItem(BinlogOffset(F, 200 + key), insert_into("a", key)))
+
+    monkeypatch.setattr(delivery, "FILL_POLL_SECONDS", 0.05)
+    thread = threading.Thread(target=reader)
+    thread.start()
+    queue = DeliveryQueue(store, start)
+    end = queue.fill(start, 1 << 20, target, 30.0, reading=lambda: still_reading)
+    thread.join()
+    assert (end == target) == still_reading

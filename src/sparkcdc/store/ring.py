@@ -306,6 +306,12 @@ class EventStore:
             return self._acked_end
 
     @property
+    def full(self) -> bool:
+        """Whether the producer must wait for an ack to put more."""
+        with self._not_full:
+            return self._is_full()
+
+    @property
     def pending_items(self) -> int:
         with self._not_full:
             return self._put - self._get

@@ -81,7 +81,8 @@ def commit_files(
     """Commit ``adds`` and ``removes`` with the transaction identifier ``txn``: written here
     where :func:`usable`, else by delta-rs (the kept ``table`` moved to the new version)."""
     if usable(path, table):
-        commit(path, table, adds, removes, txn, {OPERATION_KEY: operation} if operation else None)
+        tag = {OPERATION_KEY: operation} if operation else None
+        commit(path, table, adds, removes, txn, tag, blind=operation is None)
         return
     now = int(time.time() * 1000)
     actions: list[AddAction | RemoveAction] = [
@@ -101,10 +102,12 @@ def commit(
     removes: Sequence[Removed],
     txn: tuple[str, int],
     extra: Mapping[str, str] | None = None,
+    blind: bool = True,
 ) -> int:
     """Commit ``adds`` and ``removes`` with the transaction identifier ``txn`` (app id, batch)
     as the version after the table's last (``table``'s, or the sink's own commit past it,
-    :func:`.opened.head`); ``extra``: entries of the commit info. The new version;
+    :func:`.opened.head`); ``extra``: entries of the commit info; ``blind``: the commit adds
+    rows without having read the table (an append). The new version;
     ``CommitFailedError`` if another writer made that version first."""
     version = opened.head(path, table) + 1
     now = int(time.time() * 1000)
@@ -113,7 +116,7 @@ def commit(
         "operation": "WRITE",
         "operationParameters": {"mode": "Append", "partitionBy": "[]"},
         "clientVersion": _CLIENT,
-        "isBlindAppend": not removes,
+        "isBlindAppend": blind and not removes,
     }
     info.update(extra or {})
     lines: list[JSONObject] = [

@@ -107,33 +107,44 @@ class DeliveryQueue:
                 end, end_key = entry.item.after, entry.key
         return end
 
-    def fill(self, start: Offset, max_bytes: int, target: Offset, seconds: float) -> Offset:
-        """:meth:`plan` again while the log reader keeps putting batches, for ``seconds`` at
-        most, until the ready queue holds ``max_bytes`` or reaches ``target``: fewer, larger
-        micro-batches while the reader is behind (a batch pays fixed costs per table it
-        touches). Stops as soon as the reader put nothing for :data:`FILL_POLL_SECONDS`."""
-        deadline = time.monotonic() + seconds
+    def fill(
+        self,
+        start: Offset,
+        max_bytes: int,
+        target: Offset,
+        seconds: float,
+        seconds_per_table: float = 0.0,
+        reading: Callable[[], bool] | None = None,
+    ) -> Offset:
+        """:meth:`plan` again while the log reader keeps putting batches, until the ready queue
+        holds ``max_bytes`` or reaches ``target``: fewer, larger micro-batches while the reader
+        is behind (a batch pays fixed costs per table it touches). Waits ``seconds`` at most,
+        or ``seconds_per_table`` for each table the ready items hold, when that is longer (the
+        tables counted as they arrive). Stops as soon as the reader put nothing for
+        :data:`FILL_POLL_SECONDS`, unless ``reading`` says it is still reading towards the target
+        (a pause of the reader's, as when it first meets many tables) and the store has room."""
+        started = time.monotonic()
         end = self.plan(start, max_bytes)
+        seen = _tables_of(self.planned(end)) if seconds_per_table > 0 else set()
         while end < target and self._ready_bytes < max_bytes:
-            left = deadline - time.monotonic()
-            if left <= 0 or not self.fetch(
-                max_bytes - self._ready_bytes, min(left, FILL_POLL_SECONDS)
-            ):
+            left = started + max(seconds, seconds_per_table * len(seen)) - time.monotonic()
+            fetched = self._fetched
+            if left <= 0:
                 break
+            if not self.fetch(max_bytes - self._ready_bytes, min(left, FILL_POLL_SECONDS)):
+                if reading is None or self.store.full or not reading():
+                    break
+                continue
+            if seconds_per_table > 0:
+                new = (self._ready[-i].item.batch for i in range(self._fetched - fetched, 0, -1))
+                seen |= _tables_of([b for b in new if b is not None])
             end = self.plan(start, max_bytes)
         return end
 
     def tables_in(self, end: Offset, enough: int | None = None) -> int:
         """How many tables the ready items up to ``end`` hold events of (counted no further
         than ``enough``)."""
-        found: set[tuple[str, str]] = set()
-        for batch in self.planned(end):
-            names = pa.Table.from_batches([batch]).select(["db", "table"])
-            found.update((n["db"], n["table"]) for n in names.group_by(["db", "table"])
-                         .aggregate([]).to_pylist())  # fmt: skip
-            if enough is not None and len(found) >= enough:
-                break
-        return len(found)
+        return len(_tables_of(self.planned(end), enough))
 
     def planned(self, end: Offset) -> list[pa.RecordBatch]:
         """The record batches of the ready items up to ``end`` (they stay queued)."""
@@ -261,3 +272,17 @@ def _max_ts(batches: list[pa.RecordBatch]) -> int | None:
     column = pa.Table.from_batches(batches).column("source").combine_chunks()
     value = pc.max(column.field("ts_ms")).as_py()
     return None if value is None else int(value)
+
+
+def _tables_of(batches: list[pa.RecordBatch], enough: int | None = None) -> set[tuple[str, str]]:
+    """The (db, table) pairs ``batches`` hold events of (no more than ``enough`` looked for)."""
+    found: set[tuple[str, str]] = set()
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        names = pa.Table.from_batches([batch]).select(["db", "table"])
+        found.update((n["db"], n["table"]) for n in names.group_by(["db", "table"])
+                     .aggregate([]).to_pylist())  # fmt: skip
+        if enough is not None and len(found) >= enough:
+            break
+    return found

@@ -66,6 +66,14 @@ class LogFeed:
         """The error that stopped the log reader, if one did."""
         return None if self.reader is None else self.reader.error
 
+    def reading(self, target: Offset) -> bool:
+        """Whether the log reader is still reading towards ``target`` (connected, and has not
+        read up to it)."""
+        if self.reader is None:
+            return False
+        stats = self.reader.stats()
+        return stats.connected and (stats.position is None or stats.position < target)
+
     def reached(self, start: Offset, target: Offset) -> bool:
         """Available-now: everything up to the log end seen at the start (``target``) was
         delivered.

@@ -33,6 +33,7 @@ import itertools
 import os
 import time
 from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -66,13 +67,12 @@ from sparkcdc.store.batch_files import BatchFiles
 
 # available-now: a micro-batch of changes to FILL_MIN_TABLES tables or more waits for the log
 # reader to fill it, as each batch pays a commit per table it touches (bench section 9): at most
-# FILL_SECONDS, or FILL_SECONDS_PER_TABLE for each table it holds when that is longer (about
-# what the sink spends on a table, so a batch cut short costs more than the wait would have); a
-# batch of fewer tables starts at once, its reading overlapping the reader's
+# FILL_SECONDS, or FILL_SECONDS_PER_TABLE for each table it holds so far when that is longer
+# (about what the sink spends on a table: a batch cut short would cost the tables it touches
+# again); a batch of fewer tables starts at once, its reading overlapping the reader's
 FILL_SECONDS = 3.0
 FILL_SECONDS_PER_TABLE = 0.015
 FILL_MIN_TABLES = 10
-FILL_TABLES_COUNTED = 4000  # tables counted for the wait at most
 
 
 class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -189,12 +189,13 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self._raise_reader_error()
                 raise
             self._raise_reader_error()
-            target = self._target
-            many = target is not None and end > begin
-            tables = queue.tables_in(end, FILL_TABLES_COUNTED) if many else 0
-            if target is not None and tables >= FILL_MIN_TABLES:  # available-now: fewer batches
-                wait = max(FILL_SECONDS, FILL_SECONDS_PER_TABLE * tables)
-                end = queue.fill(begin, cap, target, wait)
+            if (
+                self._target is not None  # available-now: fewer batches over many tables
+                and end > begin
+                and queue.tables_in(end, FILL_MIN_TABLES) >= FILL_MIN_TABLES
+            ):
+                end = queue.fill(begin, cap, self._target, FILL_SECONDS, FILL_SECONDS_PER_TABLE,
+                                 partial(self._feed.reading, self._target))  # fmt: skip
             planned = self.incremental.plan(at, begin, end, queue, self._feed.reader)
             if planned is not None:
                 return planned.to_json()
