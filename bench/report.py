@@ -22,8 +22,9 @@ How a change travels in `sparkcdc run` (section 1):
   them, its typed images (one Arrow file per table and schema version) to the pipeline's
   `log_dir`; the stream carries one `f` event naming them, and the sink on the driver reads the
   files. No row crosses the JVM and no JSON is built or parsed on this path.
-- **Sink**: per table one change-log append beside one replica MERGE (delta-rs), both with the
-  batch's transaction id.
+- **Sink**: per table one change-log append beside one replica MERGE (a copy-on-write of the
+  touched files), both with the batch's transaction id; on a folder lake both commits are the
+  log's JSON files written by the sink itself, on object storage delta-rs's.
 
 The profile above splits the run's CPU by process; the table in section 1 splits its wall time.
 Per-event Python work (dispatch, transaction boundaries, the builder's bookkeeping) still costs
