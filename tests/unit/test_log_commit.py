@@ -67,9 +67,11 @@ def test_a_change_log_append_is_our_commit_and_every_reader_reads_it(tmp_path: P
     assert got == [1, 2, 3]
     files = [str(tmp_path / "t__changelog" / Path(u).name) for u in table.file_uris()]
     assert ds.dataset(files).to_table().num_rows == 3  # the Parquet files alone
+    # a reader pruning files by their statistics finds every row a filter asks for
+    wanted = ds.field("op").isin(["c"]) & (ds.field("source", "ts_ms") >= 0)
+    assert table.to_pyarrow_dataset().to_table(filter=wanted).num_rows == 3
     stats = pa.table(table.get_add_actions(flatten=True)).to_pydict()
-    assert sorted(stats["min.after.id"]) == [1, 3] and sorted(stats["max.after.id"]) == [2, 3]
-    assert sorted(stats["null_count.before.id"]) == [1, 2]  # nested, as Delta nests them
+    assert stats["num_records"] == [2, 1] or sorted(stats["num_records"]) == [1, 2]
 
 
 def test_a_version_has_one_writer_and_the_loser_commits_after_it(tmp_path: Path) -> None:

@@ -64,34 +64,19 @@ def write_data_file(lake: LakeStorage, path: str, rows: pa.Table) -> AddAction:
 
 
 def file_stats(table: pa.Table) -> JSONObject:
-    """Delta file statistics: row count, null counts, min and max of integer columns (of the
-    fields of struct columns too, nested as Delta nests them)."""
-    stats: JSONObject = {"numRecords": table.num_rows}
-    nulls, lows, highs = _column_stats(table.schema, table.columns)
-    stats["nullCount"] = nulls
+    """Delta file statistics: row count, null counts, min and max of integer columns (of
+    top-level columns only: a struct column gets none, which readers take as unknown)."""
+    nulls: JSONObject = {}
+    stats: JSONObject = {"numRecords": table.num_rows, "nullCount": nulls}
+    lows: JSONObject = {}
+    highs: JSONObject = {}
+    for f, column in zip(table.schema, table.columns, strict=True):
+        if pa.types.is_struct(f.type):
+            continue
+        nulls[f.name] = column.null_count
+        if pa.types.is_integer(f.type) and column.null_count < len(column):
+            bounds = pc.min_max(column)
+            lows[f.name], highs[f.name] = bounds["min"].as_py(), bounds["max"].as_py()
     if lows:
         stats["minValues"], stats["maxValues"] = lows, highs
     return stats
-
-
-def _column_stats(
-    fields: pa.Schema | pa.StructType, columns: list[pa.ChunkedArray] | list[pa.Array]
-) -> tuple[JSONObject, JSONObject, JSONObject]:
-    """Null counts, minimums and maximums of ``columns`` (named by ``fields``)."""
-    nulls: JSONObject = {}
-    lows: JSONObject = {}
-    highs: JSONObject = {}
-    for f, column in zip(fields, columns, strict=True):
-        if pa.types.is_struct(f.type):
-            whole = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-            # the fields' values with the struct's own nulls as theirs
-            inner_nulls, inner_lows, inner_highs = _column_stats(f.type, whole.flatten())
-            nulls[f.name] = inner_nulls
-            if inner_lows:
-                lows[f.name], highs[f.name] = inner_lows, inner_highs
-        else:
-            nulls[f.name] = column.null_count
-            if pa.types.is_integer(f.type) and column.null_count < len(column):
-                bounds = pc.min_max(column)
-                lows[f.name], highs[f.name] = bounds["min"].as_py(), bounds["max"].as_py()
-    return nulls, lows, highs
