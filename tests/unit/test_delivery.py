@@ -170,7 +170,7 @@ def test_fill_waits_for_the_reader_until_the_target_and_no_longer(
     assert queue.fill(start, 1 << 20, BinlogOffset(F, 999), seconds=600) == target
 
 
-@pytest.mark.parametrize("per_table", [0.0, 0.2])
+@pytest.mark.parametrize("per_table", [0.0, 1.0])
 def test_fill_waits_longer_for_a_batch_of_many_tables(
     monkeypatch: pytest.MonkeyPatch, per_table: float
 ) -> None:
