@@ -43,23 +43,34 @@ def latest_changes(
         differs = pc.fill_null(pc.not_equal(before.field(i), after.field(i)), False)
         changed = differs if changed is None else pc.or_(changed, differs)
     key_moved = pc.and_(key_moved, changed) if changed is not None else pc.and_(key_moved, False)
-    parts = []
-    for image, mask, op_value, step in (
-        (before, pc.or_(deleted, key_moved), "d", 0),
-        (after, pc.invert(deleted), "u", 1),
-    ):
-        mask = pc.and_(mask, live)
-        flat = image.filter(mask).flatten()
-        order = pc.add(pc.multiply(pos.filter(mask), 2), step)
-        kind = pa.repeat(pa.scalar(op_value, pa.string()), len(order))
-        parts.append(
-            pa.Table.from_arrays([*flat, kind, order], names=[*names, OP_COLUMN, ORDER_COLUMN])
-        )
-    actions = pa.concat_tables(parts)
-    if actions.num_rows == 0:
-        return actions
+    gone = pc.and_(pc.or_(deleted, key_moved), live)
+    parts = [_actions(after, pc.and_(pc.invert(deleted), live), pos, names, "u", 1)]
+    if pc.any(gone).as_py():  # deletes, keys moved: the old key's delete
+        parts.insert(0, _actions(before, gone, pos, names, "d", 0))
+    actions = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     key_names = [n for n in names if n.lower() in {k.lower() for k in key}]
+    if actions.num_rows == 0 or _one_per_key(actions, key_names):
+        return actions
     latest = actions.group_by(key_names).aggregate([(ORDER_COLUMN, "max")])
     return actions.filter(
         pc.is_in(actions.column(ORDER_COLUMN), latest.column(f"{ORDER_COLUMN}_max"))
     )
+
+
+def _actions(
+    image: pa.StructArray, mask: pa.Array, pos: pa.Array, names: list[str], op: str, step: int
+) -> pa.Table:
+    """The rows of ``image`` where ``mask`` holds, as actions ``op`` ordered ``2 * pos + step``."""
+    flat = image.filter(mask).flatten()
+    order = pc.add(pc.multiply(pos.filter(mask), 2), step)
+    kind = pa.repeat(pa.scalar(op, pa.string()), len(order))
+    return pa.Table.from_arrays([*flat, kind, order], names=[*names, OP_COLUMN, ORDER_COLUMN])
+
+
+def _one_per_key(actions: pa.Table, key_names: list[str]) -> bool:
+    """Whether each action's one-column key is its own (no group-by needed: a batch of
+    changes to distinct rows, as many tables' batches are)."""
+    if len(key_names) != 1:
+        return False
+    column = actions.column(key_names[0])
+    return column.null_count == 0 and bool(pc.count_distinct(column).as_py() == actions.num_rows)

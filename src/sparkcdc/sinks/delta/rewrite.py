@@ -4,8 +4,9 @@ What a MERGE does, without planning a query: delta-rs's MERGE plans a DataFusion
 call, about 10 ms even for one changed row, which a micro-batch pays once per changed table
 (bench section 9: 300 tables, 300 MERGEs a batch). Copy-on-write as Delta's own MERGE writes it
 (no deletion vectors): the data files whose key statistics reach the batch's keys (every file
-where the key has none) are read, the rows whose key the batch changes are left out (an anti-join
-on the key, so keys match as the MERGE's ``t.k = s.k`` does), the batch's upserts are added, and
+where the key has none) are read, the rows whose key the batch changes are left out (a set
+lookup or an anti-join on the key, null matching nothing, so keys match as the MERGE's
+``t.k = s.k`` does), the batch's upserts are added, and
 the result is written as one new data file; its add action and the candidates' remove actions
 are one commit, carrying the batch's transaction identifier (:mod:`.commits`). A TRUNCATE or
 DROP in the batch (``reset``) removes every file. Delta's history names the commit a ``WRITE``
@@ -142,8 +143,13 @@ def _read(lake: storage.LakeStorage, path: str, paths: list[str], schema: pa.Sch
 
 
 def _kept_rows(old: pa.Table, keys: pa.Table) -> pa.Table:
-    """The rows of ``old`` whose key is none of ``keys`` (in ``old``'s order)."""
+    """The rows of ``old`` whose key is none of ``keys`` (in ``old``'s order): a set lookup
+    for a one-column key (a tenth of the join's cost on a small file), else an anti-join."""
     names = keys.column_names
+    if len(names) == 1:
+        found = pc.is_in(old.column(names[0]), value_set=keys.column(0).combine_chunks(),
+                          skip_nulls=True)  # fmt: skip
+        return old.filter(pc.invert(found))
     numbered = old.select(names).append_column(_ROW, pa.array(range(old.num_rows), pa.int64()))
     left = numbered.join(keys, keys=names, join_type="left anti").column(_ROW)
     return old.take(pc.take(left, pc.sort_indices(left)))

@@ -233,11 +233,9 @@ class DeltaSink(Sink):
         if changes is not None and pc.any(changes).as_py():
             positions = pc.indices_nonzero(changes)
             rows = envelope.take(positions).append_column("_pos", positions.cast(pa.int64()))
-            names = pc.binary_join_element_wise(rows.column("db"), rows.column("table"), "\x00")
-            parts = [(n, rows.filter(pc.equal(names, n))) for n in pc.unique(names).to_pylist()]
+            named = _per_table(rows)
             # the stream's changes first, then the mark, then snapshot chunks (module docstring)
-            named = [(TableName(*n.split("\x00", 1)), part) for n, part in parts]
-            later = [chunk_rows.only_incremental_chunks(part) for _, part in parts]
+            later = [chunk_rows.only_incremental_chunks(part) for _, part in named]
             for chunk in (False, True):
                 group = [p for p, c in zip(named, later, strict=True) if c == chunk]
                 if chunk and group:
@@ -427,18 +425,24 @@ class DeltaSink(Sink):
         batch_id: int,
         reset_at: int | None,
     ) -> bool:
-        """The change log's append beside the replica's MERGE of the ``latest`` changes per key
-        (made while the append runs; delta-rs works outside the GIL), each idempotent per batch
-        id on its own; whether either wrote."""
+        """The change log's append beside the replica's MERGE of the ``latest`` changes per key,
+        each idempotent per batch id on its own; whether either wrote. On object storage the
+        append runs while the MERGE is made (delta-rs commits outside the GIL); on a folder the
+        sink's own commits are Python, and one after the other costs less."""
+        log_path, replica_path = self.lake.changelog(name), self.lake.replica(name)
+        if not self.storage.remote:
+            logged = commits.append_changelog(log_path, changelog, self.app_id, batch_id)
+            return commits.merge_replica(
+                replica_path, latest(), key, self.app_id, batch_id, reset_at is not None
+            ) or bool(logged)
         with ThreadPoolExecutor(1) as pool:
-            logged = pool.submit(
-                commits.append_changelog, self.lake.changelog(name), changelog, self.app_id,
-                batch_id,
-            )  # fmt: skip
-            wrote_replica = commits.merge_replica(
-                self.lake.replica(name), latest(), key, self.app_id, batch_id, reset_at is not None
+            appended = pool.submit(
+                commits.append_changelog, log_path, changelog, self.app_id, batch_id
             )
-            return bool(logged.result()) or wrote_replica
+            wrote_replica = commits.merge_replica(
+                replica_path, latest(), key, self.app_id, batch_id, reset_at is not None
+            )
+            return bool(appended.result()) or wrote_replica
 
     def _existing_rows(
         self, name: TableName, effects: list[existing.Effect], batch_id: int
@@ -513,6 +517,24 @@ def _op_counts(rows: pa.Table) -> dict[str, int]:
     """How many of ``rows`` (changes, chunks already turned into their ``r`` rows) each op has."""
     counts = pc.value_counts(rows.column("op")).to_pylist() if rows.num_rows else []
     return {str(c["values"]): int(c["counts"]) for c in counts}
+
+
+def _per_table(rows: pa.Table) -> list[tuple[TableName, pa.Table]]:
+    """``rows`` split by table, each table's rows in log order, the tables in the order of
+    their first change: one stable sort by name, then slices (not a filter per table)."""
+    names = pc.binary_join_element_wise(rows.column("db"), rows.column("table"), "\x00")
+    order = pc.sort_indices(names)  # stable: a table's rows keep their log order
+    ordered = rows.take(order)
+    counts = pc.value_counts(names.take(order)).to_pylist()
+    firsts = order.to_numpy()
+    parts = []
+    start = 0
+    for found in counts:
+        n = int(found["counts"])
+        name = TableName(*str(found["values"]).split("\x00", 1))
+        parts.append((int(firsts[start]), name, ordered.slice(start, n)))
+        start += n
+    return [(name, part) for _, name, part in sorted(parts, key=lambda p: p[0])]
 
 
 def _inserts_only(rows: pa.Table) -> bool:
