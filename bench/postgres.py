@@ -26,6 +26,10 @@ CPU seconds per run: the bench process's, its children's (``pg_recvlogical``) an
 the time goes in sparkcdc's reader: one more run from a slot of its own, in a subprocess under
 ``py-spy record --nonblocking`` (:func:`timed_drain`: also the seconds to the last single-row
 transaction), its samples summarised per thread and by innermost sparkcdc function.
+
+Last, the whole pipeline: ``sparkcdc run --available-now`` from a slot of its own into a Delta
+lake (:func:`pipeline_run`), its micro-batches' seconds (start-up excluded) next to
+``pg_recvlogical``'s.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ import psycopg2
 from psycopg2.extras import LogicalReplicationConnection, StopReplication
 from tests.cases.tls import make_certificates
 
-from bench import baselines, pg_transport
+from bench import baselines, pg_transport, stream
 from sparkcdc.config.model import SourceConfig, TlsConfig
 from sparkcdc.sources.postgres.settings import PostgresSettings
 from sparkcdc.sources.postgres.stream.transport import LogStream, OpenStream, open_wire_stream
@@ -76,6 +80,7 @@ TRANSPORT_NAMES = {
     "psycopg2-tls": "sparkcdc log reader over psycopg2 (libpq), TLS",
 }
 PROFILE_SLOT = "bench_profile"
+RUN_SLOT = "bench_run"  # the whole pipeline's run (:func:`pipeline_run`)
 SPY_RATE = 97  # samples per second, off the beat of timers
 TABLE_DDL = (
     "CREATE TABLE public.events (id bigint PRIMARY KEY, account int NOT NULL, "
@@ -165,6 +170,29 @@ def source_config(
         host, port, user, password, (r"public\.events",), startup="earliest", type="postgres",
         settings=settings, tls=TlsConfig(tls),
     )  # fmt: skip
+
+
+def pipeline_run(server: ThrowawayPostgres, load: Load, work: Path) -> dict[str, Any]:
+    """``sparkcdc run --available-now`` from :data:`RUN_SLOT` (made before the writes) into a
+    Delta lake: its time split as section 1 splits it (start-up, micro-batches, stop)."""
+    folder = work / "pipeline"
+    folder.mkdir()
+    cfg = folder / "pipeline.yaml"
+    cfg.write_text(
+        f"source: {{type: postgres, host: {server.host}, port: {server.port}, "
+        f"user: {server.user}, password: '{server.password}', database: {DATABASE}, "
+        f"tables: ['public\\.events'], slot: {RUN_SLOT}, publication: {PUBLICATION}, "
+        "startup: earliest}\n"
+        f"sink: {{type: delta, path: {folder / 'lake'}}}\n"
+        f"pipeline: {{checkpoint: {folder / 'checkpoint'}, trigger: 1s, "
+        "store: {max_bytes: 64MB}}\n"
+    )
+    total, lines = stream.timed_run(cfg)
+    found = stream.where_time_goes(total, lines)
+    if found["batch_rows"] != load.changes:
+        raise RuntimeError(f"sparkcdc run wrote {found['batch_rows']:,} changes, not "
+                           f"{load.changes:,}")  # fmt: skip
+    return found | {"total_s": total, "rows_per_s": load.changes / max(found["batches_s"], 1e-9)}
 
 
 def checked(open_stream: OpenStream, encrypted: bool) -> OpenStream:
@@ -597,7 +625,8 @@ def pg_stream_section(
     """PostgreSQL log streaming: sparkcdc's reader, pg_recvlogical, plain Python; sparkcdc's
     reader over psycopg2, and both transports inside TLS."""
     inserts = args.pg_changes // (1 + args.update_rounds)
-    slots = [slot_name(k, i) for i in range(args.repeats) for k in KINDS] + [PROFILE_SLOT]
+    slots = [slot_name(k, i) for i in range(args.repeats) for k in KINDS]
+    slots += [PROFILE_SLOT, RUN_SLOT]
     certificates = work / "certificates"
     certificates.mkdir()
     certs = make_certificates(certificates)
@@ -616,6 +645,9 @@ def pg_stream_section(
             runs = ", ".join(f"{s:.2f}" for s in m.runs)
             print(f"  {m.name}: {m.rows_per_s:,.0f}/s (median of {runs} s)", flush=True)
         profile = profile_reader(server, load, work) if not args.pg_no_profile else None
+        run = pipeline_run(server, load, work)
+        print(f"  sparkcdc run --available-now: {run['rows_per_s']:,.0f}/s "
+              f"({run['batches_s']:.2f} s of micro-batches)", flush=True)  # fmt: skip
     finally:
         server.stop()
     cdc, recv, plain, over_pq, wire_tls, pq_tls = measured
@@ -631,6 +663,7 @@ def pg_stream_section(
         "ratio_recvlogical": cdc.rows_per_s / recv.rows_per_s,
         "ratio_plain_python": cdc.rows_per_s / plain.rows_per_s,
         "profile": profile,
+        "run": run | {"ratio_recvlogical": run["rows_per_s"] / recv.rows_per_s},
         "transports": {
             "wire": _figures(cdc, cpu[0])
             | {"name": "sparkcdc log reader over its wire client, clear text"},

@@ -140,17 +140,21 @@ def test_compaction_keeps_the_rows_and_the_batches_already_applied(tmp_path: Pat
 
 def test_the_schedule_runs_between_batches_every_interval(tmp_path: Path) -> None:
     """Never before a run's first batch (it may be the replay of the batch the last run stopped
-    in); then once ``every`` has passed, the time kept across runs."""
+    in); the clock starts at a new lake's first batches; then once ``every`` has passed, the
+    time kept across runs."""
     now = [1000.0]
     schedule = Schedule(str(tmp_path), every=60, retain=0, clock=lambda: now[0])
     sink = DeltaSink(str(tmp_path), APP, upkeep=schedule)
     frame = _Frame(Changes().schema(A).change("c", A, after=account(1, 0)).table())
     sink(frame, 0)
-    assert schedule.runs == 0  # due (never ran), but this is the run's first batch
     sink(_Frame(Changes(pos=2000).change("c", A, after=account(2, 0)).table()), 1)
-    assert schedule.runs == 1 and schedule.last_s == 1000.0
-    now[0] += 59
+    assert schedule.runs == 0  # a new lake: the clock started at 1000
+    assert not Schedule(str(tmp_path), every=60, retain=0, clock=lambda: 1059.0).due()
+    now[0] += 60
     sink(_Frame(Changes(pos=3000).change("c", A, after=account(3, 0)).table()), 2)
+    assert schedule.runs == 1 and schedule.last_s == 1060.0
+    now[0] += 59
+    sink(_Frame(Changes(pos=4000).change("c", A, after=account(4, 0)).table()), 3)
     assert schedule.runs == 1
     now[0] += 1
     assert schedule.due()

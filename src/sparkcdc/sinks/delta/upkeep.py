@@ -163,8 +163,9 @@ def _duration(seconds: float) -> str:
 
 class Schedule:
     """The running pipeline's upkeep every ``every`` seconds of every Delta table under the sink
-    folder. The time of the last run is kept in ``<sink>/_sparkcdc/upkeep.json``, so short runs
-    (``--available-now`` from a scheduler) keep to the schedule too. A failed table is logged
+    folder, the first ``every`` after the lake's first batches. The time of the last run is kept
+    in ``<sink>/_sparkcdc/upkeep.json``, so short runs (``--available-now`` from a scheduler)
+    keep to the schedule too. A failed table is logged
     and left as it was: the upkeep changes no row, the next run tries again."""
 
     def __init__(
@@ -183,13 +184,17 @@ class Schedule:
         self.last_s: float | None = None  # wall time of the last run
 
     def due(self) -> bool:
+        """Whether ``every`` has passed since the last run; a lake that never had one starts
+        the clock now (its tables are new: nothing to vacuum, and a first run's end would
+        otherwise open every table of a large capture only to find that)."""
         if self.every <= 0:
             return False
         if self.last_s is None:
             try:
                 self.last_s = float(json.loads(self.sink.read_text(self.state) or "")["at"])
             except (OSError, ValueError, KeyError, TypeError):
-                self.last_s = 0.0
+                self.last_s = self.clock()
+                self._save(self.last_s)
         return self.clock() - self.last_s >= self.every
 
     def run(self) -> list[TableUpkeep]:
