@@ -10,6 +10,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pyspark
 
@@ -87,3 +88,32 @@ def test_the_sitecustomize_it_shadows_still_runs(tmp_path: Path) -> None:
     (tmp_path / "sitecustomize.py").write_text("import builtins\nbuiltins.OTHER_SITE = 1\n")
     code = "import builtins; print(getattr(builtins, 'OTHER_SITE', 0))"
     assert _python([str(SITE), str(tmp_path)], code) == "1"
+
+
+class _FrozenEnviron(dict[str, str]):
+    """``os.environ`` once set: any change fails the test."""
+
+    def __setitem__(self, key: str, value: str) -> None:
+        raise AssertionError(f"{key} set again while threads may read the environment")
+
+    def __delitem__(self, key: str) -> None:
+        raise AssertionError(f"{key} removed while threads may read the environment")
+
+
+def test_the_session_environment_once_set_is_not_set_again(monkeypatch: Any) -> None:
+    """The run sets Spark's environment before opening tables in a thread; starting the session
+    then must not call ``setenv`` (beside a thread's C or Rust code reading the environment, it
+    crashed the process)."""
+    from sparkcdc.config.secret import KEY_ENV
+    from sparkcdc.spark.pipeline.session import session_environment
+
+    for name in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH", KEY_ENV):
+        monkeypatch.delenv(name, raising=False)
+    session_environment()
+    assert os.environ[KEY_ENV] and str(SITE) in os.environ["PYTHONPATH"]
+    real = os.environ
+    setattr(os, "environ", _FrozenEnviron(real))  # noqa: B010 - read by the code under test
+    try:
+        session_environment()
+    finally:
+        setattr(os, "environ", real)  # noqa: B010

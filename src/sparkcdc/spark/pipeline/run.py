@@ -73,6 +73,7 @@ from sparkcdc.spark.pipeline.session import (
     SPARK_LOG_LEVEL,
     own_python,
     pipeline_name,
+    session_environment,
     spark_log_level,
     start_session,
     ui_address,
@@ -141,6 +142,7 @@ def _run_locked(
         log.info(
             "capturing %s: %s", counted(len(schemas), "table"), ", ".join(t.name for t in schemas)
         )
+        session_environment()  # before the thread below: setenv beside it crashes the process
         open_tables_ahead(config.sink, [t.table_name for t in schemas])  # while Spark starts
         started = time.monotonic()
         spark = start_session(config, checkpoint / "sparkcdc", level)

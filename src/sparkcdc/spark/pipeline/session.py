@@ -112,6 +112,19 @@ def own_python(master: str) -> bool:
     return master.startswith("local") and os.path.abspath(python) == os.path.abspath(sys.executable)
 
 
+def session_environment() -> None:
+    """The environment Spark's JVM and Python processes inherit (the interpreter, the compiled
+    PySpark's path, the sealing key), set before any thread of this process starts: ``setenv``
+    while another thread's C or Rust code reads the environment (delta-rs opening tables while
+    Spark starts) crashes the process. Once set, calling this again changes nothing."""
+    from sparkcdc.spark.runtime.pythonpath import use_compiled_pyspark
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    use_compiled_pyspark()
+    ensure_key()
+
+
 def start_session(config: Config, own: Path, log_level: str | None) -> SparkSession:
     """The session of a pipeline whose own files are in ``own``; Spark's log at ``log_level``
     (None: off). Spark's web UI is on unless ``pipeline.spark.ui`` is false: at
@@ -123,13 +136,8 @@ def start_session(config: Config, own: Path, log_level: str | None) -> SparkSess
     The sealing key goes to Spark's Python processes as ``spark.executorEnv`` (hidden by
     Spark's ``spark.redaction.regex`` in its UI and event log); a session already running here
     without it (not started by this function) gets nothing sealed."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    session_environment()
     from pyspark.sql import SparkSession
-
-    from sparkcdc.spark.runtime.pythonpath import use_compiled_pyspark
-
-    use_compiled_pyspark()
 
     log4j = own / "log4j2.properties"
     log4j.write_text(LOG4J)

@@ -32,4 +32,7 @@ def worker_pythonpath(current: str | None) -> str:
 
 def use_compiled_pyspark() -> None:
     """Give the JVM started next (and so its Python processes) :data:`SITE` on their path."""
-    os.environ["PYTHONPATH"] = worker_pythonpath(os.environ.get("PYTHONPATH"))
+    current = os.environ.get("PYTHONPATH")
+    wanted = worker_pythonpath(current)
+    if wanted != current:  # no setenv when set: threads may be reading the environment
+        os.environ["PYTHONPATH"] = wanted
