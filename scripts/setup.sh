@@ -69,11 +69,11 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
   .venv/bin/python -m pip install -q -c constraints.txt -e '.[dev]'
   echo "$wanted" >"$stamp"
 fi
-# the binlog's C modules (sources/mysql/binlog/_*.c: the row decoder, the packet splitter),
-# each rebuilt when its source changes
+# the C modules (sources/mysql/binlog/_*.c: the row decoder, the packet splitter;
+# sources/postgres/pgoutput/_*.c: the tuple reader), each rebuilt when its source changes
 suffix=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 inc=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
-for src in src/sparkcdc/sources/mysql/binlog/_*.c; do
+for src in src/sparkcdc/sources/mysql/binlog/_*.c src/sparkcdc/sources/postgres/pgoutput/_*.c; do
   ext=${src%.c}$suffix
   if [ ! -f "$ext" ] || [ "$src" -nt "$ext" ]; then
     echo "setup: compiling $(basename "$src")"

@@ -38,9 +38,12 @@ OffsetJSON = JSONObject
 POSITION_DIGITS = 10
 
 
+_POSITION_FORMAT = f"%0{POSITION_DIGITS}d"
+
+
 def position_text(*parts: int) -> str:
     """Integers as fixed-width text joined by ``:``, so texts order as the integers do."""
-    return ":".join(f"{p:0{POSITION_DIGITS}d}" for p in parts)
+    return ":".join([_POSITION_FORMAT % p for p in parts])
 
 
 @total_ordering

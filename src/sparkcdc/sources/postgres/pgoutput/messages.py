@@ -24,9 +24,14 @@ import enum
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 from sparkcdc.core.errors import DecodeError
+
+try:
+    from sparkcdc.sources.postgres.pgoutput import _tuples  # type: ignore[attr-defined]
+except ImportError:  # not built: tuple_in_python reads every tuple
+    _tuples = None
 
 PG_EPOCH_MICROS = 946_684_800_000_000  # 2000-01-01 in microseconds since 1970-01-01
 
@@ -49,6 +54,13 @@ class BinaryValue:
 
 TupleValue = bytes | None | Literal[Unchanged.UNCHANGED] | BinaryValue
 TupleData = list[TupleValue]
+
+
+class TextTuple(list[TupleValue]):
+    """TupleData that :func:`_tuple` found to hold only texts and NULLs (no 'u', no 'b'):
+    readers may take its values as texts without looking at each."""
+
+    __slots__ = ()
 
 
 class PgoutputError(DecodeError, ValueError):
@@ -222,10 +234,21 @@ _COLUMN = struct.Struct(">Ii").unpack_from
 
 def _tuple(data: bytes, pos: int) -> tuple[TupleData, int]:
     """TupleData at ``pos``: Int16 column count, then per column a kind byte and for 't'/'b'
-    an Int32 length and the bytes. Returns the values and the position after them."""
+    an Int32 length and the bytes. Returns the values and the position after them: read in C
+    (``_tuples.c``) when every value is a text or NULL, else by :func:`tuple_in_python`."""
+    if _tuples is not None:
+        found = _tuples.texts(data, pos, TextTuple)
+        if found is not None:
+            return cast(tuple[TupleData, int], found)
+    return tuple_in_python(data, pos)
+
+
+def tuple_in_python(data: bytes, pos: int) -> tuple[TupleData, int]:
+    """:func:`_tuple` in Python: any TupleData, and the error naming what is wrong in one."""
     (count,) = _U16(data, pos)
     pos += 2
     values: TupleData = [None] * count
+    texts = True
     for i in range(count):
         kind = data[pos]
         if kind == 116:  # 't'
@@ -236,16 +259,18 @@ def _tuple(data: bytes, pos: int) -> tuple[TupleData, int]:
             pos += 1
         elif kind == 117:  # 'u'
             values[i] = UNCHANGED
+            texts = False
             pos += 1
         elif kind == 98:  # 'b'
             start = pos + 5
             pos = start + _U32(data, pos + 1)[0]
             values[i] = BinaryValue(data[start:pos])
+            texts = False
         else:
             raise PgoutputError(f"its TupleData column kind {chr(kind)!r} at byte {pos} is unknown")
     if pos > len(data):
         raise PgoutputError(f"its TupleData runs {pos - len(data)} bytes past its end")
-    return values, pos
+    return (TextTuple(values) if texts else values), pos
 
 
 def _string(data: bytes, pos: int) -> tuple[str, int]:
@@ -387,11 +412,11 @@ def decode(data: bytes, streaming: bool = False, lsn: int = 0) -> Message:
     WAL start) only names the place in errors. Whatever goes wrong raises
     :class:`PgoutputError` naming the message's kind and LSN."""
     fn = _DECODERS.get(data[0]) if data else None
-    where = {"event": message_name(data), "lsn": lsn_text(lsn)}
     if fn is None:
         kind = repr(chr(data[0])) if data else "(empty)"
         raise PgoutputError(
-            f"pgoutput message type {kind} at LSN {lsn_text(lsn)} is unknown; {ADVICE}", **where
+            f"pgoutput message type {kind} at LSN {lsn_text(lsn)} is unknown; {ADVICE}",
+            **_where(data, lsn),
         )
     try:
         return fn(data, streaming)
@@ -399,8 +424,13 @@ def decode(data: bytes, streaming: bool = False, lsn: int = 0) -> Message:
         raise PgoutputError(
             f"pgoutput message {chr(data[0])!r} at LSN {lsn_text(lsn)} is truncated or"
             f" malformed ({type(e).__name__}: {str(e)[:200]}); {ADVICE}",
-            **where,
+            **_where(data, lsn),
         ) from e
+
+
+def _where(data: bytes, lsn: int) -> dict[str, str]:
+    """An error's place: the message's kind and LSN (made only when one is raised)."""
+    return {"event": message_name(data), "lsn": lsn_text(lsn)}
 
 
 class Decoder:

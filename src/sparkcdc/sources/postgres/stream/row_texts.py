@@ -6,6 +6,7 @@ byte the chunk reads' (:mod:`sparkcdc.sources.postgres.chunks.images`)."""
 from __future__ import annotations
 
 import json
+from typing import cast
 
 from sparkcdc.core.errors import SourceError
 from sparkcdc.core.event import Change
@@ -37,9 +38,11 @@ def row_texts(
                 f"pgoutput sent {len(row)} values for the {width} columns of "
                 f"{found.schema.name}; the stream stops rather than guess which is which."
             )
-    before = None if old is None else [_text(v, found, i) for i, v in enumerate(old)]
+    before = None if old is None else _texts(old, found)
     if new is None:
         return before, None
+    if _plain(new):
+        return before, cast(TextRow, new)
     after: TextRow = []
     left: list[int] = []
     for i, value in enumerate(new):
@@ -49,6 +52,18 @@ def row_texts(
                 left.append(i)
         after.append(_text(value, found, i))
     return before, (MarkedRow(after, tuple(left)) if left else after)
+
+
+def _plain(row: list[pm.TupleValue]) -> bool:
+    """Whether every value of ``row`` is known to be a text or NULL (decoding found it so;
+    other rows are looked at value by value)."""
+    return type(row) is pm.TextTuple
+
+
+def _texts(row: list[pm.TupleValue], found: Captured) -> TextRow:
+    if _plain(row):
+        return cast(TextRow, row)
+    return [_text(v, found, i) for i, v in enumerate(row)]
 
 
 def _text(value: pm.TupleValue, found: Captured, i: int) -> bytes | None:

@@ -99,6 +99,8 @@ def _struct(
     rows: list[TextRow | None], columns: tuple[Column, ...], fields: list[pa.Field]
 ) -> pa.StructArray:
     """The rows as a struct of ``fields`` (a column these rows lack: nulls; no row: null)."""
+    if rows.count(None) == len(rows):  # inserts' before images, most updates' too
+        return _all_null(len(rows), fields)
     absent = [None] * len(columns)
     by_column = list(zip(*[absent if row is None else row for row in rows], strict=True))
     by_name = {c.name: i for i, c in enumerate(columns)}
@@ -112,3 +114,9 @@ def _struct(
         arrays.append(values if values.type == f.type else pc.cast(values, f.type))
     mask = pa.array([row is None for row in rows], pa.bool_())
     return pa.StructArray.from_arrays(arrays, fields=fields, mask=mask)
+
+
+def _all_null(n: int, fields: list[pa.Field]) -> pa.StructArray:
+    nulls = pa.nulls(n, pa.struct(fields))
+    assert isinstance(nulls, pa.StructArray)
+    return nulls
