@@ -6,11 +6,11 @@ call, about 10 ms even for one changed row, which a micro-batch pays once per ch
 (no deletion vectors): the data files whose key statistics reach the batch's keys (every file
 where the key has none) are read, the rows whose key the batch changes are left out (a set
 lookup or an anti-join on the key, null matching nothing, so keys match as the MERGE's
-``t.k = s.k`` does), the batch's upserts are added, and
-the result is written as one new data file; its add action and the candidates' remove actions
-are one commit, carrying the batch's transaction identifier (:mod:`.commits`). A TRUNCATE or
-DROP in the batch (``reset``) removes every file. Delta's history names the commit a ``WRITE``
-(delta-rs names a commit of given actions so); its ``sparkcdc.operation`` says ``MERGE``.
+``t.k = s.k`` does), the batch's upserts are added, and the result is written as one new data
+file; its add action and the candidates' remove actions are one commit, carrying the batch's
+transaction identifier (:mod:`.commits`). A TRUNCATE or DROP in the batch (``reset``) removes
+every file. Delta's history names the commit a ``WRITE`` (delta-rs names a commit of given
+actions so); its ``sparkcdc.operation`` says ``MERGE``.
 
 Only where it is the same: a table with deletion vectors, column mapping, the change data feed,
 partitions or data files outside its folder, candidates over :data:`MAX_BYTES`, or a key type
