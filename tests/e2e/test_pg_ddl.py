@@ -89,6 +89,14 @@ def all_rows(lake: Path, table: str, column: str, value: object) -> bool:
     return len(rows) == ROWS and all(r.get(column) == value for r in rows if r["id"] > 2)
 
 
+def holds(lake: Path, table: str, row_id: int, column: str, value: object) -> bool:
+    """Whether the replica's row ``row_id`` of ``table`` holds ``value`` in ``column``: a change
+    made after a DDL has arrived. A DDL is a micro-batch of its own when it reaches the store
+    before the rest of its transaction or the changes after it, so its copy or fill can show
+    before them; a stop then leaves them to the next run."""
+    return any(r["id"] == row_id and r.get(column) == value for r in replica(lake, table))
+
+
 def renamed(lake: Path, column: str, table: str = "ren") -> bool:
     """Every row of ``table`` but the two changed holds its first column's value in
     ``column``."""
@@ -127,6 +135,8 @@ def test_every_ddl_leaves_the_replica_exact(
     wait_for(proc, lambda: all_rows(lake, "cust", "loyalty_points", 0), "the defaults filled")
     wait_for(proc, lambda: renamed(lake, "b"), "the rename copied")
     wait_for(proc, lambda: snapshot_after_schema_change(lake, "vol"), "vol read again")
+    wait_for(proc, lambda: holds(lake, "cust", 1, "name", "first") and holds(lake, "ren", 1, "b",
+             "first") and holds(lake, "vol", 2, "k", 1), "the changes after the DDL")  # fmt: skip
     snapshot_before_the_stream_sees_the_ddl(postgres, pgdb, cfg, proc)
     stop(proc)
     code, out = verify(cfg)
@@ -139,6 +149,8 @@ def test_every_ddl_leaves_the_replica_exact(
     proc = launch(cfg)
     wait_for(proc, lambda: all_rows(lake, "cust", "bonus", 5), "the default filled on restart")
     wait_for(proc, lambda: renamed(lake, "c"), "the rename on restart")
+    wait_for(proc, lambda: holds(lake, "cust", 2, "name", "second") and holds(lake, "ren", 2, "c",
+             "second"), "the changes after the DDL on restart")  # fmt: skip
     stop(proc)
     code, out = verify(cfg)
     assert code == 0 and "every table equal" in out, out
@@ -160,6 +172,7 @@ def snapshot_before_the_stream_sees_the_ddl(
     postgres.execute("UPDATE late SET b = 'first' WHERE id = 1", database=pgdb)
     wait_for(proc, lambda: renamed(lake, "b", "late") and all_rows(lake, "late", "pts", 7),
              "late's rename copied and pts filled")  # fmt: skip
+    wait_for(proc, lambda: holds(lake, "late", 1, "b", "first"), "late's change after its DDL")
 
 
 SNAPSHOT_ROWS = {"snap_fill": 2000, "snap_ren": 400, "snap_vol": 400}  # chunks of 100 rows
