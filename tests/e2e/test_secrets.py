@@ -3,9 +3,11 @@ the environment, as the README writes it), and every output a user or an operato
 searched for it: ``check``, ``run`` with a wrong password, a run that streams and then fails
 mid-stream, ``status`` (text and ``--json``), ``/metrics``, the pages of Spark's web UI (on by
 default: ``status`` names its address, its Structured Streaming tab shows the stream by the
-pipeline's name, on the next port when another process holds 4040), the JSON log format, and
-every file the pipeline writes (the checkpoint with its status file, the lake) and Spark's event
-log. The run's sealing key (:mod:`sparkcdc.config.secret`) is searched for as well."""
+pipeline's name, on the next port when another process holds 4040), the JSON log format, the
+command lines of every process on the machine (``ps`` shows them to any user: Spark's JVM and
+its Python workers among them), and every file the pipeline writes (the checkpoint with its
+status file, the lake) and Spark's event log. The run's sealing key
+(:mod:`sparkcdc.config.secret`) is searched for as well."""
 
 from __future__ import annotations
 
@@ -84,6 +86,15 @@ def files_holding(root: Path, *texts: str) -> list[str]:
 
 
 UI_PAGES = ("jobs/", "StreamingQuery/", "SQL/", "environment/", "executors/")
+
+
+def command_lines() -> str:
+    """The command line of every process on the machine, one per line (what ``ps`` shows)."""
+    lines = []
+    for path in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):  # gone meanwhile
+            lines.append(path.read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+    return "\n".join(lines)
 
 
 def ui_pages(address: str) -> dict[str, str]:
@@ -173,6 +184,8 @@ def watch_the_run(
         assert address.startswith("http://") and not address.endswith(":4040"), address
         assert f"\nspark ui     {address}\n" in outputs["status"], outputs["status"]
         outputs["spark ui"] = address
+        outputs["command lines"] = command_lines()
+        assert "org.apache.spark.deploy.SparkSubmit" in outputs["command lines"]  # the JVM's
         outputs.update(ui_pages(address))
         assert "sparkcdc-checkpoint" in outputs["spark ui StreamingQuery/"]  # the query's name
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as page:

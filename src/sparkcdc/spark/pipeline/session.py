@@ -105,6 +105,42 @@ def ui_address(spark: SparkSession, config: Config) -> str | None:
     return address
 
 
+def spark_settings(config: Config, own: Path) -> dict[str, str]:
+    """The session's Spark settings but the sealing key: sparkcdc's, then
+    ``pipeline.spark.conf`` over them; Spark's log configuration written into ``own``."""
+    log4j = own / "log4j2.properties"
+    log4j.write_text(LOG4J)
+    java_opts = f"-Dlog4j2.configurationFile=file:{log4j.resolve()}"
+    settings = {
+        "spark.master": config.pipeline.spark_master,
+        "spark.app.name": pipeline_name(config.pipeline.checkpoint),
+        "spark.ui.enabled": "true" if config.pipeline.spark_ui else "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.driver.extraJavaOptions": f"{java_opts} {DRIVER_JVM}",
+        "spark.executor.extraJavaOptions": java_opts,
+        "spark.python.worker.reuse": "true",
+    }
+    master = config.pipeline.spark_conf.get("spark.master", config.pipeline.spark_master)
+    if own_python(master):
+        settings["spark.python.daemon.module"] = DAEMON
+    return {**settings, **config.pipeline.spark_conf}
+
+
+def _launch_jvm(settings: dict[str, str]) -> None:
+    """Start Spark's JVM (``spark-submit``) with ``settings``, unless it runs already. pyspark
+    writes the settings it starts the JVM with on its command line, which ``ps`` shows every
+    user of the machine: so the sealing key is left out here and set through py4j after."""
+    from pyspark import SparkConf, SparkContext
+
+    if SparkContext._gateway is not None:
+        return
+    conf = SparkConf(loadDefaults=False)
+    for key, value in settings.items():
+        conf.set(key, value)
+    SparkContext._ensure_initialized(conf=conf)
+
+
 def own_python(master: str) -> bool:
     """Whether Spark's Python processes run this interpreter on this machine (a local
     ``master``, ``PYSPARK_PYTHON`` this one), and so import sparkcdc as this process does."""
@@ -134,31 +170,19 @@ def start_session(config: Config, own: Path, log_level: str | None) -> SparkSess
     they run this interpreter (:func:`own_python`): elsewhere sparkcdc may be missing, and
     :mod:`sparkcdc.spark.shipping` says so where Spark's daemon would fail unexplained.
     The sealing key goes to Spark's Python processes as ``spark.executorEnv`` (hidden by
-    Spark's ``spark.redaction.regex`` in its UI and event log); a session already running here
-    without it (not started by this function) gets nothing sealed."""
+    Spark's ``spark.redaction.regex`` in its UI and event log), set through py4j once the JVM
+    runs (:func:`_launch_jvm`); a session already running here without it (not started by this
+    function) gets nothing sealed."""
     session_environment()
     from pyspark.sql import SparkSession
 
-    log4j = own / "log4j2.properties"
-    log4j.write_text(LOG4J)
-    java_opts = f"-Dlog4j2.configurationFile=file:{log4j.resolve()}"
-    builder = (
-        SparkSession.builder.master(config.pipeline.spark_master)
-        .appName(pipeline_name(config.pipeline.checkpoint))
-        .config("spark.ui.enabled", "true" if config.pipeline.spark_ui else "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.extraJavaOptions", f"{java_opts} {DRIVER_JVM}")
-        .config("spark.executor.extraJavaOptions", java_opts)
-        .config("spark.python.worker.reuse", "true")
-        .config(f"spark.executorEnv.{KEY_ENV}", ensure_key())
-    )
-    master = config.pipeline.spark_conf.get("spark.master", config.pipeline.spark_master)
-    if own_python(master):
-        builder = builder.config("spark.python.daemon.module", DAEMON)
-    for key, value in config.pipeline.spark_conf.items():
+    settings = spark_settings(config, own)
+    key_setting = f"spark.executorEnv.{KEY_ENV}"
+    builder = SparkSession.builder
+    for key, value in {**settings, key_setting: ensure_key()}.items():
         builder = builder.config(key, value)
     with sigint_left_to_the_driver():
+        _launch_jvm(settings)
         spark = builder.getOrCreate()
     if spark.sparkContext.environment.get(KEY_ENV) != os.environ.get(KEY_ENV):
         forget_key()
