@@ -5,6 +5,7 @@ delta-rs."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -14,7 +15,10 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError
 
+from sparkcdc.config.model import SinkConfig
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.delta import commits, data_files, log_commit, opened, storage
+from sparkcdc.sinks.registry import open_tables_ahead
 
 APP = "pipeline-1"
 SCHEMA = commits.changelog_schema(
@@ -138,3 +142,20 @@ def test_tables_opened_ahead_are_kept_for_the_first_batch(tmp_path: Path) -> Non
     kept = [opened.cached(path, current=False) for path in paths]
     assert [k is not None for k in kept] == [True, True, False, True]
     assert commits.open_table(paths[0]) is kept[0]  # the first batch opens it no more
+
+
+def test_what_opens_the_tables_ahead_gives_its_stop(tmp_path: Path) -> None:
+    """The run calls what :func:`open_tables_ahead` gives before it forgets the sealing key
+    (``unsetenv`` while delta-rs reads the environment in another thread crashes the process):
+    no thread opens tables once it returns, though it was called before the thread finished."""
+    tables = [TableName("db", f"t{i}") for i in range(40)]
+    for name in tables:
+        write_deltalake(str(tmp_path / "db" / name.table), pa.table({"id": pa.array([1])}))
+    stop = open_tables_ahead(SinkConfig(path=str(tmp_path)), tables)
+    assert any(t.name == AHEAD_THREAD for t in threading.enumerate())
+    stop()
+    assert not any(t.name == AHEAD_THREAD for t in threading.enumerate())
+    assert opened.cached(str(tmp_path / "db" / "t39"), current=False) is None  # not reached
+
+
+AHEAD_THREAD = "sparkcdc-open-tables"

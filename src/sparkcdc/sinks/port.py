@@ -171,5 +171,6 @@ class SinkType:
     open: Callable[[SinkConfig, SinkContext], Sink]
     chunk_writer: ChunkWriter | None = None
     keys: tuple[str, ...] = ()
-    # called before Spark starts with the captured tables: the sink may open them meanwhile
-    open_ahead: Callable[[SinkConfig, Sequence[TableName]], None] | None = None
+    # called before Spark starts with the captured tables: the sink may open them meanwhile;
+    # gives what stops that (the run calls it before it ends)
+    open_ahead: Callable[[SinkConfig, Sequence[TableName]], Callable[[], None]] | None = None

@@ -7,7 +7,7 @@ their in-memory sink). Looking a type up imports its package's light module only
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from sparkcdc.config.model import SinkConfig
 from sparkcdc.core.plugins import module_value, unknown_type
@@ -41,11 +41,11 @@ def check_sink(config: SinkConfig) -> None:
     sink_type(config.type).check(config)
 
 
-def open_tables_ahead(config: SinkConfig, tables: Sequence[TableName]) -> None:
-    """Let the sink open the captured ``tables`` while Spark starts (if its type does)."""
+def open_tables_ahead(config: SinkConfig, tables: Sequence[TableName]) -> Callable[[], None]:
+    """Let the sink open the captured ``tables`` while Spark starts (if its type does); what
+    stops it, once the table being opened is."""
     found = sink_type(config.type).open_ahead
-    if found is not None:
-        found(config, tables)
+    return (lambda: None) if found is None else found(config, tables)
 
 
 def open_sink(config: SinkConfig, context: SinkContext) -> Sink:

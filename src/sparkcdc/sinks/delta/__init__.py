@@ -4,7 +4,7 @@ parts import deltalake when called."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from sparkcdc.config.model import SinkConfig
@@ -39,15 +39,16 @@ def open_sink(config: SinkConfig, context: SinkContext) -> Sink:
     )  # fmt: skip
 
 
-def open_ahead(config: SinkConfig, tables: Sequence[TableName]) -> None:
+def open_ahead(config: SinkConfig, tables: Sequence[TableName]) -> Callable[[], None]:
     """Open the Delta tables of ``tables`` in a thread of their own while Spark starts: the
-    run's first micro-batch finds them open (:func:`.opened.open_ahead`)."""
+    run's first micro-batch finds them open (:func:`.opened.open_ahead`); what stops it."""
     from sparkcdc.sinks.delta import opened
     from sparkcdc.sinks.delta.lake import Lake
     from sparkcdc.sinks.delta.storage import LakeStorage
 
     lake = Lake(LakeStorage(config.path, config.storage_options))
     opened.open_ahead([path(t) for t in tables for path in (lake.replica, lake.changelog)])
+    return opened.stop_ahead
 
 
 def write_chunk_files(

@@ -143,7 +143,7 @@ def _run_locked(
             "capturing %s: %s", counted(len(schemas), "table"), ", ".join(t.name for t in schemas)
         )
         session_environment()  # before the thread below: setenv beside it crashes the process
-        open_tables_ahead(config.sink, [t.table_name for t in schemas])  # while Spark starts
+        stop_opening = open_tables_ahead(config.sink, [t.table_name for t in schemas])
         started = time.monotonic()
         spark = start_session(config, checkpoint / "sparkcdc", level)
         log.info("Spark session started in %.1fs", time.monotonic() - started)
@@ -159,6 +159,7 @@ def _run_locked(
                 return _stream(spark, config, checkpoint, available_now, progress, stop, metrics)
         finally:
             spark.stop()
+            stop_opening()  # a run without a batch: its thread may open tables still
             forget_key()  # the sealing key lives as long as the session it was given to
             if stop.now:
                 raise KeyboardInterrupt  # Spark stopped: now say the batch did not commit
