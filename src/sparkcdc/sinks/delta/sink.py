@@ -34,9 +34,9 @@ whose file holds them, :mod:`sparkcdc.store.batch_files`):
    A table keyed by an array column (``array<E>``) stops the batch with SinkError: a MERGE
    cannot match rows on arrays.
 
-2. Changes (c/u/d/r, and t for a TRUNCATE) per table: row images become typed structs
-   (:mod:`~sparkcdc.core.convert`), with the schema version each row names (``schema_id``),
-   widened to the table's current columns. A snapshot chunk kept in the split store
+2. Changes (c/u/d/r, and t for a TRUNCATE) per table (:mod:`.table_writer`): row images become
+   typed structs (:mod:`~sparkcdc.core.convert`), with the schema version each row names
+   (``schema_id``), widened to the table's current columns. A snapshot chunk kept in the split store
    (``op = 'k'``) becomes its ``r`` rows, read from there already typed (:mod:`.chunk_rows`).
    A value an update left out of the log (PostgreSQL's unchanged TOAST) is filled from the
    key's change before or the replica (:mod:`.unchanged`).
@@ -76,39 +76,31 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from functools import partial
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkcdc.core.chunk import refuse_array_key
-from sparkcdc.core.errors import ConfigError, SinkError
-from sparkcdc.core.event import OP_CHUNK, OP_CREATE, OP_NOTICE, OP_READ, OP_SCHEMA
+from sparkcdc.core.event import OP_CHUNK, OP_NOTICE, OP_SCHEMA
 from sparkcdc.core.images import TypedImages
-from sparkcdc.core.schema import TableSchema
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.batch_events import is_truncate, read_batch
 from sparkcdc.sinks.delta import (
-    chunk_files,
     chunk_rows,
     commits,
     existing,
     notifications,
     opened,
     truncates,
-    unchanged,
 )
 from sparkcdc.sinks.delta.lake import Lake
-from sparkcdc.sinks.delta.replica import latest_changes
 from sparkcdc.sinks.delta.storage import LakeStorage, as_storage
+from sparkcdc.sinks.delta.table_writer import TableWriter
 from sparkcdc.sinks.delta.upkeep import Schedule
 from sparkcdc.sinks.port import (
     BatchFrame,
-    ChunkRef,
     Mark,
     Sink,
     SinkFigures,
-    TableKind,
     UpkeepFigures,
 )
 
@@ -158,7 +150,6 @@ class DeltaSink(Sink):
         self.last_report: BatchReport | None = None
         self.error: BaseException | None = None
         self._appends = chunk_rows.AppendBook(self.storage)
-        self._images: Sequence[TypedImages] = ()  # of the batch being written
 
     @property
     def app_id(self) -> str:
@@ -202,7 +193,7 @@ class DeltaSink(Sink):
         """Write one micro-batch (see the module docstring); idempotent per ``batch_id``.
         ``images``: the typed images of changes whose JSON images are null."""
         started = time.perf_counter()
-        self._images = images
+        writer = TableWriter(self.storage, self.lake, self._appends, self.app_id, batch_id, images)
         self.lake.source = envelope.schema.field("source").type
         ops = envelope.column("op").to_pylist() if envelope.num_rows else []
         self._open_tables(envelope)
@@ -220,7 +211,7 @@ class DeltaSink(Sink):
                 effects.setdefault(found.table, []).append(found)
         envelope = truncates.as_changes(envelope, truncated)  # 't' rows of the change log
         for name, found_effects in effects.items():  # the rows held before this batch
-            self._existing_rows(name, found_effects, batch_id)
+            writer.existing_rows(name, found_effects)
         for i in (i for i, op in enumerate(ops) if op == OP_CHUNK):
             self.lake.read_with(envelope.slice(i, 1).to_pylist()[0])
         kept = pa.array([OP_SCHEMA, OP_NOTICE])
@@ -240,16 +231,14 @@ class DeltaSink(Sink):
                 group = [p for p, c in zip(named, later, strict=True) if c == chunk]
                 if chunk and group:
                     self._touch_mark()
-                for table, (wrote, counts) in self._tables_changes(
-                    group, batch_id, resets, chunk, effects
-                ):
+                for table, (wrote, counts) in _write_tables(writer, group, resets, chunk, effects):
                     (tables if wrote else skipped).append(str(table))
                     written.update({(str(table), op): n for op, n in counts.items()})
             ts = pc.max(rows.column("source").combine_chunks().field("ts_ms")).as_py()
             last_ts = None if ts is None else int(ts)
         for name in resets:
             if name not in {TableName.parse(t) for t in tables + skipped}:
-                self._reset_only(name, batch_id)
+                writer.reset_only(name)
         self._touch_mark()
         noticed = notifications.record(self.storage, envelope, self.app_id, batch_id)
         count = sum(written.values())
@@ -308,191 +297,28 @@ class DeltaSink(Sink):
                 extra={"batch": report.batch_id, "table": ", ".join(report.tables) or None},
             )
 
-    # -------------------------------------------------------------- changes
-    def _tables_changes(
-        self,
-        group: list[tuple[TableName, pa.Table]],
-        batch_id: int,
-        resets: dict[TableName, int],
-        incremental_only: bool,
-        effects: dict[TableName, list[existing.Effect]],
-    ) -> list[tuple[TableName, tuple[bool, dict[str, int]]]]:
-        """:meth:`_table_changes` of each table of ``group``, :data:`TABLE_WRITERS` at a time
-        (each table's commits are its own; delta-rs works outside the GIL); the results in
-        ``group``'s order. A table that fails stops the batch once the others are written."""
 
-        def one(item: tuple[TableName, pa.Table]) -> tuple[bool, dict[str, int]]:
-            name, part = item
-            return self._table_changes(
-                name, part, batch_id, resets.get(name), incremental_only, effects.get(name, [])
-            )
+def _write_tables(
+    writer: TableWriter,
+    group: list[tuple[TableName, pa.Table]],
+    resets: dict[TableName, int],
+    incremental_only: bool,
+    effects: dict[TableName, list[existing.Effect]],
+) -> list[tuple[TableName, tuple[bool, dict[str, int]]]]:
+    """:meth:`.TableWriter.changes` of each table of ``group``, :data:`TABLE_WRITERS` at a time
+    (each table's commits are its own; delta-rs works outside the GIL); the results in
+    ``group``'s order. A table that fails stops the batch once the others are written."""
 
-        if len(group) < 2:
-            return [(name, one((name, part))) for name, part in group]
-        with ThreadPoolExecutor(min(TABLE_WRITERS, len(group))) as pool:
-            futures = [pool.submit(one, item) for item in group]
-            wait(futures)
-        return [(name, f.result()) for (name, _), f in zip(group, futures, strict=True)]
+    def one(item: tuple[TableName, pa.Table]) -> tuple[bool, dict[str, int]]:
+        name, part = item
+        return writer.changes(name, part, resets.get(name), incremental_only, effects.get(name, []))
 
-    def _table_changes(
-        self,
-        name: TableName,
-        rows: pa.Table,
-        batch_id: int,
-        reset_at: int | None,
-        incremental_only: bool,
-        effects: list[existing.Effect],
-    ) -> tuple[bool, dict[str, int]]:
-        """Write one table's changes (``incremental_only``: nothing but chunks of an incremental
-        snapshot; ``effects``: of its schema changes on the rows before them); (whether anything
-        was written, how many changes of each op)."""
-        latest = self.lake.schema(name, rows.column("schema_id")[-1].as_py())
-        _check_key(latest)
-        columns = self.lake.columns(name, latest)
-        chunks_only = chunk_rows.only_initial_chunks(rows)
-        if not chunks_only:
-            self._appends.streamed(*name, self.app_id)
-        elif self._appends.may_append(*name, self.app_id, self.lake.replica(name)):
-            refs = chunk_rows.chunk_refs(rows)
-            if chunk_files.adoptable(refs, columns):  # the tasks wrote the data files
-                read = sum(int(r["rows"]) for r in refs)
-                return self._adopt(name, refs, batch_id), {OP_READ: read}
-        left = unchanged.marked(rows)  # values an update left out of the log (TOAST)
-        rows, before, after = self._typed(name, rows, columns, batch_id)
-        label = str(name)
-        if left:  # filled before the change log and the replica are written
-            replica = unchanged.Replica(self.lake.replica(name), self.app_id, batch_id)
-            images = (before, _whole(after))
-            after = unchanged.fill(left, rows, images, latest.key, replica, reset_at, label)
-        merged_after = after  # rows changed before a schema change get what it gave the rest
-        if effects:
-            merged_after = existing.apply_to_images(effects, rows.column("_pos").combine_chunks(),
-                                                    _whole(after))  # fmt: skip
-        try:
-            changelog = pa.Table.from_arrays(
-                [rows.column("op"), before, after, rows.column("source"),
-                 rows.column("transaction")],
-                schema=commits.changelog_schema(columns, rows.column("source").type),
-            )  # fmt: skip
-            log_path, replica_path = self.lake.changelog(name), self.lake.replica(name)
-            # new rows only (a chunk of an incremental snapshot, or inserts) whose keys the
-            # replica's file statistics prove absent: appended, not merged
-            appendable = incremental_only or (reset_at is None and _inserts_only(rows))
-            if (chunks_only and self._appends.may_append(*name, self.app_id, replica_path)) or (
-                appendable and chunk_rows.disjoint(replica_path, latest.key, merged_after)
-            ):
-                wrote = chunk_rows.append_chunks(
-                    log_path, changelog, replica_path, merged_after, self.app_id, batch_id
-                )
-                return wrote, _op_counts(rows)
-            merged = partial(latest_changes, rows, before, _whole(merged_after), columns,
-                             latest.key, reset_at)  # fmt: skip
-            wrote = self._log_and_merge(name, changelog, merged, latest.key, batch_id, reset_at)
-        except Exception as exc:
-            raise SinkError(
-                f"writing batch {batch_id} of {label} to Delta failed: {exc}", table=label
-            ) from exc
-        return wrote, _op_counts(rows)
-
-    def _typed(
-        self, name: TableName, rows: pa.Table, columns: list[pa.Field], batch_id: int
-    ) -> tuple[pa.Table, pa.StructArray, pa.StructArray | pa.ChunkedArray]:
-        """``rows`` (with each ``k`` event replaced by its ``r`` rows) and their typed before
-        and after images."""
-        if not chunk_rows.has_chunks(rows):
-            before, after = self.lake.images(
-                name, rows, rows.column("schema_id").to_pylist(), columns, self._images
-            )
-            return rows, before, after
-        try:
-            return chunk_rows.with_chunk_rows(
-                rows,
-                columns,
-                lambda inline: self.lake.images(
-                    name, inline, inline.column("schema_id").to_pylist(), columns, self._images
-                ),
-            )
-        except (OSError, ValueError) as exc:
-            label = str(name)
-            raise SinkError(f"batch {batch_id} of {label}: {exc}.", table=label) from exc
-
-    def _log_and_merge(
-        self,
-        name: TableName,
-        changelog: pa.Table,
-        latest: Callable[[], pa.Table],
-        key: tuple[str, ...],
-        batch_id: int,
-        reset_at: int | None,
-    ) -> bool:
-        """The change log's append beside the replica's MERGE of the ``latest`` changes per key,
-        each idempotent per batch id on its own; whether either wrote. On object storage the
-        append runs while the MERGE is made (delta-rs commits outside the GIL); on a folder the
-        sink's own commits are Python, and one after the other costs less."""
-        log_path, replica_path = self.lake.changelog(name), self.lake.replica(name)
-        if not self.storage.remote:
-            logged = commits.append_changelog(log_path, changelog, self.app_id, batch_id)
-            return commits.merge_replica(
-                replica_path, latest(), key, self.app_id, batch_id, reset_at is not None
-            ) or bool(logged)
-        with ThreadPoolExecutor(1) as pool:
-            appended = pool.submit(
-                commits.append_changelog, log_path, changelog, self.app_id, batch_id
-            )
-            wrote_replica = commits.merge_replica(
-                replica_path, latest(), key, self.app_id, batch_id, reset_at is not None
-            )
-            return bool(appended.result()) or wrote_replica
-
-    def _existing_rows(
-        self, name: TableName, effects: list[existing.Effect], batch_id: int
-    ) -> None:
-        """The replica's rows as the batch's schema changes of ``name`` left them at the
-        source (:mod:`.existing`), committed before the batch's changes of the table."""
-        self._appends.streamed(*name, self.app_id)
-        label = str(name)
-        path = self.lake.replica(name)
-        opened = commits.open_table(path)
-        fields = commits.arrow_fields(opened) if opened is not None else []
-        try:
-            if existing.apply_to_replica(path, effects, fields, self.app_id, batch_id):
-                log.info("batch %d: the rows %s held were changed as its schema change "
-                         "changed them at the source", batch_id, label)  # fmt: skip
-        except Exception as exc:
-            raise SinkError(
-                f"changing the rows of {label} as its schema change did failed: {exc}", table=label
-            ) from exc
-
-    def _adopt(self, name: TableName, refs: list[ChunkRef], batch_id: int) -> bool:
-        """Commit the data files the snapshot tasks wrote for a batch of initial chunks
-        (:mod:`.chunk_files`); False if both tables hold this batch already."""
-        label = str(name)
-        tag = f"{self.app_id}/{label}/{batch_id}"  # each commit's files named apart
-        tables: tuple[tuple[TableKind, str], ...] = (
-            ("changelog", self.lake.changelog(name)),
-            ("replica", self.lake.replica(name)),
-        )
-        try:
-            wrote = [
-                chunk_files.commit(path, kind, refs, self.app_id, batch_id, tag)
-                for kind, path in tables
-            ]
-        except (OSError, ValueError, KeyError) as exc:
-            raise SinkError(f"batch {batch_id} of {label}: {exc}.", table=label) from exc
-        except Exception as exc:
-            raise SinkError(
-                f"writing batch {batch_id} of {label} to Delta failed: {exc}", table=label
-            ) from exc
-        return any(wrote)
-
-    def _reset_only(self, name: TableName, batch_id: int) -> None:
-        """A DROP TABLE (or a TRUNCATE of a table never announced) with no change of the table
-        in this batch."""
-        path = self.lake.replica(name)
-        if commits.open_table(path) is None:
-            return
-        empty = pa.table({})
-        commits.merge_replica(path, empty, (), self.app_id, batch_id, reset=True)
+    if len(group) < 2:
+        return [(name, one((name, part))) for name, part in group]
+    with ThreadPoolExecutor(min(TABLE_WRITERS, len(group))) as pool:
+        futures = [pool.submit(one, item) for item in group]
+        wait(futures)
+    return [(name, f.result()) for (name, _), f in zip(group, futures, strict=True)]
 
 
 def _listed(tables: list[str], shown: int = 10) -> str:
@@ -500,23 +326,6 @@ def _listed(tables: list[str], shown: int = 10) -> str:
     if len(tables) <= shown:
         return ", ".join(tables)
     return f"{len(tables)} tables ({', '.join(tables[:shown])}, …)"
-
-
-def _check_key(schema: TableSchema) -> None:
-    """SinkError when a key column of ``schema`` is an array: the MERGE cannot match on it."""
-    key = {k.lower() for k in schema.key}
-    for column in schema.columns:
-        if column.name.lower() in key:
-            try:
-                refuse_array_key(column.name, column.logical, schema.name)
-            except ConfigError as exc:
-                raise SinkError(str(exc), table=schema.name) from exc
-
-
-def _op_counts(rows: pa.Table) -> dict[str, int]:
-    """How many of ``rows`` (changes, chunks already turned into their ``r`` rows) each op has."""
-    counts = pc.value_counts(rows.column("op")).to_pylist() if rows.num_rows else []
-    return {str(c["values"]): int(c["counts"]) for c in counts}
 
 
 def _per_table(rows: pa.Table) -> list[tuple[TableName, pa.Table]]:
@@ -535,14 +344,3 @@ def _per_table(rows: pa.Table) -> list[tuple[TableName, pa.Table]]:
         parts.append((int(firsts[start]), name, ordered.slice(start, n)))
         start += n
     return [(name, part) for _, name, part in sorted(parts, key=lambda p: p[0])]
-
-
-def _inserts_only(rows: pa.Table) -> bool:
-    ops = rows.column("op")
-    return bool(len(ops)) and bool(pc.all(pc.equal(ops, OP_CREATE)).as_py())
-
-
-def _whole(values: pa.StructArray | pa.ChunkedArray) -> pa.StructArray:
-    combined = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-    assert isinstance(combined, pa.StructArray)
-    return combined
