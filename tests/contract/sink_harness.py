@@ -28,6 +28,7 @@ owner); None where the image is null."""
 
 class SinkHarness(Protocol):
     name: str
+    snapshot_in_changelog: bool  # ``sink.snapshot_in_changelog`` of the sinks it opens
 
     def open(self) -> Sink:
         """A sink on the harness's lake (opened again: a restarted pipeline)."""
@@ -46,10 +47,13 @@ class SinkHarness(Protocol):
 class DeltaHarness:
     root: Path
     name: str = "delta"
+    snapshot_in_changelog: bool = True
 
     @property
     def config(self) -> SinkConfig:
-        return SinkConfig(path=str(self.root / "lake"))
+        return SinkConfig(
+            path=str(self.root / "lake"), snapshot_in_changelog=self.snapshot_in_changelog
+        )
 
     def open(self) -> Sink:
         return open_sink(self.config, SinkContext(app_id=lambda: APP))
@@ -73,12 +77,14 @@ class MemoryHarness:
     root: Path
     honour_batch_ids: bool = True
     name: str = "memory"
+    snapshot_in_changelog: bool = True
 
     @property
     def config(self) -> SinkConfig:
         path = str(self.root / "lake")
         LAKES.setdefault(path, MemoryLake(self.honour_batch_ids))
-        return SinkConfig(path=path, type="tests.fakes.sink")
+        return SinkConfig(path=path, type="tests.fakes.sink",
+                          snapshot_in_changelog=self.snapshot_in_changelog)  # fmt: skip
 
     @property
     def lake(self) -> MemoryLake:

@@ -9,6 +9,7 @@ sink type's chunk writer made on the executor, if it has one); the figures move.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,9 +94,12 @@ def test_changes_and_a_truncate_reach_replica_and_change_log(sink_harness: SinkH
     ]  # fmt: skip
 
 
-def stored_chunk(sink_harness: SinkHarness, root: Path, owners: list[str]) -> pa.Table:
+def stored_chunk(
+    sink_harness: SinkHarness, root: Path, owners: list[str], files: bool = True
+) -> pa.Table:
     """A chunk of ``shop.accounts`` (ids 1..n) kept typed in a split store as a snapshot task
-    keeps it, with the files the sink type's chunk writer makes of it; its ``k`` event."""
+    keeps it, with the files the sink type's chunk writer makes of it (unless not ``files``:
+    the sink reads the rows from the store); its ``k`` event."""
     store = SplitStore(root / "store", BinlogOffset)
     split = Split("shop.accounts", 0, None, None)
     keys, texts = images(A, [account(i, o) for i, o in enumerate(owners, 1)])
@@ -103,8 +107,9 @@ def stored_chunk(sink_harness: SinkHarness, root: Path, owners: list[str]) -> pa
     store.put(result)
     ref: dict[str, Any] = {"path": str(store.rows_path(split)), "rows": len(owners)}
     write_files = sink_harness.chunk_writer()
-    if write_files is not None:
-        ref["files"] = write_files([result], A, store, True, None)
+    if write_files is not None and files:
+        changelog = sink_harness.snapshot_in_changelog
+        ref["files"] = write_files([result], A, store, True, None, changelog=changelog)
     event = chunk_event(ref, A.db, A.table, A.schema_id(), HIGH, T0 + 100)
     return pa.Table.from_batches([event])
 
@@ -123,6 +128,24 @@ def test_a_snapshot_chunk_becomes_its_read_rows(sink_harness: SinkHarness, tmp_p
     ]
     sink(Frame(inserts(5000, 4).table()), 1)  # the log after the snapshot
     assert sink_harness.replica("shop", "accounts") == {1: "a", 2: "b", 3: "c", 4: "o4"}
+
+
+@pytest.mark.parametrize("files", [True, False], ids=["chunk files", "stored rows"])
+def test_a_snapshot_left_out_of_the_change_log_reaches_the_replica_only(
+    sink_harness: SinkHarness, tmp_path: Path, files: bool
+) -> None:
+    """``sink.snapshot_in_changelog: false``: the chunk's rows reach the replica (from the
+    files the chunk writer made, with none for the change log, or read from the store), the
+    change log holds the log's changes only."""
+    sink_harness.snapshot_in_changelog = False
+    chunk = stored_chunk(sink_harness, tmp_path, ["a", "b"], files)
+    files = json.loads(chunk.column("after")[0].as_py()).get("files")
+    assert files is None or "changelog" not in files
+    sink = sink_harness.open()
+    sink(Frame(pa.concat_tables([Changes().schema(A).table(), chunk])), 0)
+    sink(Frame(inserts(5000, 3).table()), 1)
+    assert sink_harness.replica("shop", "accounts") == {1: "a", 2: "b", 3: "o3"}
+    assert sink_harness.changelog("shop", "accounts") == [("c", None, "o3")]
 
 
 def test_figures_move(sink_harness: SinkHarness, tmp_path: Path) -> None:

@@ -60,8 +60,11 @@ LAKES: dict[str, MemoryLake] = {}
 class MemorySink(Sink):
     """The port's writer over a :class:`MemoryLake`."""
 
-    def __init__(self, lake: MemoryLake, app_id: Callable[[], str]) -> None:
+    def __init__(
+        self, lake: MemoryLake, app_id: Callable[[], str], snapshot_in_changelog: bool = True
+    ) -> None:
         self.lake, self._app_id = lake, app_id
+        self.snapshot_in_changelog = snapshot_in_changelog
         self._figures = SinkFigures()
 
     def write_batch(self, batch: BatchFrame, batch_id: int) -> None:
@@ -127,7 +130,8 @@ class MemorySink(Sink):
     def _change(
         self, table: MemoryTable, op: str, before: Row | None, after: Row | None, position: str
     ) -> None:
-        table.changelog.append(LoggedChange(op, before, after, position))
+        if op != "r" or self.snapshot_in_changelog:
+            table.changelog.append(LoggedChange(op, before, after, position))
         if before is not None:
             table.replica.pop(tuple(before[k] for k in table.key), None)
         if after is not None and op != "d":
@@ -169,7 +173,8 @@ def _check(config: SinkConfig) -> None:
 
 
 def _open(config: SinkConfig, context: SinkContext) -> Sink:
-    return MemorySink(LAKES.setdefault(config.path, MemoryLake()), context.app_id)
+    lake = LAKES.setdefault(config.path, MemoryLake())
+    return MemorySink(lake, context.app_id, config.snapshot_in_changelog)
 
 
 SINK_TYPE = SinkType("memory", check=_check, open=_open, chunk_writer=None, keys=("label",))

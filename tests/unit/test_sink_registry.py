@@ -58,7 +58,7 @@ def test_a_sink_types_own_keys_are_allowed_for_it_only(tmp_path: Path) -> None:
     own = BASE + f"sink: {{type: tests.fakes.sink, path: {tmp_path}, label: 7}}\n"
     assert load_config_text(own, "/").sink.settings == {"label": "7"}
     with pytest.raises(ConfigError, match="allowed keys are type, path, maintenance, "
-                       r"storage_options\.$") as err:  # fmt: skip
+                       r"storage_options, snapshot_in_changelog\.$") as err:  # fmt: skip
         load_config_text(BASE + "sink: {path: /l, label: 7}\n", "/")
     assert err.value.fields["key"] == "sink.label"
     assert load_config_text(BASE + "sink: {path: /l}\n", "/").sink.settings == {}
@@ -108,3 +108,29 @@ def test_a_chunk_file_missing_or_short_is_refused(tmp_path: Path) -> None:
         chunk_table(json.dumps({"path": str(path), "rows": 3}))
     with pytest.raises(OSError, match="must stay readable by the sink"):
         chunk_table(json.dumps({"path": str(tmp_path / "gone.arrow"), "rows": 2}))
+
+
+def test_leaving_the_snapshot_out_of_the_change_log_is_a_sink_setting_the_tasks_get() -> None:
+    def loaded(sink: str) -> SinkConfig:
+        return load_config_text(BASE + f"sink: {{path: /l{sink}}}\n", "/").sink
+
+    assert loaded("").snapshot_in_changelog is True
+    assert loaded(", snapshot_in_changelog: false").snapshot_in_changelog is False
+    with pytest.raises(ConfigError, match="sink.snapshot_in_changelog") as err:
+        loaded(", snapshot_in_changelog: sometimes")
+    assert err.value.fields["key"] == "sink.snapshot_in_changelog"
+    source = load_config_text(BASE + "sink: {path: /l}\n", "/").source
+    for kept in (True, False):
+        opts = source_options(source, "/h", max_bytes=1, max_items=1, batch_mode="MEMSIZE",
+                              item_rows=1, snapshot_in_changelog=kept)  # fmt: skip
+        assert SourceOptions.parse(opts).snapshot_in_changelog is kept
+
+
+def test_a_resnapshot_is_refused_with_the_snapshot_out_of_the_change_log() -> None:
+    """A re-snapshot finds the keys deleted meanwhile by its rows in the change log: without
+    them it would take every key for gone."""
+    text = BASE.replace("tables: [x]", "tables: [x], on_log_gone: resnapshot")
+    with pytest.raises(ConfigError, match="sink.snapshot_in_changelog is false") as err:
+        load_config_text(text + "sink: {path: /l, snapshot_in_changelog: false}\n", "/")
+    assert err.value.fields["key"] == "source.on_log_gone"
+    assert load_config_text(text + "sink: {path: /l}\n", "/").source.on_log_gone == "resnapshot"

@@ -53,7 +53,7 @@ from sparkcdc.sources.registry import canonical, source_type
 _ENV = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 SECTIONS = ("source", "sink", "pipeline")
-SINK_KEYS = ("type", "path", "maintenance", "storage_options")
+SINK_KEYS = ("type", "path", "maintenance", "storage_options", "snapshot_in_changelog")
 MAINTENANCE_KEYS = ("compact_every", "retain")
 PIPELINE_KEYS = ("checkpoint", "trigger", "store", "spark", "metrics")
 STORE_KEYS = ("max_bytes", "max_items", "batch_mode", "item_rows")
@@ -118,6 +118,10 @@ def load_config_text(
     if source.on_log_gone == "resnapshot" and sink.type != "delta":
         fail("source.on_log_gone", f"resnapshot deletes the keys gone at the source from Delta "
              f"replicas only, and sink.type is {sink.type}; use on_log_gone: fail")  # fmt: skip
+    if source.on_log_gone == "resnapshot" and not sink.snapshot_in_changelog:
+        fail("source.on_log_gone", "resnapshot finds the keys gone at the source by the "
+             "re-snapshot's rows in the change log, and sink.snapshot_in_changelog is false; use "
+             "on_log_gone: fail, or leave sink.snapshot_in_changelog out")  # fmt: skip
     pipeline = _pipeline(
         _section(root.get("pipeline"), "pipeline", PIPELINE_KEYS, required=True), base
     )
@@ -291,6 +295,7 @@ def _sink(section: Any, base: Path) -> SinkConfig:
         maintenance=_maintenance(_section(s.get("maintenance"), "sink.maintenance",
                                           MAINTENANCE_KEYS)),
         storage_options=as_storage_options(s.get("storage_options"), path),
+        snapshot_in_changelog=_get(s, "snapshot_in_changelog", "sink", as_bool, True),
         settings=own,
     )  # fmt: skip
 

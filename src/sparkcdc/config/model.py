@@ -238,6 +238,9 @@ class SinkConfig:
     maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
     storage_options: dict[str, str | Secret] = field(default_factory=dict)
     settings: dict[str, str] = field(default_factory=dict)  # the sink type's own keys, as text
+    # the snapshots' rows (initial and incremental) as ``r`` rows of the change log too, as
+    # Debezium and Flink CDC emit them; False: in the replica only
+    snapshot_in_changelog: bool = True
 
     def redacted(self) -> JSONObject:
         """The settings with every secret option shown as ``***``, for logs (the sink type's

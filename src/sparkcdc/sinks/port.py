@@ -61,7 +61,7 @@ class ChunkFiles(TypedDict):
 
     columns: list[list[str]]
     replica: DataFile
-    changelog: DataFile
+    changelog: NotRequired[DataFile]  # absent: the snapshot's rows stay out of the change log
 
 
 class ChunkRef(TypedDict):
@@ -148,7 +148,8 @@ class ChunkWriter(Protocol):
     consecutive splits, all kept in ``store``) becomes in the sink, written by the task that
     read them, so the driver's sink only commits them. ``fresh``: a split was read now
     (rewrite); else an earlier attempt's files are kept. ``database``: the rows' ``source.db``
-    where the table's first name part is a schema."""
+    where the table's first name part is a schema. ``changelog``: the change log's file too
+    (``sink.snapshot_in_changelog``)."""
 
     def __call__(
         self,
@@ -157,6 +158,7 @@ class ChunkWriter(Protocol):
         store: SplitStore,
         fresh: bool,
         database: str | None,
+        changelog: bool = True,
     ) -> ChunkFiles: ...
 
 

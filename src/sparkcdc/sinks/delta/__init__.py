@@ -36,6 +36,7 @@ def open_sink(config: SinkConfig, context: SinkContext) -> Sink:
     return DeltaSink(
         lake, app_id=context.app_id, mark=context.mark,
         upkeep=Schedule(lake, upkeep.compact_every, upkeep.retain),
+        snapshot_in_changelog=config.snapshot_in_changelog,
     )  # fmt: skip
 
 
@@ -57,12 +58,13 @@ def write_chunk_files(
     store: SplitStore,
     fresh: bool,
     database: str | None,
+    changelog: bool = True,
 ) -> ChunkFiles:
-    """The run's replica and change-log Parquet files, written on the executor
-    (:mod:`.chunk_files`)."""
+    """The run's replica and (``changelog``) change-log Parquet files, written on the
+    executor (:mod:`.chunk_files`)."""
     from sparkcdc.sinks.delta.chunk_files import files_of
 
-    return files_of(results, schema, store, fresh=fresh, database=database)
+    return files_of(results, schema, store, fresh=fresh, database=database, changelog=changelog)
 
 
 SINK_TYPE = SinkType("delta", check=check, open=open_sink, chunk_writer=write_chunk_files,

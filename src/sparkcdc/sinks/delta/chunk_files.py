@@ -64,28 +64,29 @@ def files_of(
     store: SplitStore,
     fresh: bool,
     database: str | None = None,
+    changelog: bool = True,
 ) -> ChunkFiles:
     """The two files of a run of chunks (one table's, finished, in the task's order),
     described for their ``k`` events: per kind its path, size and statistics, and the columns.
     A run with a split read now (``fresh``) writes them, replacing any that an attempt which
     crashed before finishing the run left; a run of finished splits (a replay) keeps its own,
     written only if they are missing. ``database``: the rows' ``source.db`` where the table's
-    first name part is a schema (:func:`~sparkcdc.core.offset_events.offset_source`)."""
+    first name part is a schema (:func:`~sparkcdc.core.offset_events.offset_source`). Without
+    ``changelog`` (``sink.snapshot_in_changelog: false``) the replica's file alone."""
     replica = pa.concat_tables(r.rows for r in results).drop_columns(["key"])
     replica = replica.cast(arrow_schema(schema))
     files: dict[TableKind, DataFile] = {}
-    for kind in KINDS:
+    for kind in KINDS if changelog else ("replica",):
         path = run_path(store, results, kind)
         if fresh or not path.exists():
             table = replica if kind == "replica" else _changelog(replica, results, schema, database)
             _write(table, path, dictionary_leaves(table, type(results[0].high).EVENT_COUNTER))
         stats = file_stats(replica) if kind == "replica" else {"numRecords": replica.num_rows}
         files[kind] = {"path": str(path), "size": path.stat().st_size, "stats": stats}
-    return {
-        "columns": columns_key(list(replica.schema)),
-        "replica": files["replica"],
-        "changelog": files["changelog"],
-    }
+    found: ChunkFiles = {"columns": columns_key(list(replica.schema)), "replica": files["replica"]}
+    if changelog:
+        found["changelog"] = files["changelog"]
+    return found
 
 
 def run_path(store: SplitStore, results: Sequence[SplitResult], kind: str) -> Path:
@@ -131,10 +132,16 @@ def _write(table: pa.Table, path: Path, dictionary: list[str]) -> None:
     os.replace(tmp, path)
 
 
-def adoptable(refs: Sequence[ChunkRef], columns: list[pa.Field]) -> bool:
-    """Whether every chunk of ``refs`` (``k`` events) has its files, in ``columns``."""
+def adoptable(refs: Sequence[ChunkRef], columns: list[pa.Field], changelog: bool = True) -> bool:
+    """Whether every chunk of ``refs`` (``k`` events) has its files, in ``columns``: the
+    replica's, and the change log's unless ``changelog`` is false."""
     want = columns_key(columns)
-    return bool(refs) and all("files" in r and r["files"]["columns"] == want for r in refs)
+    return bool(refs) and all(
+        "files" in r
+        and r["files"]["columns"] == want
+        and (not changelog or "changelog" in r["files"])
+        for r in refs
+    )
 
 
 def commit(

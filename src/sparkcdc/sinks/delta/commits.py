@@ -169,7 +169,10 @@ def _commit(app_id: str, batch_id: int, operation: str | None = None) -> CommitP
 def append_changelog(path: str, rows: pa.Table, app_id: str, batch_id: int) -> bool:
     """Append a change log's ``rows`` of batch ``batch_id``: one data file committed by
     :mod:`.log_commit` where the table's columns are the rows' own, else :func:`append_once`
-    (which widens the table); False if this batch was appended before."""
+    (which widens the table); False if this batch was appended before, or ``rows`` is empty
+    (the snapshot's rows left out of the change log: ``sink.snapshot_in_changelog``)."""
+    if rows.num_rows == 0:
+        return False
 
     def write(found: DeltaTable | None) -> None:
         if (

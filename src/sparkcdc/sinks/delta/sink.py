@@ -124,7 +124,8 @@ class BatchReport:
 
 class DeltaSink(Sink):
     """``writeStream.foreachBatch(DeltaSink(path, app_id))``; see the module docstring.
-    ``path``: the lake's folder, or its :class:`~.storage.LakeStorage` (object storage)."""
+    ``path``: the lake's folder, or its :class:`~.storage.LakeStorage` (object storage).
+    ``snapshot_in_changelog`` false: the snapshots' ``r`` rows go to the replica only."""
 
     def __init__(
         self,
@@ -132,6 +133,7 @@ class DeltaSink(Sink):
         app_id: str | Callable[[], str],
         mark: Mark | None = None,
         upkeep: Schedule | None = None,
+        snapshot_in_changelog: bool = True,
     ) -> None:
         self.storage = as_storage(path)
         self.path = self.storage.uri
@@ -150,6 +152,7 @@ class DeltaSink(Sink):
         self.last_report: BatchReport | None = None
         self.error: BaseException | None = None
         self._appends = chunk_rows.AppendBook(self.storage)
+        self.snapshot_in_changelog = snapshot_in_changelog
 
     @property
     def app_id(self) -> str:
@@ -193,7 +196,8 @@ class DeltaSink(Sink):
         """Write one micro-batch (see the module docstring); idempotent per ``batch_id``.
         ``images``: the typed images of changes whose JSON images are null."""
         started = time.perf_counter()
-        writer = TableWriter(self.storage, self.lake, self._appends, self.app_id, batch_id, images)
+        writer = TableWriter(self.storage, self.lake, self._appends, self.app_id, batch_id,
+                             self.snapshot_in_changelog, images)  # fmt: skip
         self.lake.source = envelope.schema.field("source").type
         ops = envelope.column("op").to_pylist() if envelope.num_rows else []
         self._open_tables(envelope)

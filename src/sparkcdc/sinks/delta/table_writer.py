@@ -32,6 +32,7 @@ log = logging.getLogger("sparkcdc.sink")
 class TableWriter:
     """Writes the tables of micro-batch ``batch_id``, each table's commits carrying the
     transaction identifier (``app_id``, ``batch_id``): a replay writes nothing twice.
+    ``snapshot_in_changelog`` false: the snapshots' ``r`` rows go to the replica only;
     ``images``: the typed images of the batch's changes whose JSON images are null."""
 
     storage: LakeStorage
@@ -39,6 +40,7 @@ class TableWriter:
     appends: chunk_rows.AppendBook
     app_id: str
     batch_id: int
+    snapshot_in_changelog: bool = True
     images: Sequence[TypedImages] = ()
 
     def changes(
@@ -60,7 +62,7 @@ class TableWriter:
             self.appends.streamed(*name, self.app_id)
         elif self.appends.may_append(*name, self.app_id, self.lake.replica(name)):
             refs = chunk_rows.chunk_refs(rows)
-            if chunk_files.adoptable(refs, columns):  # the tasks wrote the data files
+            if chunk_files.adoptable(refs, columns, self.snapshot_in_changelog):  # tasks wrote them
                 read = sum(int(r["rows"]) for r in refs)
                 return self._adopt(name, refs), {OP_READ: read}
         left = unchanged.marked(rows)  # values an update left out of the log (TOAST)
@@ -80,6 +82,8 @@ class TableWriter:
                  rows.column("transaction")],
                 schema=commits.changelog_schema(columns, rows.column("source").type),
             )  # fmt: skip
+            if not self.snapshot_in_changelog:
+                changelog = changelog.filter(pc.not_equal(changelog.column("op"), OP_READ))
             log_path, replica_path = self.lake.changelog(name), self.lake.replica(name)
             # new rows only (a chunk of an incremental snapshot, or inserts) whose keys the
             # replica's file statistics prove absent: appended, not merged
@@ -168,13 +172,12 @@ class TableWriter:
 
     def _adopt(self, name: TableName, refs: list[ChunkRef]) -> bool:
         """Commit the data files the snapshot tasks wrote for a batch of initial chunks
-        (:mod:`.chunk_files`); False if both tables hold this batch already."""
+        (:mod:`.chunk_files`); False if its tables hold this batch already."""
         label = str(name)
         tag = f"{self.app_id}/{label}/{self.batch_id}"  # each commit's files named apart
         tables: tuple[tuple[TableKind, str], ...] = (
-            ("changelog", self.lake.changelog(name)),
-            ("replica", self.lake.replica(name)),
-        )
+            (("changelog", self.lake.changelog(name)),) if self.snapshot_in_changelog else ()
+        ) + (("replica", self.lake.replica(name)),)
         try:
             wrote = [
                 chunk_files.commit(path, kind, refs, self.app_id, self.batch_id, tag)

@@ -318,6 +318,7 @@ def _query(
         snapshot_dir=str(own / "snapshot"),
         snapshot_delivery="store",  # the sink reads the chunks from the split store
         sink_type=config.sink.type,  # the snapshot tasks write the chunks' files for it
+        snapshot_in_changelog=config.sink.snapshot_in_changelog,
         signal_dir=str(signal_folder(checkpoint)),
         batch_mark=str(own / "batch.mark"),  # the sink's mark, watched by incremental snapshots
         stop_file=str(own / STOP_FILE),  # no micro-batch is planned once it exists

@@ -81,7 +81,15 @@ def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.Reco
                 ]
                 jobs.append(
                     writer.submit(
-                        keep_run, store, results, schema, typed, bool(read), database, files
+                        keep_run,
+                        store,
+                        results,
+                        schema,
+                        typed,
+                        bool(read),
+                        database,
+                        files,
+                        options.snapshot_in_changelog,
                     )  # fmt: skip
                 )
                 yield from _sent(pending)
@@ -181,14 +189,19 @@ def keep_run(
     fresh: bool,
     database: str | None = None,
     write_files: ChunkWriter | None = None,
+    changelog: bool = True,
 ) -> list[pa.RecordBatch]:
     """A run's events; with typed chunks and a sink's ``write_files``, the sink's data files
     are written first (``fresh``: a split of the run was read now; else they are kept if an
     earlier attempt wrote them). ``database``: the events' ``source.db`` where the table's
-    first name part is a schema."""
+    first name part is a schema. ``changelog``: the sink's change-log file too."""
     if not typed:
         return [event for result in results for event in _events(result, schema, database)]
-    files = None if write_files is None else write_files(results, schema, store, fresh, database)
+    files = (
+        None
+        if write_files is None
+        else write_files(results, schema, store, fresh, database, changelog=changelog)
+    )
     return [kept_chunk_event(r, schema, store.rows_path(r.split), files, database)
             for r in results]  # fmt: skip
 

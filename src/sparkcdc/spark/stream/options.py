@@ -40,12 +40,12 @@ DELIVERIES = ("rows", "store")
 OTHER_OPTIONS = (
     "password", "password_sealed", "table", "max_bytes", "max_items", "batch_mode", "item_rows",
     "schema_history", "status_file", "snapshot_dir", "snapshot_delivery", "signal_dir",
-    "batch_mark", "log_dir", "stop_file", "start_file", "sink_type",
+    "batch_mark", "log_dir", "stop_file", "start_file", "sink_type", "snapshot_in_changelog",
 )  # fmt: skip
 """The options besides those of the common settings (:data:`SOURCE_SETTINGS`) and of the source
 type's own (:attr:`~sparkcdc.config.model.SourceSettings.KEYS`): the password, a batch read's
 table, the event store's limits, the paths the pipeline keeps beside its checkpoint and the sink
-type whose chunk writer a snapshot's tasks run."""
+type whose chunk writer a snapshot's tasks run, and whether that writes the change log's file."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,7 @@ class SourceOptions:
     snapshot_dir: str | None = None
     snapshot_delivery: str = "rows"
     sink_type: str = "delta"  # whose chunk writer a snapshot task runs (:mod:`sparkcdc.sinks`)
+    snapshot_in_changelog: bool = True  # the chunk writer writes the change log's ``r`` rows
     table: str | None = None  # the one db.table of a batch read or of a typed table stream
     signal_dir: str | None = None  # the folder of the file signal channel
     batch_mark: str | None = None  # the sink's batch mark (:mod:`..incremental.batch_mark`)
@@ -117,6 +118,7 @@ class SourceOptions:
             snapshot_dir=opts.given("snapshot_dir"),
             snapshot_delivery=delivery,
             sink_type=opts.given("sink_type") or cls.sink_type,
+            snapshot_in_changelog=opts.given("snapshot_in_changelog") != "false",
             table=table,
             signal_dir=opts.given("signal_dir"),
             batch_mark=opts.given("batch_mark"),
@@ -243,6 +245,7 @@ def source_options(
     snapshot_dir: str | None = None,
     snapshot_delivery: str = "rows",
     sink_type: str = "delta",
+    snapshot_in_changelog: bool = True,
     signal_dir: str | None = None,
     batch_mark: str | None = None,
     log_dir: str | None = None,
@@ -267,6 +270,7 @@ def source_options(
         "schema_history": schema_history,
         "snapshot_delivery": snapshot_delivery,
         "sink_type": sink_type,
+        "snapshot_in_changelog": "true" if snapshot_in_changelog else "false",
     }
     for setting in SOURCE_SETTINGS:
         opts.update(setting.to_options(value_of(source, setting.field)))
