@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.postgres import server_base
-from bench.report import ratio
+from bench.report import ratio, replica_only
 from bench.snapshot import (
     TABLE,
     OtherCpu,
@@ -66,16 +66,22 @@ def load(server: ThrowawayPostgres, rows: int) -> float:
 
 
 def sparkcdc_snapshot(
-    server: ThrowawayPostgres, work: Path, rows: int, parallelism: int, chunk_size: int
+    server: ThrowawayPostgres,
+    work: Path,
+    rows: int,
+    parallelism: int,
+    chunk_size: int,
+    changelog: bool = True,
 ) -> dict[str, Any]:
-    """One ``sparkcdc run`` with ``startup: snapshot`` (which drops its slot when done)."""
-    slot = f"bench_snap_p{parallelism}"
+    """One ``sparkcdc run`` with ``startup: snapshot`` (which drops its slot when done);
+    ``changelog`` false: ``sink.snapshot_in_changelog: false``."""
+    slot = f"bench_snap_p{parallelism}" + ("" if changelog else "_replica_only")
     source = (
         f"type: postgres, host: {server.host}, port: {server.port}, user: {server.user}, "
         f"password: '{server.password}', database: {DATABASE}, slot: {slot}, "
         f"publication: {slot}, snapshot: {{parallelism: {parallelism}, chunk_size: {chunk_size}}}"
     )
-    found = snapshot_run(work / f"sparkcdc-p{parallelism}", source, rows, parallelism)
+    found = snapshot_run(work / slot, source, rows, parallelism, changelog)
     left = server.query("SELECT slot_name FROM pg_replication_slots", database=DATABASE)
     if left:
         raise RuntimeError(f"sparkcdc run left replication slots behind: {left}")
@@ -124,17 +130,23 @@ def pg_snapshot_section(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         busy["connectorx"] = other.take()
         jdbc_runs = jdbc(server, work, rows, parallelism)
         busy["Spark JDBC"] = other.take()
-        cdc_runs = []
+        cdc_runs, replica_only = [], []
         for n in parallelism:
             cdc_runs.append(sparkcdc_snapshot(server, work, rows, n, args.snapshot_chunk_size))
             busy[f"sparkcdc p{n}"] = other.take()
+        for n in parallelism:  # the snapshot's rows left out of the change log
+            replica_only.append(
+                sparkcdc_snapshot(server, work, rows, n, args.snapshot_chunk_size, changelog=False)
+            )
+            busy[f"sparkcdc p{n}, replica only"] = other.take()
     finally:
         other.done.set()
         server.stop()
     for r in cx_runs + jdbc_runs:
         r["rows_per_s"] = r["rows"] / r["seconds"]
     jdbc_by = {r["parallelism"]: r["rows_per_s"] for r in jdbc_runs}
-    for name, group in (("connectorx", cx_runs), ("Spark JDBC", jdbc_runs), ("sparkcdc", cdc_runs)):
+    for name, group in (("connectorx", cx_runs), ("Spark JDBC", jdbc_runs), ("sparkcdc", cdc_runs),
+                        ("sparkcdc, replica only", replica_only)):  # fmt: skip
         for r in group:
             print(f"  {name} p{r['parallelism']}: {r['rows_per_s']:,.0f} rows/s", flush=True)
     if max(busy.values()) > 2.0:
@@ -148,6 +160,7 @@ def pg_snapshot_section(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "chunk_size": args.snapshot_chunk_size,
         "spark_master": MASTER,
         "sparkcdc": cdc_runs,
+        "sparkcdc_replica_only": replica_only,
         "jdbc": jdbc_runs,
         "connectorx": cx_runs,
         "ratio_vs_jdbc": {
@@ -190,6 +203,7 @@ def section(s: dict[str, Any]) -> list[str]:
         "connectorx: `postgresql://`, partitioned on `id`, into Arrow: the ceiling.",
         "",
         *_readers_table(s, jdbc),
+        *["", *replica_only(s)][: len(replica_only(s))],  # the blank line before, if any
     ]
     verdicts = [
         f"{'met' if m['rows_per_s'] >= jdbc[m['parallelism']] else '**not met**'} at "
@@ -226,7 +240,9 @@ def _readers_table(s: dict[str, Any], jdbc: dict[int, float]) -> list[str]:
         "| reader | parallelism | rows | seconds | rows/s | vs Spark JDBC | wall with start-up |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
+    replica_only = s.get("sparkcdc_replica_only", [])
     for name, runs in (("sparkcdc snapshot → Delta", s["sparkcdc"]),
+                       ("sparkcdc snapshot → Delta, replica only", replica_only),
                        ("Spark JDBC → Parquet", s["jdbc"]),
                        ("connectorx → Arrow", s["connectorx"])):  # fmt: skip
         for m in runs:

@@ -281,6 +281,27 @@ def _bare(start: dict[str, Any]) -> list[str]:
     ]
 
 
+def replica_only(s: dict[str, Any]) -> list[str]:
+    """The runs with ``sink.snapshot_in_changelog: false`` next to the default's, if measured."""
+    runs = s.get("sparkcdc_replica_only") or []
+    default = {m["parallelism"]: m["rows_per_s"] for m in s["sparkcdc"]}
+    each = [
+        f"{ratio(m['rows_per_s'], default[m['parallelism']])} at {m['parallelism']}"
+        for m in runs
+        if m["parallelism"] in default
+    ]
+    if not each:
+        return []
+    return [
+        "*Replica only*: `sink.snapshot_in_changelog: false`, the snapshot's rows written to "
+        "the replica alone (the tasks encode them once, not also as the change log's `r` rows; "
+        "the default keeps them, as Debezium and Flink CDC emit them): "
+        + ", ".join(each)
+        + " the default's rows/s.",
+        "",
+    ]
+
+
 def _snapshot(s: dict[str, Any]) -> list[str]:
     jdbc = {m["parallelism"]: m for m in s["jdbc"]}
     out = [
@@ -300,6 +321,7 @@ def _snapshot(s: dict[str, Any]) -> list[str]:
     ]
     for name, runs in (
         ("sparkcdc snapshot → Delta", s["sparkcdc"]),
+        ("sparkcdc snapshot → Delta, replica only", s.get("sparkcdc_replica_only", [])),
         ("Spark JDBC → Parquet", s["jdbc"]),
         ("connectorx → Arrow", s["connectorx"]),
     ):
@@ -313,6 +335,7 @@ def _snapshot(s: dict[str, Any]) -> list[str]:
             )
     cdc = s["sparkcdc"]
     out.append("")
+    out += replica_only(s)
     out += [
         "sparkcdc in steady state (the batches after the first, over the time from the first "
         "batch's commit to the last one's): "

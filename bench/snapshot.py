@@ -155,27 +155,35 @@ def sparkcdc_snapshot(
     parallelism: int,
     chunk_size: int,
     batch_rows: int | None = None,
+    changelog: bool = True,
 ) -> dict[str, Any]:
-    """One ``sparkcdc run`` (``batch_rows``: the option's value, else its default)."""
-    d = work / (f"sparkcdc-p{parallelism}" + ("" if batch_rows is None else f"-b{batch_rows}"))
+    """One ``sparkcdc run`` (``batch_rows``: the option's value, else its default;
+    ``changelog`` false: ``sink.snapshot_in_changelog: false``)."""
+    d = work / (f"sparkcdc-p{parallelism}" + ("" if batch_rows is None else f"-b{batch_rows}")
+                + ("" if changelog else "-replica-only"))  # fmt: skip
     batch = "" if batch_rows is None else f", batch_rows: {batch_rows}"
     source = (
         f"type: mysql, host: 127.0.0.1, port: {server.port}, user: root, password: '', "
         f"server_id: '7101-7110', snapshot: {{parallelism: {parallelism}, "
         f"chunk_size: {chunk_size}{batch}}}"
     )
-    return {"batch_rows_option": batch_rows, **snapshot_run(d, source, rows, parallelism)}
+    found = snapshot_run(d, source, rows, parallelism, changelog)
+    return {"batch_rows_option": batch_rows, **found}
 
 
-def snapshot_run(d: Path, source: str, rows: int, parallelism: int) -> dict[str, Any]:
+def snapshot_run(
+    d: Path, source: str, rows: int, parallelism: int, changelog: bool = True
+) -> dict[str, Any]:
     """``sparkcdc run`` of ``bench.snap`` with ``startup: snapshot`` from the ``source``
-    settings given (YAML flow mapping entries) into a lake in the new folder ``d``; its
-    figures (:func:`run_figures`)."""
+    settings given (YAML flow mapping entries) into a lake in the new folder ``d`` (its
+    change log without the snapshot's rows unless ``changelog``); its figures
+    (:func:`run_figures`)."""
     d.mkdir()
     cfg = d / "pipeline.yaml"
     cfg.write_text(
         f"source: {{{source}, tables: ['bench\\.snap'], startup: snapshot}}\n"
-        f"sink: {{type: delta, path: {d / 'lake'}}}\n"
+        f"sink: {{type: delta, path: {d / 'lake'}, "
+        f"snapshot_in_changelog: {str(changelog).lower()}}}\n"
         f"pipeline: {{checkpoint: {d / 'checkpoint'}, spark: {{master: 'local[2]'}}}}\n"
     )
     epoch = time.time()
@@ -341,6 +349,12 @@ def run(server: ThrowawayMariaDB, work: Path, rows: int, parallelism: list[int],
         if r["replica_rows"] != rows:
             print(f"  warning: the replica has {r['replica_rows']:,} rows, not {rows:,}")
         cdc_runs.append(r)
+    replica_only = []  # the snapshot's rows left out of the change log: one encoding
+    for n in parallelism:
+        r = sparkcdc_snapshot(server, work, rows, n, chunk_size, changelog=False)
+        busy[f"sparkcdc p{n}, replica only"] = other.take()
+        print(f"  sparkcdc p{n}, replica only: {r['rows_per_s']:,.0f} rows/s", flush=True)
+        replica_only.append(r)
     # the cost of a micro-batch: parallelism 1 again, its splits in four batches
     small = sparkcdc_snapshot(server, work, rows, 1, chunk_size, batch_rows=rows // 4)
     busy["sparkcdc p1, smaller batches"] = other.take()
@@ -360,6 +374,7 @@ def run(server: ThrowawayMariaDB, work: Path, rows: int, parallelism: list[int],
         "spark_master": "local[2]",
         "sparkcdc": cdc_runs,
         "sparkcdc_small_batches": small,
+        "sparkcdc_replica_only": replica_only,
         "jdbc": jdbc_runs,
         "connectorx": cx_runs,
         "ratio_vs_jdbc": {
