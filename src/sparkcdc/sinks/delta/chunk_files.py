@@ -18,7 +18,8 @@ names its run's files. When the sink may append the chunks of a micro-batch
 into the tables' folders (on object storage: uploads them) and commits them as they are
 (:func:`commit`): the driver encodes
 nothing, and the tasks encode while others read. Otherwise it reads each chunk from the store
-and writes it as before; the files are then unused.
+and writes it as before; the files are then unused. With ``sink.snapshot_in_changelog: false``
+the snapshot's rows stay out of the change log: a task writes the replica's file alone.
 
 A run's files are written once every split of it is kept in the store, and its events are sent
 after that, so the sink only ever sees whole runs; a replay whose splits were all finished
