@@ -105,7 +105,7 @@ class SinkFigures:
     """A sink's counters at one moment, read by the progress line and the metrics."""
 
     batches: int = 0
-    changes: int = 0  # change-log rows written
+    changes: int = 0  # change-log rows written (a snapshot's r rows also when in the replica only)
     events: Mapping[tuple[str, str], int] = field(default_factory=dict)  # (table, op) -> rows
     last_event_ts_ms: int | None = None  # source commit time of the newest change written
     last_commit_s: float | None = None  # wall time the last batch was written
