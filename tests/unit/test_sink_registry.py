@@ -124,6 +124,9 @@ def test_leaving_the_snapshot_out_of_the_change_log_is_a_sink_setting_the_tasks_
         opts = source_options(source, "/h", max_bytes=1, max_items=1, batch_mode="MEMSIZE",
                               item_rows=1, snapshot_in_changelog=kept)  # fmt: skip
         assert SourceOptions.parse(opts).snapshot_in_changelog is kept
+    with pytest.raises(ConfigError, match="snapshot_in_changelog") as err:
+        SourceOptions.parse({**opts, "snapshot_in_changelog": "maybe"})
+    assert err.value.fields["key"] == "snapshot_in_changelog"
 
 
 def test_a_resnapshot_is_refused_with_the_snapshot_out_of_the_change_log() -> None:

@@ -26,6 +26,7 @@ from sparkcdc.config.settings import (
     value_of,
 )
 from sparkcdc.config.values import (
+    as_bool,
     as_size,
     as_table_name,
     ranged,
@@ -118,7 +119,7 @@ class SourceOptions:
             snapshot_dir=opts.given("snapshot_dir"),
             snapshot_delivery=delivery,
             sink_type=opts.given("sink_type") or cls.sink_type,
-            snapshot_in_changelog=opts.given("snapshot_in_changelog") != "false",
+            snapshot_in_changelog=opts.converted("snapshot_in_changelog", as_bool, True),
             table=table,
             signal_dir=opts.given("signal_dir"),
             batch_mark=opts.given("batch_mark"),
