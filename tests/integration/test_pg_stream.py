@@ -146,6 +146,9 @@ def test_columns_added_and_dropped_and_truncate_come_from_the_stream(
     altered = [json.loads(r["schema"]) for r in schema_events(items)[1:3]]
     assert [[c["name"] for c in s["columns"]] for s in altered] == [["id", "a", "b"], ["id", "b"]]
     assert schema_events(items)[3]["ddl"] == "TRUNCATE public.evo"
+    ddl_items = [i for i in items if i.is_ddl]
+    assert [i.open_transaction for i in ddl_items] == [False, True, True, True]  # held by the
+    # store until their transaction's end is in it: the TRUNCATE's end marker went out at once
 
 
 def test_the_slot_moves_only_to_what_was_acknowledged_and_follows_the_wal_when_idle(

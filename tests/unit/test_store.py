@@ -26,10 +26,13 @@ def off(pos: int, skip: int = 0) -> BinlogOffset:
     return BinlogOffset("mysql-bin.000001", pos, skip=skip)
 
 
-def item(pos: int, skip: int = 0, rows: int = 0, ddl: bool = False) -> LogItem:
-    """An item of ``64 + 8 * rows`` bytes (a progress marker when ``rows`` is 0)."""
+def item(
+    pos: int, skip: int = 0, rows: int = 0, ddl: bool = False, inside: bool = False
+) -> LogItem:
+    """An item of ``64 + 8 * rows`` bytes (a progress marker when ``rows`` is 0); ``inside``: a
+    DDL item of a transaction that goes on after it."""
     batch = pa.record_batch([_COLUMN.slice(0, rows)], names=["v"]) if rows else None
-    return LogItem(after=off(pos, skip), batch=batch, is_ddl=ddl)
+    return LogItem(after=off(pos, skip), batch=batch, is_ddl=ddl or inside, open_transaction=inside)
 
 
 def txn(pos: int, n: int, rows: int = 0) -> list[LogItem]:
@@ -230,6 +233,25 @@ def test_ddl_items_travel_alone() -> None:
     assert [list(b.items) for b in drain(loose)] == [t1 + [ddl1] + t2]
 
 
+def test_a_ddl_inside_a_transaction_waits_for_the_transaction_end() -> None:
+    store = EventStore(max_items=64)
+    before = txn(10, 1)
+    ddl = item(200, rows=1, inside=True)  # first in its transaction: after is its start, skip 0
+    inner, end = item(200, skip=1, rows=1), item(300, rows=1)
+    put_all(store, before + [ddl, inner])
+    assert [list(b.items) for b in drain(store)] == [before]
+    put_all(store, [end])
+    assert [list(b.items) for b in drain(store)] == [[ddl], [inner, end]]
+
+
+def test_a_ddl_inside_a_transaction_goes_out_when_the_store_is_full() -> None:
+    store = EventStore(max_items=2)
+    ddl, inner = item(200, rows=1, inside=True), item(200, skip=1, rows=1)
+    put_all(store, [ddl, inner])
+    assert [list(b.items) for b in drain(store)] == [[ddl]]  # the transaction cannot grow
+    assert drain(store) == []  # the inner item waits: there is room again
+
+
 def test_a_batch_of_progress_markers_is_fine() -> None:
     store = EventStore(max_items=8)
     put_all(store, [item(1), item(2)])
@@ -390,17 +412,20 @@ class StoreMachine(RuleBasedStateMachine):
         self.replay: list[tuple[int, int]] = []
         self.pos = 4
         self.open_skip = 0
+        self.open = False  # a transaction is open though none of its rows came yet
 
-    @rule(rows=st.integers(0, 150), ends=st.booleans(), ddl=st.booleans())
-    def put(self, rows: int, ends: bool, ddl: bool) -> None:
-        if ddl and self.open_skip == 0:
+    @rule(rows=st.integers(0, 150), ends=st.booleans(), ddl=st.booleans(), inside=st.booleans())
+    def put(self, rows: int, ends: bool, ddl: bool, inside: bool) -> None:
+        if ddl and inside:  # a schema change inside the open transaction (or opening one)
+            new, self.open = item(self.pos, skip=self.open_skip, rows=rows, inside=True), True
+        elif ddl and self.open_skip == 0 and not self.open:
             new = item(self.pos, rows=rows, ddl=True)
         elif ends:
-            new, self.open_skip = item(self.pos + 1, rows=rows), 0
+            new, self.open_skip, self.open = item(self.pos + 1, rows=rows), 0, False
         else:
             self.open_skip += 1
             new = item(self.pos, skip=self.open_skip, rows=rows)
-        if self.open_skip == 0:
+        if self.open_skip == 0 and not self.open:
             self.pos += 2
         used = sum(it.size for it in self.items[self.acked :])
         held = len(self.items) - self.acked
@@ -429,6 +454,12 @@ class StoreMachine(RuleBasedStateMachine):
 
     def expected(self, max_items: int, max_bytes: int) -> int:
         pending = self.items[self.got :]
+        held = len(self.items) - self.acked
+        full = held == 8 or sum(it.size for it in self.items[self.acked :]) >= 1000
+        fits = len(pending) < max_items and sum(it.size for it in pending) < max_bytes
+        ready = any((it.at_boundary or it.is_ddl) and not it.open_transaction for it in pending)
+        if not ready and fits and not full:
+            return 0  # the open transaction may still grow
         if pending and pending[0].is_ddl:
             return 1
         taken = size = cut = 0
@@ -441,8 +472,6 @@ class StoreMachine(RuleBasedStateMachine):
                 break
             taken, size = taken + 1, size + it.size
             cut = taken if it.at_boundary else cut
-        held = len(self.items) - self.acked
-        full = held == 8 or sum(it.size for it in self.items[self.acked :]) >= 1000
         limited = taken == max_items or size >= max_bytes or taken < len(pending)
         return cut or (taken if fenced or limited or full else 0)
 

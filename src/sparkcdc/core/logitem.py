@@ -28,7 +28,10 @@ class LogItem:
 
     ``batch`` is None for a progress marker: no captured rows, only the offset moves forward
     (transactions on other tables, heartbeats). ``is_ddl`` marks a schema change, which the store
-    hands out in a batch of its own.
+    hands out in a batch of its own; ``open_transaction`` marks one met inside a transaction that
+    goes on after it (PostgreSQL's Relation and Truncate messages, MySQL's CREATE … SELECT), which
+    the store holds back until that transaction ends, so that no micro-batch ends between a
+    transaction's schema change and its rows.
 
     ``boundaries`` are the transaction ends inside the item before ``after``, in log order, as
     ``(rows of the item before that boundary, offset of the boundary)``: empty when the item
@@ -43,6 +46,7 @@ class LogItem:
     after: Offset
     batch: pa.RecordBatch | None = None
     is_ddl: bool = False
+    open_transaction: bool = False
     boundaries: tuple[tuple[int, Offset], ...] = ()
     nbytes: int | None = None
     images: tuple[TypedImages, ...] = ()

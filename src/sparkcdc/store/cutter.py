@@ -66,6 +66,7 @@ class TransactionCutter:
         self.ts_ms = 0
         self.skip = 0
         self.seen = 0  # captured rows of this transaction so far, dropped ones included
+        self.ddl_inside = False  # a DDL item of the open transaction is in the store
         self._per_table: dict[tuple[str, str], int] = {}
         # the pending item: the builder's first ``committed`` rows, not put yet
         self.committed = 0
@@ -88,12 +89,12 @@ class TransactionCutter:
             self.builder.split(self.committed)
         self.open = True
         self.start, self.transaction, self.ts_ms = start, transaction, ts_ms
-        self.skip, self.seen = skip, 0
+        self.skip, self.seen, self.ddl_inside = skip, 0, False
         self._per_table.clear()
 
     def reset(self) -> None:
         """Forget the open transaction and the pending item (the stream is read again)."""
-        self.open = False
+        self.open = self.ddl_inside = False
         self.builder = self._new_builder()
         self.committed = 0
         self.pending_after = None
@@ -145,17 +146,24 @@ class TransactionCutter:
             i = j
 
     def add_ddl(
-        self, ddl: str, tables: list[SchemaRow], position: str, own: OwnValues, after: Offset
+        self,
+        ddl: str,
+        tables: list[SchemaRow],
+        position: str,
+        own: OwnValues,
+        after: Offset,
+        open_transaction: bool,
     ) -> None:
         """A schema change in the log record at ``position``: pending rows go first, then one
         DDL item (rows from :func:`~sparkcdc.core.offset_events.schema_batch`) ending at
-        ``after``."""
+        ``after``; ``open_transaction`` when the transaction goes on after it."""
         self.flush_pending()
         batch = schema_batch(
             tables, self.offsets, position=position, own=own, ts_ms=self.ts_ms, ddl=ddl,
             transaction=self.transaction, database=self.database,
         )  # fmt: skip
-        self.put(LogItem(after=after, batch=batch, is_ddl=True))
+        self.put(LogItem(after, batch, is_ddl=True, open_transaction=open_transaction))
+        self.ddl_inside |= open_transaction
 
     def flush_pending(self) -> None:
         """Put the pending item, then the open transaction's rows collected so far as an inner

@@ -21,7 +21,8 @@ sequences, each starting at -1, with running byte totals beside them::
 A batch ends at the last transaction boundary (an item whose ``after.skip == 0``) within the
 caller's limits. Only when no boundary is in reach and the limits are reached, or the store is
 full so the open transaction cannot grow, is the transaction split at the last item; that item's
-``after`` carries the resume counter (``skip > 0``). A DDL item always travels alone. Batches
+``after`` carries the resume counter (``skip > 0``). A DDL item always travels alone; one inside a
+transaction is handed out only once that transaction has ended (or cannot grow). Batches
 handed out and then rolled back are replayed exactly as first handed out.
 """
 
@@ -113,7 +114,7 @@ class EventStore:
             self._sizes[self._put & self._mask] = size
             self._put_mem += size
             self._latest = item.after
-            if item.at_boundary or item.is_ddl:
+            if (item.at_boundary or item.is_ddl) and not item.open_transaction:
                 self._ready = self._put
             self._puts += 1
             if self._waiting_gets and self._worth_waking():

@@ -243,6 +243,7 @@ class DeliveryQueue:
             boundaries = tuple((r - n, b) for r, b in item.boundaries if b.key > end_key)
             rest = _Entry(
                 LogItem(item.after, batch.slice(n), is_ddl=item.is_ddl, boundaries=boundaries,
+                        open_transaction=item.open_transaction,
                         images=item.images)
             )  # fmt: skip
         self._ready_bytes += rest.size - entry.size

@@ -213,6 +213,7 @@ class TransactionEvents:
         if not cutter.open:  # a DDL outside any GTID group (a stream opened mid-group)
             cutter.transaction, cutter.ts_ms = "", state.ts_ms
         own = (state.server_id, state.file, pos, None, cutter.transaction)
-        cutter.add_ddl(sql, rows, f"{state.file_prefix}{pos:010d}", own, after)
+        position = f"{state.file_prefix}{pos:010d}"
+        cutter.add_ddl(sql, rows, position, own, after, open_transaction=boundary is None)
         if after.at_boundary:
             self.calls.record_boundary(after)

@@ -391,7 +391,8 @@ class PgLogReader(LogThread):
         own = (self._commit_lsn, self._xid)
         position = f"{self._prefix}:{self._index:010d}"
         self._index += 1
-        self.cutter.add_ddl(ddl, rows, position, own, self.cutter.inner_offset())
+        after = self.cutter.inner_offset()
+        self.cutter.add_ddl(ddl, rows, position, own, after, open_transaction=True)
 
     # ------------------------------------------------------------------ rows
     def _row(self, message: pm.Insert | pm.Update | pm.Delete) -> None:
