@@ -20,7 +20,6 @@ from tests.cases.s3 import MotoS3
 from tests.fakes.mysql_primary import MySQLPrimary
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
 @pytest.fixture(scope="session")

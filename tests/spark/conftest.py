@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
 @pytest.fixture(scope="module")

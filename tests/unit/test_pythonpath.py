@@ -117,3 +117,21 @@ def test_the_session_environment_once_set_is_not_set_again(monkeypatch: Any) -> 
         session_environment()
     finally:
         setattr(os, "environ", real)  # noqa: B010
+
+
+def test_the_session_names_no_python_command_for_spark_to_scan_data_sources(
+    monkeypatch: Any,
+) -> None:
+    """Spark's JVM runs a Python process of its own to scan for ``pyspark_*`` data sources only
+    when ``PYSPARK_DRIVER_PYTHON`` names a command (``command -v``); a value of the user's
+    stays."""
+    from sparkcdc.spark.pipeline.session import NO_DATA_SOURCE_SCAN, session_environment
+
+    monkeypatch.delenv("PYSPARK_DRIVER_PYTHON", raising=False)
+    session_environment()
+    assert os.environ["PYSPARK_DRIVER_PYTHON"] == NO_DATA_SOURCE_SCAN
+    found = subprocess.run(["sh", "-c", f"command -v {NO_DATA_SOURCE_SCAN}"], check=False)
+    assert found.returncode != 0
+    monkeypatch.setenv("PYSPARK_DRIVER_PYTHON", sys.executable)
+    session_environment()
+    assert os.environ["PYSPARK_DRIVER_PYTHON"] == sys.executable

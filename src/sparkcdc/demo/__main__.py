@@ -37,7 +37,7 @@ def pipeline_yaml(work: Path, lake: Path, server: ThrowawayMariaDB) -> Path:
 
 
 def sparkcdc(*args: str) -> subprocess.Popen[bytes]:
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
     return subprocess.Popen([sys.executable, "-m", "sparkcdc.cli.main", *args], env=env)
 
 

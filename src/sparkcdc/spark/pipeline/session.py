@@ -148,6 +148,13 @@ def own_python(master: str) -> bool:
     return master.startswith("local") and os.path.abspath(python) == os.path.abspath(sys.executable)
 
 
+# Spark's JVM scans the Python path for ``pyspark_*`` data source packages when the first data
+# source is registered (``DataSourceManager``: a Python process of its own, about 1 s of the
+# start-up), only when ``PYSPARK_DRIVER_PYTHON`` names a command: the pipeline registers its own
+# sources, so it names none. Spark's Python processes run ``PYSPARK_PYTHON``.
+NO_DATA_SOURCE_SCAN = "sparkcdc-registers-its-own-data-sources"
+
+
 def session_environment() -> None:
     """The environment Spark's JVM and Python processes inherit (the interpreter, the compiled
     PySpark's path, the sealing key), set before any thread of this process starts: ``setenv``
@@ -156,7 +163,7 @@ def session_environment() -> None:
     from sparkcdc.spark.runtime.pythonpath import use_compiled_pyspark
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", NO_DATA_SOURCE_SCAN)
     use_compiled_pyspark()
     ensure_key()
 
