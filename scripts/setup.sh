@@ -80,4 +80,8 @@ for src in src/sparkcdc/sources/mysql/binlog/_*.c src/sparkcdc/sources/postgres/
     gcc -O2 -Wall -shared -fPIC -I"$inc" "$src" -o "$ext"
   fi
 done
+# the package's bytecode, as pip writes it when it installs a wheel: the editable install leaves
+# it to the first import, and where PYTHONDONTWRITEBYTECODE is set it is never written, so every
+# Python process Spark starts (the source's, the planners', the workers') compiled sparkcdc again
+.venv/bin/python -m compileall -q src/sparkcdc
 echo "setup: ready ($(.venv/bin/python --version), $(java -version 2>&1 | head -1), $(mariadbd --version 2>/dev/null || /usr/sbin/mariadbd --version), $("$(pg_bin postgres)" --version))"
