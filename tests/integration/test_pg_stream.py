@@ -147,8 +147,29 @@ def test_columns_added_and_dropped_and_truncate_come_from_the_stream(
     assert [[c["name"] for c in s["columns"]] for s in altered] == [["id", "a", "b"], ["id", "b"]]
     assert schema_events(items)[3]["ddl"] == "TRUNCATE public.evo"
     ddl_items = [i for i in items if i.is_ddl]
-    assert [i.open_transaction for i in ddl_items] == [False, True, True, True]  # held by the
-    # store until their transaction's end is in it: the TRUNCATE's end marker went out at once
+    assert [i.open_transaction for i in ddl_items] == [False, True, True, True]  # each held by
+    # the store until its transaction's end is in it
+
+
+def test_a_truncate_alone_is_handed_out_without_waiting_for_the_next_change(
+    postgres: ThrowawayPostgres, pgdb: str
+) -> None:
+    """The store holds a TRUNCATE until its transaction's end is in it: a transaction with no
+    other captured change ends in a progress marker, which the reader puts once it has read
+    what the server sent, so the TRUNCATE does not wait for the next change."""
+    postgres.execute("CREATE TABLE lone (id int PRIMARY KEY)", database=pgdb)
+    reader, store, _ = opened(postgres, pgdb, "s_lone")
+    try:
+        announced = read_until(reader, store, lambda got: len(schema_events(got)) >= 1)
+        postgres.execute("TRUNCATE lone", database=pgdb)
+        got = read_until(reader, store, lambda got: len(schema_events(got)) >= 1)
+    finally:
+        reader.stop()
+    assert reader.error is None
+    assert json.loads(schema_events(announced)[0]["after"])["kind"] == "announce"
+    assert schema_events(got)[0]["ddl"] == "TRUNCATE public.lone"
+    truncate = next(i for i in got if i.is_ddl)
+    assert truncate.open_transaction and got[-1] is truncate  # handed out alone, as a DDL
 
 
 def test_the_slot_moves_only_to_what_was_acknowledged_and_follows_the_wal_when_idle(

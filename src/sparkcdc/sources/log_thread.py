@@ -262,11 +262,9 @@ class LogThread(ABC):
     # ------------------------------------------------------------------ boundaries
     def _end_txn(self, boundary: Offset) -> None:
         """A transaction ended at ``boundary``: its rows join the pending item, which goes out
-        when full or old; without captured rows the boundary becomes a progress marker (at
-        once after a schema change inside the transaction, which waits for it)."""
+        when full or old; without captured rows the boundary becomes a progress marker."""
         self._position = boundary
         cutter = self.cutter
-        ddl_inside = cutter.ddl_inside  # held in the store until a boundary follows it
         if cutter.commit(boundary) if cutter.open else cutter.advance(boundary):
             pending = cutter.pending
             assert pending is not None
@@ -279,7 +277,7 @@ class LogThread(ABC):
                 self._pending_marker = None  # the pending item carries this boundary
             return
         self._pending_marker = boundary
-        if ddl_inside or time.monotonic() - self._last_put_at >= self.progress_interval:
+        if time.monotonic() - self._last_put_at >= self.progress_interval:
             self._put(LogItem(after=boundary))
 
     def _idle(self) -> None:

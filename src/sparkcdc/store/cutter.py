@@ -66,7 +66,6 @@ class TransactionCutter:
         self.ts_ms = 0
         self.skip = 0
         self.seen = 0  # captured rows of this transaction so far, dropped ones included
-        self.ddl_inside = False  # a DDL item of the open transaction is in the store
         self._per_table: dict[tuple[str, str], int] = {}
         # the pending item: the builder's first ``committed`` rows, not put yet
         self.committed = 0
@@ -89,12 +88,12 @@ class TransactionCutter:
             self.builder.split(self.committed)
         self.open = True
         self.start, self.transaction, self.ts_ms = start, transaction, ts_ms
-        self.skip, self.seen, self.ddl_inside = skip, 0, False
+        self.skip, self.seen = skip, 0
         self._per_table.clear()
 
     def reset(self) -> None:
         """Forget the open transaction and the pending item (the stream is read again)."""
-        self.open = self.ddl_inside = False
+        self.open = False
         self.builder = self._new_builder()
         self.committed = 0
         self.pending_after = None
@@ -163,7 +162,6 @@ class TransactionCutter:
             transaction=self.transaction, database=self.database,
         )  # fmt: skip
         self.put(LogItem(after, batch, is_ddl=True, open_transaction=open_transaction))
-        self.ddl_inside |= open_transaction
 
     def flush_pending(self) -> None:
         """Put the pending item, then the open transaction's rows collected so far as an inner

@@ -149,9 +149,10 @@ def own_python(master: str) -> bool:
 
 
 # Spark's JVM scans the Python path for ``pyspark_*`` data source packages when the first data
-# source is registered (``DataSourceManager``: a Python process of its own, about 1 s of the
-# start-up), only when ``PYSPARK_DRIVER_PYTHON`` names a command: the pipeline registers its own
-# sources, so it names none. Spark's Python processes run ``PYSPARK_PYTHON``.
+# source is registered (``DataSourceManager``: a Python process of its own, about 1 s alone,
+# 0.3 s of a pipeline's start-up), only when ``PYSPARK_DRIVER_PYTHON`` names a command: the
+# pipeline registers its own sources, so it names none. Spark's Python processes run
+# ``PYSPARK_PYTHON``.
 NO_DATA_SOURCE_SCAN = "sparkcdc-registers-its-own-data-sources"
 
 
