@@ -13,11 +13,12 @@ import pytest
 from deltalake import DeltaTable
 
 from sparkcdc.core.errors import ConfigError
+from sparkcdc.sinks.changes.latest import OP_COLUMN, ORDER_COLUMN
 from sparkcdc.sinks.delta import chunk_files, commits
 from sparkcdc.sinks.delta.lake_check import check_lake
 from sparkcdc.sinks.delta.sink import DeltaSink
-from sparkcdc.sinks.delta.storage import LakeStorage
 from sparkcdc.sinks.delta.upkeep import Schedule, delta_tables, upkeep_table
+from sparkcdc.sinks.storage import LakeStorage
 from tests.cases.envelopes import Changes
 from tests.cases.s3 import MotoS3, free_port
 from tests.cases.schemas import ACCOUNTS
@@ -143,7 +144,7 @@ def test_the_replica_is_merged_on_s3_by_copying_the_touched_files(s3: MotoS3) ->
         ops = ["d" if v is None else "u" for v in values]
         order = list(range(len(ids)))
         return pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array(values, pa.string()),
-                         commits.OP_COLUMN: ops, commits.ORDER_COLUMN: order})  # fmt: skip
+                         OP_COLUMN: ops, ORDER_COLUMN: order})  # fmt: skip
 
     assert commits.merge_replica(path, changes([1, 2, 3], ["a", "b", "c"]), ("id",), APP, 0)
     assert commits.merge_replica(path, changes([2, 3], ["B", None]), ("id",), APP, 1)

@@ -8,7 +8,7 @@ import pytest
 from sparkcdc.config.load import load_config_text
 from sparkcdc.config.secret import Secret
 from sparkcdc.core.errors import ConfigError
-from sparkcdc.sinks.delta.storage import LakeStorage
+from sparkcdc.sinks.storage import LakeStorage
 
 SOURCE = "source: {host: h, user: u, password: p, tables: ['a\\.b']}\n"
 

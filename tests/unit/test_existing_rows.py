@@ -19,7 +19,7 @@ from sparkcdc.core.errors import SinkError
 from sparkcdc.core.existing_rows import ExistingRows
 from sparkcdc.core.schema import Column, TableSchema
 from sparkcdc.core.type_change import type_change, value_preserving
-from sparkcdc.sinks.delta.existing import Const, Effect, IfNull, Ref, compose
+from sparkcdc.sinks.changes.effects import Const, Effect, IfNull, Ref, compose
 from sparkcdc.snapshot.incremental import IncrementalState, Request, Run, resnapshot
 from sparkcdc.snapshot.splitter import SplitterState
 from sparkcdc.sources.mysql.ddl.parser import parse

@@ -1,4 +1,4 @@
-"""The replica's latest change per key (sinks/delta/replica.py) against a replay of the batch,
+"""The replica's latest change per key (sinks/changes/latest.py) against a replay of the batch,
 one key column and two, with and without repeated keys (the group-by and its shortcut)."""
 
 from __future__ import annotations
@@ -7,8 +7,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparkcdc.sinks.delta.commits import OP_COLUMN, ORDER_COLUMN
-from sparkcdc.sinks.delta.replica import latest_changes
+from sparkcdc.sinks.changes.latest import OP_COLUMN, ORDER_COLUMN, latest_changes
 
 Key = tuple[int, ...]
 Change = tuple[str, Key | None, Key | None, str]  # op, key before, key after, value

@@ -17,7 +17,8 @@ from deltalake.exceptions import CommitFailedError
 
 from sparkcdc.config.model import SinkConfig
 from sparkcdc.core.table_name import TableName
-from sparkcdc.sinks.delta import commits, data_files, log_commit, opened, storage
+from sparkcdc.sinks import storage
+from sparkcdc.sinks.delta import commits, data_files, log_commit, opened
 from sparkcdc.sinks.registry import open_tables_ahead
 
 APP = "pipeline-1"

@@ -11,8 +11,9 @@ from deltalake import DeltaTable, write_deltalake
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sparkcdc.sinks.changes.latest import OP_COLUMN, ORDER_COLUMN
 from sparkcdc.sinks.delta import commits, opened
-from sparkcdc.sinks.delta.commits import OP_COLUMN, OPERATION_KEY, ORDER_COLUMN
+from sparkcdc.sinks.delta.commits import OPERATION_KEY
 
 FIELDS = [pa.field("id", pa.int64()), pa.field("name", pa.string()),
           pa.field("tags", pa.list_(pa.string()))]  # fmt: skip

@@ -77,8 +77,8 @@ def run_compact(config: Config, args: argparse.Namespace) -> list[TableUpkeep]:
 
 
 def _compact(config: Config, patterns: list[str], retain: float, quiet: bool) -> list[TableUpkeep]:
-    from sparkcdc.sinks.delta.storage import LakeStorage
     from sparkcdc.sinks.delta.upkeep import delta_tables, describe, upkeep_table  # deltalake
+    from sparkcdc.sinks.storage import LakeStorage
 
     lake = LakeStorage(config.sink.path, config.sink.storage_options)
     tables = delta_tables(lake, patterns)

@@ -3,7 +3,7 @@
 The options are passed to delta-rs as written (``AWS_REGION``, ``AWS_ENDPOINT_URL``,
 ``AWS_ALLOW_HTTP``, ``aws_conditional_put``, ``GOOGLE_SERVICE_ACCOUNT``,
 ``AZURE_STORAGE_ACCOUNT_KEY``, ...) and the S3 ones also make the file system the sink writes its
-own files with (:mod:`sparkcdc.sinks.delta.storage`). An option whose name says it holds a key, a
+own files with (:mod:`sparkcdc.sinks.storage`). An option whose name says it holds a key, a
 secret, a token or a password is kept as a :class:`~sparkcdc.config.secret.Secret`, so a
 printed configuration shows ``***``.
 """

@@ -22,7 +22,7 @@ op          ``c`` insert, ``u`` update, ``d`` delete, ``r`` snapshot read,
             :mod:`sparkcdc.store.batch_files`);
             in the change log only: ``t`` a TRUNCATE of the table (written by the sink from the
             ``s`` event of kind ``truncate``: ``before`` and ``after`` null, ``source`` and
-            ``transaction`` the event's; :mod:`sparkcdc.sinks.delta.truncates`)
+            ``transaction`` the event's; :mod:`sparkcdc.sinks.changes.truncates`)
 db, table   the source table's two-part name (MySQL: database and table; PostgreSQL: schema
             and table)
 key         JSON array of the key values (from ``after``, or ``before`` for deletes)

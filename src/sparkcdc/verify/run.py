@@ -10,7 +10,7 @@ from sparkcdc.config.model import Config
 from sparkcdc.core.errors import ConfigError
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.delta.lake import Lake
-from sparkcdc.sinks.delta.storage import LakeStorage
+from sparkcdc.sinks.storage import LakeStorage
 from sparkcdc.sources.readiness import captured_tables
 from sparkcdc.sources.registry import open_source
 from sparkcdc.verify.committed import CommittedPosition, pipeline_running

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def check(config: SinkConfig) -> None:
     """A lake on object storage written to, before Spark starts (:mod:`.lake_check`)."""
     from sparkcdc.sinks.delta.lake_check import check_lake
-    from sparkcdc.sinks.delta.storage import LakeStorage
+    from sparkcdc.sinks.storage import LakeStorage
 
     check_lake(LakeStorage(config.path, config.storage_options))
 
@@ -28,8 +28,8 @@ def open_sink(config: SinkConfig, context: SinkContext) -> Sink:
     """The :class:`~.sink.DeltaSink` of ``config``, with its upkeep schedule
     (``sink.maintenance``)."""
     from sparkcdc.sinks.delta.sink import DeltaSink
-    from sparkcdc.sinks.delta.storage import LakeStorage
     from sparkcdc.sinks.delta.upkeep import Schedule
+    from sparkcdc.sinks.storage import LakeStorage
 
     lake = LakeStorage(config.path, config.storage_options)
     upkeep = config.maintenance
@@ -45,7 +45,7 @@ def open_ahead(config: SinkConfig, tables: Sequence[TableName]) -> Callable[[], 
     run's first micro-batch finds them open (:func:`.opened.open_ahead`); what stops it."""
     from sparkcdc.sinks.delta import opened
     from sparkcdc.sinks.delta.lake import Lake
-    from sparkcdc.sinks.delta.storage import LakeStorage
+    from sparkcdc.sinks.storage import LakeStorage
 
     lake = Lake(LakeStorage(config.path, config.storage_options))
     opened.open_ahead([path(t) for t in tables for path in (lake.replica, lake.changelog)])

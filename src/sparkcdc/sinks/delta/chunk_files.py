@@ -51,7 +51,8 @@ from sparkcdc.core.convert import arrow_schema
 from sparkcdc.core.event import TRANSACTION_TYPE, source_type
 from sparkcdc.core.offset_events import offset_source
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.sinks.delta import commits, storage
+from sparkcdc.sinks import storage
+from sparkcdc.sinks.delta import commits
 from sparkcdc.sinks.delta.data_files import dictionary_leaves, file_stats
 from sparkcdc.sinks.port import ChunkFiles, ChunkRef, DataFile, TableKind
 from sparkcdc.snapshot.split_store import SplitResult, SplitStore

@@ -29,13 +29,13 @@ from deltalake.exceptions import CommitFailedError, DeltaError
 from deltalake.transaction import AddAction
 
 from sparkcdc.core.event import TRANSACTION_TYPE
-from sparkcdc.sinks.delta import log_commit, opened, rewrite, storage
+from sparkcdc.sinks import storage
+from sparkcdc.sinks.changes.latest import OP_COLUMN, ORDER_COLUMN
+from sparkcdc.sinks.delta import log_commit, opened, rewrite
 from sparkcdc.sinks.delta.data_files import write_data_file
 
 log = logging.getLogger("sparkcdc.sink")
 
-OP_COLUMN = "_sparkcdc_op"
-ORDER_COLUMN = "_sparkcdc_order"
 OPERATION_KEY = log_commit.OPERATION_KEY
 COMMIT_ATTEMPTS = 5  # a commit that lost a race for its version, tried again
 

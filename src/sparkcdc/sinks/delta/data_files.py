@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from deltalake.transaction import AddAction
 
 from sparkcdc.core.json_value import JSONObject
-from sparkcdc.sinks.delta.storage import LakeStorage
+from sparkcdc.sinks.storage import LakeStorage
 
 
 def dictionary_leaves(table: pa.Table, counter: str | None) -> list[str]:

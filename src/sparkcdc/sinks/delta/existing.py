@@ -1,5 +1,5 @@
-"""The rows a replica held at a schema change, changed as the source changed them without a row
-event (:class:`~sparkcdc.core.existing_rows.ExistingRows` in the ``s`` row's change JSON).
+"""A Delta replica's rows as a schema change left them at the source (the effects and the
+batch's own rows: :mod:`sparkcdc.sinks.changes.effects`).
 
 Every ``alter`` (or ``unknown``) schema row of a micro-batch is one :class:`Effect`, in log
 order: its ``copy``, then its ``fill``, then its ``nulls``, each assignment reading the row as it
@@ -27,144 +27,15 @@ rewrite the table for nothing).
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction
 
-from sparkcdc.core.convert import cast_struct, decode_images
 from sparkcdc.core.errors import SinkError
-from sparkcdc.core.event import EnvelopeRow
-from sparkcdc.core.existing_rows import ExistingRows
-from sparkcdc.core.schema import TableSchema
-from sparkcdc.core.table_name import TableName
+from sparkcdc.sinks.changes.effects import TXN_SUFFIX, Const, Effect, IfNull, Ref, Value, compose
 from sparkcdc.sinks.delta import commits
-from sparkcdc.sinks.delta.lake import Lake
-
-TXN_SUFFIX = "/existing"
-
-
-@dataclass(frozen=True)
-class Const:
-    """A value of the replica column's type (one element; null for a null)."""
-
-    value: pa.Array
-
-
-@dataclass(frozen=True)
-class Ref:
-    """The value the row held in ``column`` before the schema change."""
-
-    column: str
-
-
-@dataclass(frozen=True)
-class IfNull:
-    """``source`` where it is not null, else ``fallback``."""
-
-    source: Const | Ref | IfNull
-    fallback: Const
-
-
-Value = Const | Ref | IfNull
-
-
-@dataclass(frozen=True)
-class Effect:
-    """One schema row's assignments (replica column -> value) to the table ``table``, at
-    ``at`` in the micro-batch."""
-
-    table: TableName
-    at: int
-    assign: dict[str, Value] = field(default_factory=dict)
-
-
-def replica_columns(lake: Lake, name: TableName) -> set[str]:
-    """The (lower-case) column names the replica of ``name`` has now (none: no replica)."""
-    table = commits.open_table(lake.replica(name))
-    return set() if table is None else {f.name.lower() for f in commits.arrow_fields(table)}
-
-
-def effect_of(row: EnvelopeRow, at: int, lake: Lake, had: set[str]) -> Effect | None:
-    """The effect of the schema row ``row`` (the ``at``-th of its micro-batch, announced to
-    ``lake``) on the table's replica, whose columns were ``had`` before the announcement; None
-    for a change that leaves existing values alone."""
-    change = _json(row.get("after"))
-    text = row.get("schema")
-    if change.get("kind") not in ("alter", "unknown") or not text:
-        return None
-    rows = ExistingRows.of_change(change)
-    new = TableSchema.from_json(json.loads(text))
-    name = TableName(row["db"], row["table"])
-    by_name = {f.name.lower(): f for f in lake.columns(name, new)}
-
-    def target(column: str) -> pa.Field:
-        found = by_name.get(column.lower())
-        if found is None:
-            raise SinkError(f"the replica of {new.name} has no column {column}", table=new.name)
-        return found
-
-    before = _json(row.get("before"))
-    old_names = {c["name"].lower() for c in before.get("columns", [])}
-    assign: dict[str, Value] = {}
-    for c in new.columns:  # new to the schema: null, unless filled or copied below
-        if before and c.name.lower() not in old_names and c.name.lower() in had:
-            f = target(c.name)
-            assign[f.name] = Const(pa.nulls(1, f.type))
-    for new_name, old_name in rows.copy.items():
-        assign[target(new_name).name] = Ref(target(old_name).name)
-    given = {**rows.fill, **rows.nulls}
-    typed = _typed_values(given, new, {n: target(n) for n in given})
-    for column in rows.fill:
-        assign[target(column).name] = typed[column]
-    for column in rows.nulls:
-        f = target(column)
-        assign[f.name] = IfNull(assign.get(f.name, Ref(f.name)), typed[column])
-    return Effect(name, at, assign) if assign else None
-
-
-def _typed_values(
-    values: dict[str, Any], schema: TableSchema, fields: dict[str, pa.Field]
-) -> dict[str, Const]:
-    """Each JSON value of a column of ``schema`` as one value of its replica field's type."""
-    if not values:
-        return {}
-    columns = tuple(schema.column(n) for n in values)
-    try:
-        named = {c.name: values[n] for c, n in zip(columns, values, strict=True)}
-        image = pa.array([json.dumps(named)])
-        decoded = decode_images(image, replace(schema, columns=columns))
-        renamed = pa.StructArray.from_arrays(
-            [decoded.field(i) for i in range(len(columns))], names=[fields[n].name for n in values]
-        )
-        typed = cast_struct(renamed, list(fields.values()))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, KeyError, ValueError) as exc:
-        raise SinkError(
-            f"the values the schema change of {schema.name} gave existing rows ({values}) do not "
-            f"fit its replica's columns ({exc})",
-            table=schema.name,
-        ) from exc
-    return {n: Const(typed.field(i)) for i, n in enumerate(values)}
-
-
-def compose(effects: Sequence[Effect]) -> dict[str, Value]:
-    """The effects one after the other, as one assignment per column of the rows before them."""
-    total: dict[str, Value] = {}
-
-    def now(value: Value) -> Value:  # ``value`` in terms of the rows before every effect
-        if isinstance(value, Ref):
-            return total.get(value.column, value)
-        if isinstance(value, IfNull):
-            return IfNull(now(value.source), value.fallback)
-        return value
-
-    for effect in effects:
-        total = {**total, **{name: now(v) for name, v in effect.assign.items()}}
-    return {name: v for name, v in total.items() if v != Ref(name)}
 
 
 # ------------------------------------------------------------------ the replica's rows
@@ -263,41 +134,3 @@ def _type_name(kind: pa.DataType) -> str:
 
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
-
-
-def _json(text: Any) -> dict[str, Any]:
-    try:
-        found = json.loads(text or "null")
-    except (TypeError, ValueError):
-        return {}
-    return found if isinstance(found, dict) else {}
-
-
-# ------------------------------------------------------------------ the batch's own rows
-def apply_to_images(
-    effects: Sequence[Effect], positions: pa.Array, after: pa.StructArray
-) -> pa.StructArray:
-    """``after`` (typed images of one table's changes at ``positions``) with each effect applied
-    to the images before it (module docstring, step 2)."""
-    fields = list(after.type)
-    columns = {f.name: after.field(i) for i, f in enumerate(fields)}
-    for effect in effects:
-        before = pc.less(positions, effect.at)
-        if not pc.any(before).as_py():
-            continue
-        changed = dict(columns)
-        for name, value in effect.assign.items():
-            computed = _array(value, columns, len(after), after.type.field(name).type)
-            changed[name] = pc.if_else(before, computed, columns[name])
-        columns = changed
-    arrays = [columns[f.name] for f in fields]
-    return pa.StructArray.from_arrays(arrays, fields=fields, mask=after.is_null())
-
-
-def _array(value: Value, columns: dict[str, pa.Array], n: int, kind: pa.DataType) -> pa.Array:
-    if isinstance(value, Const):
-        return pa.repeat(value.value[0], n).cast(kind)
-    if isinstance(value, Ref):
-        return columns[value.column].cast(kind)
-    source = _array(value.source, columns, n, kind)
-    return pc.coalesce(source, pa.repeat(value.fallback.value[0], n).cast(kind))

@@ -20,6 +20,7 @@ import pyarrow.dataset as ds
 
 from sparkcdc.core.event import OP_CREATE, OP_DELETE, OP_READ, OP_UPDATE
 from sparkcdc.core.offset import Offset, position_text
+from sparkcdc.sinks.changes.latest import OP_COLUMN, ORDER_COLUMN
 from sparkcdc.sinks.delta import commits
 
 
@@ -68,11 +69,9 @@ def delete_gone(
     log_rows = _delete_rows(gone, log_schema, at, _names(changelog))
     commits.append_once(changelog, log_rows, app_id, 0)
     deletes = gone.select(list(key)).append_column(
-        commits.OP_COLUMN, pa.array([OP_DELETE] * gone.num_rows, pa.string())
+        OP_COLUMN, pa.array([OP_DELETE] * gone.num_rows, pa.string())
     )
-    deletes = deletes.append_column(
-        commits.ORDER_COLUMN, pa.array(range(gone.num_rows), pa.int64())
-    )
+    deletes = deletes.append_column(ORDER_COLUMN, pa.array(range(gone.num_rows), pa.int64()))
     commits.merge_replica(replica, deletes, key, app_id, 0)
     return int(gone.num_rows)
 

@@ -1,41 +1,24 @@
-"""The sink's tables: where each captured table lives in the lake, its schemas and its rows.
-
-A captured table ``db.t`` has two Delta tables under the sink path, the replica ``<db>/<t>``
-and the change log ``<db>/<t>__changelog``; every schema announced for it is kept as
-``_sparkcdc/schemas/<db>.<t>.<schema_id>.json``, so a change names the schema it was decoded
-with and a restarted sink still finds it. :class:`Lake` creates and evolves the Delta tables
-as schema rows arrive (which DDL does what: :mod:`.sink`) and turns a table's row images (JSON
-text, one schema version per row) into typed structs of the table's current columns.
-"""
+"""Delta's side of the sink's tables (:mod:`sparkcdc.sinks.changes.lake`): the replica of
+``db.t`` is the Delta table ``<lake>/<db>/<t>``, its change log ``<lake>/<db>/<t>__changelog``,
+both written with delta-rs (:mod:`.commits`)."""
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Sequence
-
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from sparkcdc.core.convert import arrow_schema, cast_struct, decode_images
-from sparkcdc.core.errors import SinkError
-from sparkcdc.core.event import OP_CREATE, OP_DELETE, OP_READ, OP_UPDATE, EnvelopeRow
-from sparkcdc.core.images import TypedImages, fill_untyped, images_of
-from sparkcdc.core.schema import TableSchema
 from sparkcdc.core.table_name import TableName
+from sparkcdc.sinks.changes import lake
 from sparkcdc.sinks.delta import commits
-from sparkcdc.sinks.delta.storage import LakeStorage, as_storage
+from sparkcdc.sinks.storage import LakeStorage, as_storage
 
 
-class Lake:
-    """The captured tables under one sink path (see the module docstring)."""
+class DeltaTables:
+    """The Delta tables of the captured tables under one lake (:class:`~.lake.TableFormat`)."""
 
-    def __init__(self, lake: str | LakeStorage) -> None:
-        self.storage = as_storage(lake)
-        self.path = self.storage.uri
-        self.source: pa.DataType = pa.struct([])  # the stream's ``source`` struct (per batch)
-        self._schemas: dict[str, TableSchema] = {}  # schema_id -> schema
-        self._columns: dict[TableName, list[pa.Field]] = {}
+    label = "Delta"
+
+    def __init__(self, storage: LakeStorage) -> None:
+        self.storage = storage
 
     def replica(self, name: TableName) -> str:
         return self.storage.join(name[0], name[1])
@@ -43,188 +26,21 @@ class Lake:
     def changelog(self, name: TableName) -> str:
         return self.storage.join(name[0], f"{name[1]}__changelog")
 
-    def _schema_file(self, db: str, table: str, schema_id: str) -> str:
-        return self.storage.join("_sparkcdc", "schemas", f"{TableName(db, table)}.{schema_id}.json")
-
-    def announce(self, row: EnvelopeRow, index: int, resets: dict[TableName, int]) -> None:
-        """A schema row (the ``index``-th of the batch): keep its schema, create or evolve the
-        table's Delta tables; a TRUNCATE or DROP is noted in ``resets``."""
-        name = TableName(row["db"], row["table"])
-        if _empties_table(row):
-            resets[name] = index
-        text = row.get("schema")
-        if not text:
-            return
-        schema = TableSchema.from_json(json.loads(text))
-        schema_id = row.get("schema_id") or schema.schema_id()
-        self._schemas[schema_id] = schema
-        self._save_schema(schema, schema_id)
-        self._evolve(schema.table_name, schema)
-
-    def read_with(self, row: EnvelopeRow) -> None:
-        """A chunk of an incremental snapshot (a ``k`` row) read with the catalog's schema it
-        names: kept and the Delta tables evolved to it when the stream never announced it (the
-        catalog describes a column as the DDL tracker did not)."""
-        try:
-            ref = json.loads(row.get("after") or "null")
-        except ValueError:
-            return
-        schema_id = row.get("schema_id") or ""
-        if not isinstance(ref, dict) or not ref.get("schema") or schema_id in self._schemas:
-            return
-        name = TableName(row["db"], row["table"])
-        if self.storage.exists(self._schema_file(name[0], name[1], schema_id)):
-            return
-        schema = TableSchema.from_json(ref["schema"])
-        self._schemas[schema_id] = schema
-        self._save_schema(schema, schema_id)
-        self._evolve(name, schema)
-
-    def _save_schema(self, schema: TableSchema, schema_id: str) -> None:
-        target = self._schema_file(schema.db, schema.table, schema_id)
-        if not self.storage.exists(target):
-            self.storage.write_text(target, json.dumps(schema.to_json(), indent=1, sort_keys=True))
-
-    def schema(self, name: TableName, schema_id: str) -> TableSchema:
-        """The schema ``schema_id`` of ``name`` (from the ones announced, else from its file)."""
-        found = self._schemas.get(schema_id)
-        if found is None:
-            path = self._schema_file(name[0], name[1], schema_id)
-            try:
-                text = self.storage.read_text(path)
-                if text is None:
-                    raise ValueError(f"{path} is missing")
-                found = TableSchema.from_json(json.loads(text))
-            except (OSError, ValueError) as exc:
-                raise SinkError(
-                    f"changes to {name} name schema {schema_id}, which was never "
-                    f"announced in {self.storage.join('_sparkcdc', 'schemas')}; restart the "
-                    "pipeline with a fresh checkpoint.",
-                    table=str(name),
-                ) from exc
-            self._schemas[schema_id] = found
+    def evolve(
+        self, name: TableName, columns: list[pa.Field], source: pa.DataType
+    ) -> list[pa.Field]:
+        found = commits.ensure_replica(self.replica(name), columns)
+        commits.ensure_changelog(self.changelog(name), found, source)
         return found
 
-    def _evolve(self, name: TableName, schema: TableSchema) -> list[pa.Field]:
-        wanted = list(arrow_schema(schema))
-        try:
-            columns = commits.ensure_replica(self.replica(name), wanted)
-            commits.ensure_changelog(self.changelog(name), columns, self.source)
-        except Exception as exc:
-            raise SinkError(
-                f"could not create or evolve the Delta tables of {name}: {exc}",
-                table=str(name),
-            ) from exc
-        self._columns[name] = columns
-        return columns
-
-    def columns(self, name: TableName, schema: TableSchema) -> list[pa.Field]:
-        """The replica's columns (created from ``schema`` if it has no tables yet)."""
-        if name not in self._columns:
-            table = commits.open_table(self.replica(name))
-            if table is None:
-                return self._evolve(name, schema)
-            self._columns[name] = commits.arrow_fields(table)
-        return self._columns[name]
-
-    def images(
-        self,
-        name: TableName,
-        rows: pa.Table,
-        schema_ids: list[str],
-        columns: list[pa.Field],
-        typed: Sequence[TypedImages] = (),
-    ) -> tuple[pa.StructArray, pa.StructArray]:
-        """The before and after images of ``rows`` (one table's, in log order) as typed structs
-        of ``columns``: from ``typed`` where they hold a row's images (found by its position),
-        else decoded from its JSON images with the schema it names."""
-        mine = [t for t in typed if (t.db, t.table) == name]
-        if not mine:
-            return self._json_images(name, rows, schema_ids, columns)
-        positions = rows.column("source").combine_chunks().field("position")
-        try:
-            index, before, after = images_of(positions, mine, columns)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            raise _misfit(name, exc) from exc
-        missing = pc.is_null(index)
-        if not pc.any(missing).as_py():
-            return before.take(index), after.take(index)
-        rest = rows.filter(missing)
-        decoded = self._json_images(name, rest, rest.column("schema_id").to_pylist(), columns)
-        return fill_untyped(index, (before, after), decoded)
-
-    def _json_images(
-        self, name: TableName, rows: pa.Table, schema_ids: list[str], columns: list[pa.Field]
-    ) -> tuple[pa.StructArray, pa.StructArray]:
-        _check_images(name, rows)
-        images = []
-        for side in ("before", "after"):
-            values = rows.column(side).combine_chunks()
-            parts, order = [], []
-            for schema_id in dict.fromkeys(schema_ids):
-                mask = pc.equal(rows.column("schema_id"), schema_id)
-                decoded = decode_images(
-                    values.filter(mask.combine_chunks()), self.schema(name, schema_id)
-                )
-                try:
-                    parts.append(cast_struct(decoded, columns))
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                    raise _misfit(name, exc) from exc
-                order.append(pc.indices_nonzero(mask))
-            if len(parts) == 1:
-                images.append(parts[0])
-                continue
-            merged = pa.concat_arrays(parts)
-            where = pa.concat_arrays([o.cast(pa.int64()) for o in order])
-            images.append(merged.take(pc.sort_indices(where)))
-        return images[0], images[1]
+    def stored_columns(self, name: TableName) -> list[pa.Field] | None:
+        table = commits.open_table(self.replica(name))
+        return None if table is None else commits.arrow_fields(table)
 
 
-_NEEDS_AFTER = pa.array([OP_CREATE, OP_UPDATE, OP_READ])
-_NEEDS_BEFORE = pa.array([OP_DELETE])
+class Lake(lake.Lake):
+    """The captured tables of a Delta lake at ``path`` (a folder, a URI or its storage)."""
 
-
-def _check_images(name: TableName, rows: pa.Table) -> None:
-    """Every change has the images its op needs, as JSON text here (typed images are found
-    before): one missing would be written as a row of nulls. An update may lack its before
-    image: PostgreSQL logs none unless the key changed or the table's replica identity is
-    FULL."""
-    op = rows.column("op")
-    lacking = pc.or_(
-        pc.and_(pc.is_in(op, _NEEDS_AFTER), pc.is_null(rows.column("after"))),
-        pc.and_(pc.is_in(op, _NEEDS_BEFORE), pc.is_null(rows.column("before"))),
-    )
-    count = pc.sum(pc.cast(lacking, pa.int64())).as_py() or 0
-    if count:
-        raise SinkError(
-            f"{count} changes to {name} in this micro-batch have neither JSON nor "
-            "typed row images (the batch's image files are incomplete); the micro-batch stops "
-            "before writing them: restart the pipeline and it is read again from the log",
-            table=str(name),
-        )
-
-
-def _misfit(name: TableName, exc: Exception) -> SinkError:
-    return SinkError(
-        f"a change to {name} does not fit the Delta column types ({exc}); column "
-        "type changes need a new table.",
-        table=str(name),
-    )
-
-
-def _empties_table(row: EnvelopeRow) -> bool:
-    """TRUNCATE TABLE, DROP TABLE or DROP DATABASE (by the change's kind, else the statement)."""
-    ddl = row.get("ddl") or ""
-    if _RENAME.match(ddl):
-        return False  # the old name's tables stay as they were
-    try:
-        change = json.loads(row.get("after") or "null")
-    except ValueError:
-        change = None
-    if isinstance(change, dict) and "kind" in change:
-        return change["kind"] in ("truncate", "drop")
-    return bool(_EMPTYING.match(ddl))
-
-
-_EMPTYING = re.compile(r"\s*(TRUNCATE|DROP\s+(TABLE|DATABASE|SCHEMA))\b", re.IGNORECASE)
-_RENAME = re.compile(r"\s*(RENAME\s+TABLE|ALTER\s+TABLE\s+.*\bRENAME\b)", re.IGNORECASE | re.DOTALL)
+    def __init__(self, path: str | LakeStorage) -> None:
+        storage = as_storage(path)
+        super().__init__(storage, DeltaTables(storage))

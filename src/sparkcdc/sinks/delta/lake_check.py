@@ -16,7 +16,7 @@ from deltalake import DeltaTable
 
 from sparkcdc.config.storage import is_secret
 from sparkcdc.core.errors import ConfigError
-from sparkcdc.sinks.delta.storage import LakeStorage
+from sparkcdc.sinks.storage import LakeStorage
 
 _NO_BUCKET = re.compile(r"NoSuchBucket|bucket does not exist|Bucket '[^']*' not found", re.I)
 _REFUSED_KEY = re.compile(

@@ -31,7 +31,8 @@ from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, RemoveAction
 
 from sparkcdc.core.json_value import JSONObject
-from sparkcdc.sinks.delta import opened, storage
+from sparkcdc.sinks import storage
+from sparkcdc.sinks.delta import opened
 
 CHECKPOINT_EVERY = 10  # delta.checkpointInterval of the tables the sink makes (Delta's default)
 CHECKPOINT_KEY = "delta.checkpointInterval"

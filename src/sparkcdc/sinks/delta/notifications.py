@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from sparkcdc.core.event import OP_NOTICE
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.delta import commits
-from sparkcdc.sinks.delta.storage import LakeStorage, as_storage
+from sparkcdc.sinks.storage import LakeStorage, as_storage
 
 log = logging.getLogger("sparkcdc.sink")
 

@@ -31,7 +31,7 @@ import threading
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 
-from sparkcdc.sinks.delta import storage
+from sparkcdc.sinks import storage
 
 _OPENED: dict[str, DeltaTable] = {}
 _HEADS: dict[str, int] = {}  # the last version the sink committed itself (:mod:`.log_commit`)

@@ -25,7 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 
-from sparkcdc.sinks.delta import log_commit, storage
+from sparkcdc.sinks import storage
+from sparkcdc.sinks.delta import log_commit
 from sparkcdc.sinks.delta.data_files import write_data_file
 
 MAX_BYTES = 64 * 1024 * 1024  # the candidates' data files read into memory at most

@@ -20,7 +20,7 @@ whose file holds them, :mod:`sparkcdc.store.batch_files`):
                         the batch with SinkError, as a change between an array and any
                         other type always does); NULLs made NOT NULL get ``nulls``
    TRUNCATE TABLE       deletes every replica row (in the batch's replica commit) and
-                        becomes a ``t`` row of the change log (:mod:`.truncates`)
+                        becomes a ``t`` row of the change log (``changes/truncates``)
    DROP TABLE           deletes every replica row; the change log stays
    RENAME TABLE         the new name starts new Delta tables; the old ones stay as they were
    ===================  ===============================================================
@@ -28,8 +28,9 @@ whose file holds them, :mod:`sparkcdc.store.batch_files`):
    What a schema change did to the rows the table held (``fill``, ``copy``, ``nulls`` of the
    ``s`` row's ``existing``) is applied to the replica's rows before the batch's changes, in a
    commit of its own transaction id, and to the batch's rows changed before the DDL
-   (:mod:`.existing`); where the source could not compute it (``resnapshot``) the stream reads
-   the table again by itself (an incremental snapshot; docs/schema-changes.md).
+   (:mod:`~sparkcdc.sinks.changes.effects`); where the source could not compute it
+   (``resnapshot``) the stream reads the table again by itself (an incremental snapshot;
+   docs/schema-changes.md).
 
    A table keyed by an array column (``array<E>``) stops the batch with SinkError: a MERGE
    cannot match rows on arrays.
@@ -84,16 +85,10 @@ from sparkcdc.core.event import OP_CHUNK, OP_NOTICE, OP_SCHEMA
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.batch_events import is_truncate, read_batch
-from sparkcdc.sinks.delta import (
-    chunk_rows,
-    commits,
-    existing,
-    notifications,
-    opened,
-    truncates,
-)
+from sparkcdc.sinks.changes import chunks, truncates
+from sparkcdc.sinks.changes.effects import Effect, effect_of, replica_columns
+from sparkcdc.sinks.delta import chunk_rows, commits, notifications, opened
 from sparkcdc.sinks.delta.lake import Lake
-from sparkcdc.sinks.delta.storage import LakeStorage, as_storage
 from sparkcdc.sinks.delta.table_writer import TableWriter
 from sparkcdc.sinks.delta.upkeep import Schedule
 from sparkcdc.sinks.port import (
@@ -103,6 +98,7 @@ from sparkcdc.sinks.port import (
     SinkFigures,
     UpkeepFigures,
 )
+from sparkcdc.sinks.storage import LakeStorage, as_storage
 
 log = logging.getLogger("sparkcdc.sink")
 
@@ -203,14 +199,14 @@ class DeltaSink(Sink):
         self._open_tables(envelope)
         resets: dict[TableName, int] = {}
         truncated: list[int] = []
-        effects: dict[TableName, list[existing.Effect]] = {}
+        effects: dict[TableName, list[Effect]] = {}
         for i in (i for i, op in enumerate(ops) if op == OP_SCHEMA):
             row = envelope.slice(i, 1).to_pylist()[0]
-            had = existing.replica_columns(self.lake, TableName(row["db"], row["table"]))
+            had = replica_columns(self.lake, TableName(row["db"], row["table"]))
             self.lake.announce(row, i, resets)
             if is_truncate(row):
                 truncated.append(i)
-            found = existing.effect_of(row, i, self.lake, had)
+            found = effect_of(row, i, self.lake, had)
             if found is not None:
                 effects.setdefault(found.table, []).append(found)
         envelope = truncates.as_changes(envelope, truncated)  # 't' rows of the change log
@@ -230,7 +226,7 @@ class DeltaSink(Sink):
             rows = envelope.take(positions).append_column("_pos", positions.cast(pa.int64()))
             named = _per_table(rows)
             # the stream's changes first, then the mark, then snapshot chunks (module docstring)
-            later = [chunk_rows.only_incremental_chunks(part) for _, part in named]
+            later = [chunks.only_incremental_chunks(part) for _, part in named]
             for chunk in (False, True):
                 group = [p for p, c in zip(named, later, strict=True) if c == chunk]
                 if chunk and group:
@@ -307,7 +303,7 @@ def _write_tables(
     group: list[tuple[TableName, pa.Table]],
     resets: dict[TableName, int],
     incremental_only: bool,
-    effects: dict[TableName, list[existing.Effect]],
+    effects: dict[TableName, list[Effect]],
 ) -> list[tuple[TableName, tuple[bool, dict[str, int]]]]:
     """:meth:`.TableWriter.changes` of each table of ``group``, :data:`TABLE_WRITERS` at a time
     (each table's commits are its own; delta-rs works outside the GIL); the results in

@@ -19,11 +19,13 @@ from sparkcdc.core.event import OP_CREATE, OP_READ
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.core.table_name import TableName
+from sparkcdc.sinks.changes import chunks
+from sparkcdc.sinks.changes.effects import Effect, apply_to_images
+from sparkcdc.sinks.changes.latest import latest_changes
 from sparkcdc.sinks.delta import chunk_files, chunk_rows, commits, existing, unchanged
 from sparkcdc.sinks.delta.lake import Lake
-from sparkcdc.sinks.delta.replica import latest_changes
-from sparkcdc.sinks.delta.storage import LakeStorage
 from sparkcdc.sinks.port import ChunkRef, TableKind
+from sparkcdc.sinks.storage import LakeStorage
 
 log = logging.getLogger("sparkcdc.sink")
 
@@ -49,7 +51,7 @@ class TableWriter:
         rows: pa.Table,
         reset_at: int | None,
         incremental_only: bool,
-        effects: list[existing.Effect],
+        effects: list[Effect],
     ) -> tuple[bool, dict[str, int]]:
         """Write one table's changes (``incremental_only``: nothing but chunks of an incremental
         snapshot; ``effects``: of its schema changes on the rows before them); (whether anything
@@ -57,11 +59,11 @@ class TableWriter:
         latest = self.lake.schema(name, rows.column("schema_id")[-1].as_py())
         _check_key(latest)
         columns = self.lake.columns(name, latest)
-        chunks_only = chunk_rows.only_initial_chunks(rows)
+        chunks_only = chunks.only_initial_chunks(rows)
         if not chunks_only:
             self.appends.streamed(*name, self.app_id)
         elif self.appends.may_append(*name, self.app_id, self.lake.replica(name)):
-            refs = chunk_rows.chunk_refs(rows)
+            refs = chunks.chunk_refs(rows)
             if chunk_files.adoptable(refs, columns, self.snapshot_in_changelog):  # tasks wrote them
                 read = sum(int(r["rows"]) for r in refs)
                 return self._adopt(name, refs), {OP_READ: read}
@@ -74,7 +76,7 @@ class TableWriter:
             after = unchanged.fill(left, rows, images, latest.key, replica, reset_at, label)
         merged_after = after  # rows changed before a schema change get what it gave the rest
         if effects:
-            merged_after = existing.apply_to_images(effects, rows.column("_pos").combine_chunks(),
+            merged_after = apply_to_images(effects, rows.column("_pos").combine_chunks(),
                                                     _whole(after))  # fmt: skip
         try:
             changelog = pa.Table.from_arrays(
@@ -109,13 +111,13 @@ class TableWriter:
     ) -> tuple[pa.Table, pa.StructArray, pa.StructArray | pa.ChunkedArray]:
         """``rows`` (with each ``k`` event replaced by its ``r`` rows) and their typed before
         and after images."""
-        if not chunk_rows.has_chunks(rows):
+        if not chunks.has_chunks(rows):
             before, after = self.lake.images(
                 name, rows, rows.column("schema_id").to_pylist(), columns, self.images
             )
             return rows, before, after
         try:
-            return chunk_rows.with_chunk_rows(
+            return chunks.with_chunk_rows(
                 rows,
                 columns,
                 lambda inline: self.lake.images(
@@ -153,7 +155,7 @@ class TableWriter:
             )
             return bool(appended.result()) or wrote_replica
 
-    def existing_rows(self, name: TableName, effects: list[existing.Effect]) -> None:
+    def existing_rows(self, name: TableName, effects: list[Effect]) -> None:
         """The replica's rows as the batch's schema changes of ``name`` left them at the
         source (:mod:`.existing`), committed before the batch's changes of the table."""
         self.appends.streamed(*name, self.app_id)

@@ -48,7 +48,7 @@ from deltalake import DeltaTable
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.delta import opened
 from sparkcdc.sinks.delta.commits import table as delta_table
-from sparkcdc.sinks.delta.storage import LakeStorage, as_storage
+from sparkcdc.sinks.storage import LakeStorage, as_storage
 
 CHANGELOG_SUFFIX = "__changelog"
 REPLICA_TARGET = 32 << 20  # bytes: a MERGE rewrites each file it touches whole

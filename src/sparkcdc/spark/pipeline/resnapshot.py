@@ -30,8 +30,8 @@ from sparkcdc.core.offset import Offset
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.delta.gone_keys import delete_gone
 from sparkcdc.sinks.delta.lake import Lake
-from sparkcdc.sinks.delta.storage import LakeStorage
 from sparkcdc.sinks.port import BatchFrame
+from sparkcdc.sinks.storage import LakeStorage
 from sparkcdc.sources.registry import open_source
 from sparkcdc.spark.offsets import source_position
 from sparkcdc.spark.pipeline.offset_log import read_offset_file

@@ -1,4 +1,5 @@
-"""The replica's side of a micro-batch: the latest change per key, by log order.
+"""The replica's side of a micro-batch, whatever the table format: the latest change per key,
+by log order.
 
 A MERGE must see each key once. Every change becomes an *action* ordered by its log position
 (``2 * position``, ``+ 1`` for the upsert half): a delete is a delete of its key; an insert or
@@ -13,7 +14,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkcdc.core.event import OP_TRUNCATE
-from sparkcdc.sinks.delta.commits import OP_COLUMN, ORDER_COLUMN
+
+OP_COLUMN = "_sparkcdc_op"  # an action's kind: 'd' delete, 'u' upsert
+ORDER_COLUMN = "_sparkcdc_order"  # an action's place in log order
 
 
 def latest_changes(
