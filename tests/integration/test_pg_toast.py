@@ -14,7 +14,7 @@ import pytest
 
 from sparkcdc.core.errors import SinkError
 from sparkcdc.core.images import images_of
-from sparkcdc.sinks.delta import unchanged
+from sparkcdc.sinks.changes import unchanged
 from sparkcdc.sinks.delta.sink import DeltaSink
 from sparkcdc.sources.postgres.stream.reader import PgLogReader
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres

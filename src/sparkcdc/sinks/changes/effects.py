@@ -31,7 +31,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from sparkcdc.sinks.changes.lake import Lake
 
 from sparkcdc.core.convert import cast_struct, decode_images
 from sparkcdc.core.errors import SinkError
@@ -39,6 +38,7 @@ from sparkcdc.core.event import EnvelopeRow
 from sparkcdc.core.existing_rows import ExistingRows
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.core.table_name import TableName
+from sparkcdc.sinks.changes.lake import Lake
 
 TXN_SUFFIX = "/existing"  # the transaction id of a replica's rows changed by schema changes
 

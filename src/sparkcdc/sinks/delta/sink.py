@@ -40,7 +40,7 @@ whose file holds them, :mod:`sparkcdc.store.batch_files`):
    (``schema_id``), widened to the table's current columns. A snapshot chunk kept in the split store
    (``op = 'k'``) becomes its ``r`` rows, read from there already typed (:mod:`.chunk_rows`).
    A value an update left out of the log (PostgreSQL's unchanged TOAST) is filled from the
-   key's change before or the replica (:mod:`.unchanged`).
+   key's change before or the replica (:mod:`~sparkcdc.sinks.changes.unchanged`).
 3. Change log ``<db>/<t>__changelog``: one append of op, before, after, source, transaction
    (a ``t`` row: before and after null).
 4. Replica ``<db>/<t>``: one MERGE on the key with the latest change per key in the batch by log

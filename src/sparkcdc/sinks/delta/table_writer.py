@@ -19,11 +19,12 @@ from sparkcdc.core.event import OP_CREATE, OP_READ
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.core.table_name import TableName
-from sparkcdc.sinks.changes import chunks
+from sparkcdc.sinks.changes import chunks, unchanged
 from sparkcdc.sinks.changes.effects import Effect, apply_to_images
 from sparkcdc.sinks.changes.latest import latest_changes
-from sparkcdc.sinks.delta import chunk_files, chunk_rows, commits, existing, unchanged
+from sparkcdc.sinks.delta import chunk_files, chunk_rows, commits, existing
 from sparkcdc.sinks.delta.lake import Lake
+from sparkcdc.sinks.delta.replica_rows import Replica
 from sparkcdc.sinks.port import ChunkRef, TableKind
 from sparkcdc.sinks.storage import LakeStorage
 
@@ -71,7 +72,7 @@ class TableWriter:
         rows, before, after = self._typed(name, rows, columns)
         label = str(name)
         if left:  # filled before the change log and the replica are written
-            replica = unchanged.Replica(self.lake.replica(name), self.app_id, self.batch_id)
+            replica = Replica(self.lake.replica(name), self.app_id, self.batch_id)
             images = (before, _whole(after))
             after = unchanged.fill(left, rows, images, latest.key, replica, reset_at, label)
         merged_after = after  # rows changed before a schema change get what it gave the rest

@@ -23,7 +23,7 @@ second a batch touches it. Each run of the upkeep, for each table (replica and c
    travel).
 
 It runs where no commit of the tables can run at the same time and no micro-batch may be written
-again (which may read the replica as it was before that batch, :mod:`.unchanged`): in the sink's
+again (which may read the replica as it was before that batch, :mod:`.replica_rows`): in the sink's
 own thread between two micro-batches, once Spark committed the one before (:class:`Schedule`),
 and from ``sparkcdc compact`` on a stopped pipeline. So it never meets a data file that a batch
 is about to commit: the data files a snapshot task wrote are linked into the table's folder, with

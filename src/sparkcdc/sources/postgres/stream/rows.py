@@ -9,7 +9,7 @@ An update may leave a TOASTed value out of the log (pgoutput's 'u'). Its after r
 :class:`MarkedRow` naming those columns; the reader sends such a change with a JSON after image
 listing them under :data:`UNCHANGED_KEY` instead of their values, and the Delta sink fills them
 from the key's change before in its micro-batch or from the replica
-(:mod:`sparkcdc.sinks.delta.unchanged`).
+(:mod:`sparkcdc.sinks.changes.unchanged`).
 """
 
 from __future__ import annotations

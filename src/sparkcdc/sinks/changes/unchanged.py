@@ -17,18 +17,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import reduce
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
-from deltalake import DeltaTable
 
-from sparkcdc.core.convert import cast_struct
 from sparkcdc.core.errors import SinkError
 from sparkcdc.core.images import UNCHANGED_KEY, UNCHANGED_PREFIX
-from sparkcdc.sinks.delta import commits
 
 Key = tuple[object, ...]
 
@@ -41,44 +37,15 @@ class Left:
     key: str
 
 
-@dataclass(frozen=True)
-class Replica:
-    """The replica at ``path`` as it was before micro-batch ``batch_id`` of ``app_id``."""
-
-    path: str
-    app_id: str
-    batch_id: int
+class ReplicaRows(Protocol):
+    """The replica as it was before the micro-batch being written (each table format reads its
+    own: Delta's version before the batch's commit, Iceberg's snapshot before it)."""
 
     def rows(
         self, names: list[str], keys: list[Key], fields: list[pa.Field]
     ) -> tuple[pa.StructArray, dict[Key, int]]:
         """Its rows whose key (columns ``names``) is one of ``keys``, as structs of ``fields``,
         and the index of each key's row."""
-        table = commits.open_table(self.path)
-        if table is None or not keys or not _before(table, self.app_id, self.batch_id):
-            empty = [pa.nulls(0, f.type) for f in fields]
-            return pa.StructArray.from_arrays(empty, fields=fields), {}
-        types = {f.name: f.type for f in fields}
-        wanted = [
-            ds.field(n).isin(pa.array(sorted(set(v), key=repr), types[n]))
-            for n, v in zip(names, zip(*keys, strict=True), strict=True)
-        ]
-        found = table.to_pyarrow_table(filters=reduce(lambda a, b: a & b, wanted))
-        columns = [c.combine_chunks() for c in found.columns]
-        stored = cast_struct(pa.StructArray.from_arrays(columns, names=found.column_names), fields)
-        index = pa.array(np.arange(len(stored)), pa.int64())
-        return stored, {k: i for i, k in enumerate(_keys(stored, names, index))}
-
-
-def _before(table: DeltaTable, app_id: str, batch_id: int) -> bool:
-    """Load ``table``'s newest version without batch ``batch_id`` (False: there is none)."""
-    version = table.version()
-    while (done := table.transaction_version(app_id)) is not None and done >= batch_id:
-        if version == 0:
-            return False
-        version -= 1
-        table.load_as_version(version)
-    return True
 
 
 def marked(rows: pa.Table) -> dict[int, Left]:
@@ -97,7 +64,7 @@ def marked(rows: pa.Table) -> dict[int, Left]:
     }
 
 
-def _keys(image: pa.StructArray, names: list[str], where: pa.Array) -> list[Key]:
+def keys_of(image: pa.StructArray, names: list[str], where: pa.Array) -> list[Key]:
     """The key values (columns ``names``) of ``image``'s rows ``where``."""
     taken = image.take(where)
     assert isinstance(taken, pa.StructArray)
@@ -109,7 +76,7 @@ def fill(
     rows: pa.Table,
     images: tuple[pa.StructArray, pa.StructArray],
     key: Sequence[str],
-    replica: Replica,
+    replica: ReplicaRows,
     reset_at: int | None,
     label: str,
 ) -> pa.StructArray:
@@ -126,7 +93,7 @@ def fill(
         raise _missing(label, first, first.columns[0])
     # a change's row is found by its key before the change (a key update logs the old key)
     has_before = before.is_valid().take(where).to_pylist()
-    olds, news = _keys(before, names, where), _keys(after, names, where)
+    olds, news = keys_of(before, names, where), keys_of(after, names, where)
     wanted = [o if b else a for o, a, b in zip(olds, news, has_before, strict=True)]
     at = pos.to_numpy(zero_copy_only=False)
     marks = where.to_pylist()
@@ -179,7 +146,7 @@ def _earlier(after: pa.StructArray, names: list[str], wanted: list[Key]) -> dict
         mask = pc.and_(mask, pc.is_in(field, pa.array(list(set(values)), field.type)))
     found = pc.indices_nonzero(mask)
     out: dict[Key, list[int]] = {}
-    for j, k in zip(found.to_pylist(), _keys(after, names, found), strict=True):
+    for j, k in zip(found.to_pylist(), keys_of(after, names, found), strict=True):
         out.setdefault(k, []).append(j)
     return out
 
