@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
+from sparkcdc.sinks.changes.lake import changelog_schema
 from sparkcdc.sinks.delta import commits, opened
 
 APPENDS = 100
@@ -32,7 +33,7 @@ def _row(i: int) -> pa.Table:
     return pa.Table.from_pydict(
         {"op": ["c"], "before": [None], "after": [{"id": i, "name": f"n{i}"}],
          "source": [{"ts_ms": i}], "transaction": [None]},
-        schema=commits.changelog_schema(_COLUMNS, _SOURCE),
+        schema=changelog_schema(_COLUMNS, _SOURCE),
     )  # fmt: skip
 
 
@@ -46,7 +47,7 @@ def _timed(append: Callable[[int], object]) -> list[float]:
 
 
 def _delta_rs(path: str, interval: int | None) -> list[float]:
-    schema = commits.changelog_schema(_COLUMNS, _SOURCE)
+    schema = changelog_schema(_COLUMNS, _SOURCE)
     config = {"delta.checkpointInterval": str(interval)} if interval else None
     DeltaTable.create(path, schema=schema, configuration=config)
     table = DeltaTable(path)

@@ -1,6 +1,6 @@
 """The contract suites run every test once per registered implementation: the source suite
 against MySQL/MariaDB and PostgreSQL on private servers and the fake source on a file; the sink
-suite against Delta and the in-memory sink."""
+suite against Delta, Iceberg and the in-memory sink."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 from tests.contract.harness import FakeHarness, Harness, MariaDBHarness, PostgresHarness
-from tests.contract.sink_harness import DeltaHarness, MemoryHarness, SinkHarness
+from tests.contract.sink_harness import (
+    DeltaHarness,
+    IcebergHarness,
+    MemoryHarness,
+    SinkHarness,
+)
 
 
 @pytest.fixture(params=["mysql", "postgres", "fake"])
@@ -22,8 +27,10 @@ def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Harness:
     return MariaDBHarness(server, request.getfixturevalue("db"))
 
 
-@pytest.fixture(params=["delta", "memory"])
+@pytest.fixture(params=["delta", "iceberg", "memory"])
 def sink_harness(request: pytest.FixtureRequest, tmp_path: Path) -> SinkHarness:
     if request.param == "memory":
         return MemoryHarness(tmp_path)
+    if request.param == "iceberg":
+        return IcebergHarness(tmp_path)
     return DeltaHarness(tmp_path)

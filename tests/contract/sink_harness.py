@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from deltalake import DeltaTable
 
@@ -68,6 +68,43 @@ class DeltaHarness:
     def changelog(self, db: str, table: str) -> list[Logged]:
         path = self.root / "lake" / db / f"{table}__changelog"
         rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+        ordered = sorted(rows, key=lambda r: r["source"]["position"])
+        return [_logged(r["op"], r["before"], r["after"]) for r in ordered]
+
+
+@dataclass
+class IcebergHarness:
+    """The Iceberg sink on its embedded SQL catalog (a SQLite file in the lake's folder), read
+    back with pyiceberg."""
+
+    root: Path
+    name: str = "iceberg"
+    snapshot_in_changelog: bool = True
+
+    @property
+    def config(self) -> SinkConfig:
+        return SinkConfig(path=str(self.root / "lake"), type="iceberg",
+                          snapshot_in_changelog=self.snapshot_in_changelog)  # fmt: skip
+
+    def open(self) -> Sink:
+        return open_sink(self.config, SinkContext(app_id=lambda: APP))
+
+    def chunk_writer(self) -> ChunkWriter | None:
+        return sink_type(self.config.type).chunk_writer
+
+    def _rows(self, identifier: str) -> list[dict[str, Any]]:
+        from sparkcdc.sinks.iceberg.catalog import open_catalog
+
+        rows: list[dict[str, Any]] = (
+            open_catalog(self.config).load_table(identifier).scan().to_arrow().to_pylist()
+        )
+        return rows
+
+    def replica(self, db: str, table: str) -> dict[object, object]:
+        return {r["id"]: r["owner"] for r in self._rows(f"{db}.{table}")}
+
+    def changelog(self, db: str, table: str) -> list[Logged]:
+        rows = self._rows(f"{db}.{table}__changelog")
         ordered = sorted(rows, key=lambda r: r["source"]["position"])
         return [_logged(r["op"], r["before"], r["after"]) for r in ordered]
 

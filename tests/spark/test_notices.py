@@ -14,10 +14,9 @@ from deltalake import DeltaTable
 
 from sparkcdc.core.event import OP_NOTICE, envelope_schema
 from sparkcdc.core.offset_events import notice_batch
-from sparkcdc.sinks.delta import notifications
+from sparkcdc.sinks.changes.notices import describe, notification_rows
 from sparkcdc.sinks.delta.notifications import (
     NOTIFICATIONS_DIR,
-    notification_rows,
     read_notifications,
     write_notifications,
 )
@@ -162,12 +161,12 @@ def test_every_kind_of_notification_in_words() -> None:
         '{"type": "resumed"}': "incremental snapshot of shop.orders resumed",
     }  # fmt: skip
     for details, words in said.items():
-        assert notifications.describe("shop", "orders", details) == words
-    logged = notifications.describe("", "", '{"type": "log", "message": "hi"}')
+        assert describe("shop", "orders", details) == words
+    logged = describe("", "", '{"type": "log", "message": "hi"}')
     assert logged == "incremental snapshots: hi"
 
 
 def test_an_unknown_notification_is_told_as_it_came() -> None:
-    said = notifications.describe("", "", '{"type": "new"}')
+    said = describe("", "", '{"type": "new"}')
     assert said == 'incremental snapshots: {"type": "new"}'
-    assert notifications.describe("a", "b", "not json") == "incremental snapshot of a.b: not json"
+    assert describe("a", "b", "not json") == "incremental snapshot of a.b: not json"

@@ -18,11 +18,12 @@ from deltalake.exceptions import CommitFailedError
 from sparkcdc.config.model import SinkConfig
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks import storage
+from sparkcdc.sinks.changes.lake import changelog_schema
 from sparkcdc.sinks.delta import commits, data_files, log_commit, opened
 from sparkcdc.sinks.registry import open_tables_ahead
 
 APP = "pipeline-1"
-SCHEMA = commits.changelog_schema(
+SCHEMA = changelog_schema(
     [pa.field("id", pa.int64()), pa.field("name", pa.string())],
     pa.struct([pa.field("ts_ms", pa.int64())]),
 )

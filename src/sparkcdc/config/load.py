@@ -288,7 +288,7 @@ def _sink(section: Any, base: Path) -> SinkConfig:
     named = section.get("type") if isinstance(section, dict) else None
     kind = _get({"type": named}, "type", "sink", _sink_type, "delta")
     s = _section(section, "sink", SINK_KEYS + sink_type(kind).keys, required=True)
-    own = {k: as_text(v, f"sink.{k}") for k, v in s.items() if k not in SINK_KEYS}
+    own = _own_keys({k: v for k, v in s.items() if k not in SINK_KEYS})
     return SinkConfig(
         type=kind,
         path=(path := _get(s, "path", "sink", _path(base, remote=True), _REQUIRED)),
@@ -298,6 +298,18 @@ def _sink(section: Any, base: Path) -> SinkConfig:
         snapshot_in_changelog=_get(s, "snapshot_in_changelog", "sink", as_bool, True),
         settings=own,
     )  # fmt: skip
+
+
+def _own_keys(given: dict[str, Any]) -> dict[str, str]:
+    """A sink type's own keys as text; a mapping's entries as ``<key>.<name>`` (an Iceberg
+    catalog's properties: ``catalog: {type: rest, uri: …}``)."""
+    own: dict[str, str] = {}
+    for key, value in given.items():
+        if isinstance(value, dict):
+            own.update({f"{key}.{k}": as_text(v, f"sink.{key}.{k}") for k, v in value.items()})
+        else:
+            own[key] = as_text(value, f"sink.{key}")
+    return own
 
 
 def _sink_type(value: object, key: str) -> str:

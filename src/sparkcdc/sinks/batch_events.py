@@ -22,8 +22,10 @@ from collections.abc import Mapping
 from typing import cast
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from sparkcdc.core.images import TypedImages
+from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.port import BatchFrame, ChunkRef
 from sparkcdc.store import batch_files
 
@@ -68,3 +70,21 @@ def is_truncate(row: Mapping[str, object]) -> bool:
         return bool(change["kind"] == "truncate")
     ddl = row.get("ddl")
     return bool(_TRUNCATE.match(ddl if isinstance(ddl, str) else ""))
+
+
+def per_table(rows: pa.Table) -> list[tuple[TableName, pa.Table]]:
+    """``rows`` split by table, each table's rows in log order, the tables in the order of
+    their first change: one stable sort by name, then slices (not a filter per table)."""
+    names = pc.binary_join_element_wise(rows.column("db"), rows.column("table"), "\x00")
+    order = pc.sort_indices(names)  # stable: a table's rows keep their log order
+    ordered = rows.take(order)
+    counts = pc.value_counts(names.take(order)).to_pylist()
+    firsts = order.to_numpy()
+    parts = []
+    start = 0
+    for found in counts:
+        n = int(found["counts"])
+        name = TableName(*str(found["values"]).split("\x00", 1))
+        parts.append((int(firsts[start]), name, ordered.slice(start, n)))
+        start += n
+    return [(name, part) for _, name, part in sorted(parts, key=lambda p: p[0])]

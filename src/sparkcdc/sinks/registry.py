@@ -14,7 +14,7 @@ from sparkcdc.core.plugins import module_value, unknown_type
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.port import ChunkWriter, Sink, SinkContext, SinkType
 
-BUILT_IN = {"delta": "sparkcdc.sinks.delta"}
+BUILT_IN = {"delta": "sparkcdc.sinks.delta", "iceberg": "sparkcdc.sinks.iceberg"}
 
 
 def canonical(name: str) -> str:

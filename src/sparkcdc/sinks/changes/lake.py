@@ -22,11 +22,33 @@ import pyarrow.compute as pc
 
 from sparkcdc.core.convert import arrow_schema, cast_struct, decode_images
 from sparkcdc.core.errors import SinkError
-from sparkcdc.core.event import OP_CREATE, OP_DELETE, OP_READ, OP_UPDATE, EnvelopeRow
+from sparkcdc.core.event import (
+    OP_CREATE,
+    OP_DELETE,
+    OP_READ,
+    OP_UPDATE,
+    TRANSACTION_TYPE,
+    EnvelopeRow,
+)
 from sparkcdc.core.images import TypedImages, fill_untyped, images_of
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.storage import LakeStorage, as_storage
+
+
+def changelog_schema(columns: Sequence[pa.Field], source: pa.DataType) -> pa.Schema:
+    """op, before, after (structs of the table's columns), source (the source type's
+    ``source`` struct), transaction."""
+    row = pa.struct(list(columns))
+    return pa.schema(
+        [
+            ("op", pa.string()),
+            ("before", row),
+            ("after", row),
+            ("source", source),
+            ("transaction", TRANSACTION_TYPE),
+        ]
+    )
 
 
 class TableFormat(Protocol):

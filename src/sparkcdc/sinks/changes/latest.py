@@ -13,7 +13,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparkcdc.core.chunk import refuse_array_key
+from sparkcdc.core.errors import ConfigError, SinkError
 from sparkcdc.core.event import OP_TRUNCATE
+from sparkcdc.core.schema import TableSchema
 
 OP_COLUMN = "_sparkcdc_op"  # an action's kind: 'd' delete, 'u' upsert
 ORDER_COLUMN = "_sparkcdc_order"  # an action's place in log order
@@ -77,3 +80,14 @@ def _one_per_key(actions: pa.Table, key_names: list[str]) -> bool:
         return False
     column = actions.column(key_names[0])
     return column.null_count == 0 and bool(pc.count_distinct(column).as_py() == actions.num_rows)
+
+
+def check_key(schema: TableSchema) -> None:
+    """SinkError when a key column of ``schema`` is an array: no upsert can match rows on it."""
+    key = {k.lower() for k in schema.key}
+    for column in schema.columns:
+        if column.name.lower() in key:
+            try:
+                refuse_array_key(column.name, column.logical, schema.name)
+            except ConfigError as exc:
+                raise SinkError(str(exc), table=schema.name) from exc

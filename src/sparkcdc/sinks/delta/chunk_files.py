@@ -52,6 +52,7 @@ from sparkcdc.core.event import TRANSACTION_TYPE, source_type
 from sparkcdc.core.offset_events import offset_source
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks import storage
+from sparkcdc.sinks.changes.lake import changelog_schema
 from sparkcdc.sinks.delta import commits
 from sparkcdc.sinks.delta.data_files import dictionary_leaves, file_stats
 from sparkcdc.sinks.port import ChunkFiles, ChunkRef, DataFile, TableKind
@@ -124,7 +125,7 @@ def _changelog(
             pa.chunked_array(sources, source),
             pa.nulls(n, TRANSACTION_TYPE),
         ],
-        schema=commits.changelog_schema(list(replica.schema), source),
+        schema=changelog_schema(list(replica.schema), source),
     )
 
 

@@ -28,8 +28,8 @@ from deltalake import CommitProperties, DeltaTable, Field, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError
 from deltalake.transaction import AddAction
 
-from sparkcdc.core.event import TRANSACTION_TYPE
 from sparkcdc.sinks import storage
+from sparkcdc.sinks.changes.lake import changelog_schema
 from sparkcdc.sinks.changes.latest import OP_COLUMN, ORDER_COLUMN
 from sparkcdc.sinks.delta import log_commit, opened, rewrite
 from sparkcdc.sinks.delta.data_files import write_data_file
@@ -38,21 +38,6 @@ log = logging.getLogger("sparkcdc.sink")
 
 OPERATION_KEY = log_commit.OPERATION_KEY
 COMMIT_ATTEMPTS = 5  # a commit that lost a race for its version, tried again
-
-
-def changelog_schema(columns: Sequence[pa.Field], source: pa.DataType) -> pa.Schema:
-    """op, before, after (structs of the table's columns), source (the source type's
-    ``source`` struct), transaction."""
-    row = pa.struct(list(columns))
-    return pa.schema(
-        [
-            ("op", pa.string()),
-            ("before", row),
-            ("after", row),
-            ("source", source),
-            ("transaction", TRANSACTION_TYPE),
-        ]
-    )
 
 
 def open_table(path: str, current: bool = True) -> DeltaTable | None:

@@ -84,7 +84,7 @@ import pyarrow.compute as pc
 from sparkcdc.core.event import OP_CHUNK, OP_NOTICE, OP_SCHEMA
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.table_name import TableName
-from sparkcdc.sinks.batch_events import is_truncate, read_batch
+from sparkcdc.sinks.batch_events import is_truncate, per_table, read_batch
 from sparkcdc.sinks.changes import chunks, truncates
 from sparkcdc.sinks.changes.effects import Effect, effect_of, replica_columns
 from sparkcdc.sinks.delta import chunk_rows, commits, notifications, opened
@@ -224,7 +224,7 @@ class DeltaSink(Sink):
         if changes is not None and pc.any(changes).as_py():
             positions = pc.indices_nonzero(changes)
             rows = envelope.take(positions).append_column("_pos", positions.cast(pa.int64()))
-            named = _per_table(rows)
+            named = per_table(rows)
             # the stream's changes first, then the mark, then snapshot chunks (module docstring)
             later = [chunks.only_incremental_chunks(part) for _, part in named]
             for chunk in (False, True):
@@ -326,21 +326,3 @@ def _listed(tables: list[str], shown: int = 10) -> str:
     if len(tables) <= shown:
         return ", ".join(tables)
     return f"{len(tables)} tables ({', '.join(tables[:shown])}, …)"
-
-
-def _per_table(rows: pa.Table) -> list[tuple[TableName, pa.Table]]:
-    """``rows`` split by table, each table's rows in log order, the tables in the order of
-    their first change: one stable sort by name, then slices (not a filter per table)."""
-    names = pc.binary_join_element_wise(rows.column("db"), rows.column("table"), "\x00")
-    order = pc.sort_indices(names)  # stable: a table's rows keep their log order
-    ordered = rows.take(order)
-    counts = pc.value_counts(names.take(order)).to_pylist()
-    firsts = order.to_numpy()
-    parts = []
-    start = 0
-    for found in counts:
-        n = int(found["counts"])
-        name = TableName(*str(found["values"]).split("\x00", 1))
-        parts.append((int(firsts[start]), name, ordered.slice(start, n)))
-        start += n
-    return [(name, part) for _, name, part in sorted(parts, key=lambda p: p[0])]

@@ -13,15 +13,14 @@ from functools import partial
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparkcdc.core.chunk import refuse_array_key
-from sparkcdc.core.errors import ConfigError, SinkError
+from sparkcdc.core.errors import SinkError
 from sparkcdc.core.event import OP_CREATE, OP_READ
 from sparkcdc.core.images import TypedImages
-from sparkcdc.core.schema import TableSchema
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.changes import chunks, unchanged
 from sparkcdc.sinks.changes.effects import Effect, apply_to_images
-from sparkcdc.sinks.changes.latest import latest_changes
+from sparkcdc.sinks.changes.lake import changelog_schema
+from sparkcdc.sinks.changes.latest import check_key, latest_changes
 from sparkcdc.sinks.delta import chunk_files, chunk_rows, commits, existing
 from sparkcdc.sinks.delta.lake import Lake
 from sparkcdc.sinks.delta.replica_rows import Replica
@@ -58,7 +57,7 @@ class TableWriter:
         snapshot; ``effects``: of its schema changes on the rows before them); (whether anything
         was written, how many changes of each op)."""
         latest = self.lake.schema(name, rows.column("schema_id")[-1].as_py())
-        _check_key(latest)
+        check_key(latest)
         columns = self.lake.columns(name, latest)
         chunks_only = chunks.only_initial_chunks(rows)
         if not chunks_only:
@@ -83,7 +82,7 @@ class TableWriter:
             changelog = pa.Table.from_arrays(
                 [rows.column("op"), before, after, rows.column("source"),
                  rows.column("transaction")],
-                schema=commits.changelog_schema(columns, rows.column("source").type),
+                schema=changelog_schema(columns, rows.column("source").type),
             )  # fmt: skip
             if not self.snapshot_in_changelog:
                 changelog = changelog.filter(pc.not_equal(changelog.column("op"), OP_READ))
@@ -202,17 +201,6 @@ class TableWriter:
             return
         empty = pa.table({})
         commits.merge_replica(path, empty, (), self.app_id, self.batch_id, reset=True)
-
-
-def _check_key(schema: TableSchema) -> None:
-    """SinkError when a key column of ``schema`` is an array: the MERGE cannot match on it."""
-    key = {k.lower() for k in schema.key}
-    for column in schema.columns:
-        if column.name.lower() in key:
-            try:
-                refuse_array_key(column.name, column.logical, schema.name)
-            except ConfigError as exc:
-                raise SinkError(str(exc), table=schema.name) from exc
 
 
 def _op_counts(rows: pa.Table) -> dict[str, int]:

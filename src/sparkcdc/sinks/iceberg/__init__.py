@@ -1,0 +1,39 @@
+"""The Iceberg sink (``sink.type: iceberg``): each captured table's replica and change log as
+Apache Iceberg tables written with pyiceberg through a catalog (:mod:`.sink`). Looking the type
+up imports nothing heavy; its parts import pyiceberg (``pip install 'sparkcdc[iceberg]'``) when
+called."""
+
+from __future__ import annotations
+
+from sparkcdc.config.model import SinkConfig
+from sparkcdc.core.errors import ConfigError
+from sparkcdc.sinks.port import Sink, SinkContext, SinkType
+
+
+def _need_pyiceberg() -> None:
+    try:
+        import pyiceberg  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(
+            "sink.type: iceberg needs pyiceberg, which is not installed; install "
+            "'sparkcdc[iceberg]'"
+        ) from exc
+
+
+def check(config: SinkConfig) -> None:
+    """The catalog reachable and the lake's folder writable, before Spark starts."""
+    _need_pyiceberg()
+    from sparkcdc.sinks.iceberg.catalog import check as check_catalog
+
+    check_catalog(config)
+
+
+def open_sink(config: SinkConfig, context: SinkContext) -> Sink:
+    """The :class:`~.sink.IcebergSink` of ``config``."""
+    _need_pyiceberg()
+    from sparkcdc.sinks.iceberg.sink import IcebergSink
+
+    return IcebergSink(config, app_id=context.app_id, mark=context.mark)
+
+
+SINK_TYPE = SinkType("iceberg", check=check, open=open_sink, keys=("catalog",))

@@ -1,0 +1,341 @@
+"""The Iceberg sink: ``foreachBatch`` writer of every captured table's change log and replica as
+Iceberg tables, through pyiceberg and a catalog (:mod:`.catalog`; the tables: :mod:`.tables`).
+
+A micro-batch is read as for every table format (:mod:`sparkcdc.sinks.changes`): schema rows
+create or evolve the tables (a new column by schema evolution; a dropped one stays, a retyped
+one keeps its type and values are cast to it, as in Delta), a TRUNCATE or DROP TABLE empties the
+replica and becomes a ``t`` row of the change log, snapshot chunks become their ``r`` rows. Then,
+per table, one after the other:
+
+1. what the batch's schema changes did to the rows the replica held (``fill``, ``copy``,
+   ``nulls``): the replica rewritten in one commit of the transaction id
+   ``<pipeline>/existing`` (a DDL is rare; the rows are read once);
+2. the change log: one append of op, before, after, source, transaction;
+3. the replica: the latest change per key in the batch, as one transaction deleting every key
+   the batch changed (every row after a TRUNCATE) and appending the rows upserted: Iceberg's
+   copy-on-write of the data files those keys reach (pyiceberg writes no delete files).
+
+Each commit's snapshot summary carries the pipeline id and batch id, so a batch replayed after a
+crash writes nothing twice (:mod:`.tables`). Notifications of the incremental snapshots go to
+the Iceberg table ``_sparkcdc.notifications``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.table import Table
+
+from sparkcdc.config.model import SinkConfig
+from sparkcdc.core.convert import cast_struct
+from sparkcdc.core.errors import SinkError
+from sparkcdc.core.event import OP_CHUNK, OP_NOTICE, OP_READ, OP_SCHEMA
+from sparkcdc.core.images import TypedImages
+from sparkcdc.core.table_name import TableName
+from sparkcdc.sinks.batch_events import is_truncate, per_table, read_batch
+from sparkcdc.sinks.changes import chunks, notices, truncates, unchanged
+from sparkcdc.sinks.changes.effects import (
+    TXN_SUFFIX,
+    Effect,
+    apply_to_images,
+    effect_of,
+    replica_columns,
+)
+from sparkcdc.sinks.changes.lake import Lake, changelog_schema
+from sparkcdc.sinks.changes.latest import OP_COLUMN, ORDER_COLUMN, check_key, latest_changes
+from sparkcdc.sinks.iceberg import tables
+from sparkcdc.sinks.iceberg.catalog import open_catalog
+from sparkcdc.sinks.iceberg.tables import IcebergTables, Identifier
+from sparkcdc.sinks.port import BatchFrame, Mark, Sink, SinkFigures
+from sparkcdc.sinks.storage import LakeStorage
+
+log = logging.getLogger("sparkcdc.sink")
+
+NOTIFICATIONS = ("_sparkcdc", "notifications")
+COMMIT_ATTEMPTS = 5  # a commit that lost a race with another writer, tried again
+
+
+class IcebergSink(Sink):
+    """``writeStream.foreachBatch(IcebergSink(config, app_id))``; see the module docstring."""
+
+    def __init__(
+        self,
+        config: SinkConfig,
+        app_id: Callable[[], str],
+        mark: Mark | None = None,
+    ) -> None:
+        self.tables = IcebergTables(open_catalog(config))
+        self.lake = Lake(LakeStorage(config.path, config.storage_options), self.tables)
+        self.snapshot_in_changelog = config.snapshot_in_changelog
+        self.mark = mark
+        self._app_id_of = app_id
+        self._app_id: str | None = None
+        self.batches = 0
+        self.changes = 0
+        self.events: dict[tuple[str, str], int] = {}  # replaced after each batch, never changed
+        self.last_event_ts_ms: int | None = None
+        self.last_commit_s: float | None = None
+        self.error: BaseException | None = None
+        self._images: Sequence[TypedImages] = ()  # the batch's typed row images
+
+    @property
+    def app_id(self) -> str:
+        if self._app_id is None:
+            self._app_id = self._app_id_of()
+        return self._app_id
+
+    def write_batch(self, batch: BatchFrame, batch_id: int) -> None:
+        try:
+            started = time.perf_counter()
+            envelope, images = read_batch(batch)
+            self.write(envelope, batch_id, images, started)
+        except BaseException as exc:
+            self.error = exc
+            raise
+
+    def figures(self) -> SinkFigures:
+        return SinkFigures(self.batches, self.changes, self.events, self.last_event_ts_ms,
+                           self.last_commit_s, self.error)  # fmt: skip
+
+    def upkeep_at_end(self) -> None:
+        """No upkeep schedule: Iceberg's compaction and snapshot expiry are not run here."""
+
+    # -------------------------------------------------------------- one batch
+    def write(
+        self,
+        envelope: pa.Table,
+        batch_id: int,
+        images: Sequence[TypedImages] = (),
+        started: float | None = None,
+    ) -> None:
+        """Write one micro-batch (module docstring); idempotent per ``batch_id``."""
+        started = time.perf_counter() if started is None else started
+        self._images = images
+        self.lake.source = envelope.schema.field("source").type
+        ops = envelope.column("op").to_pylist() if envelope.num_rows else []
+        resets: dict[TableName, int] = {}
+        truncated: list[int] = []
+        effects: dict[TableName, list[Effect]] = {}
+        for i in (i for i, op in enumerate(ops) if op == OP_SCHEMA):
+            row = envelope.slice(i, 1).to_pylist()[0]
+            had = replica_columns(self.lake, TableName(row["db"], row["table"]))
+            self.lake.announce(row, i, resets)
+            if is_truncate(row):
+                truncated.append(i)
+            found = effect_of(row, i, self.lake, had)
+            if found is not None:
+                effects.setdefault(found.table, []).append(found)
+        envelope = truncates.as_changes(envelope, truncated)
+        for name, found_effects in effects.items():
+            self._existing_rows(name, found_effects, batch_id)
+        for i in (i for i, op in enumerate(ops) if op == OP_CHUNK):
+            self.lake.read_with(envelope.slice(i, 1).to_pylist()[0])
+        written: dict[tuple[str, str], int] = {}
+        touched: list[str] = []
+        kept = pa.array([OP_SCHEMA, OP_NOTICE])
+        if envelope.num_rows:
+            changes = pc.invert(pc.is_in(envelope.column("op"), kept))
+            positions = pc.indices_nonzero(changes)
+            rows = envelope.take(positions).append_column("_pos", positions.cast(pa.int64()))
+            for name, part in per_table(rows) if rows.num_rows else []:
+                counts = self._table(name, part, resets.get(name), effects.get(name, []), batch_id)
+                written.update({(str(name), op): n for op, n in counts.items()})
+                touched.append(str(name))
+            ts = pc.max(rows.column("source").combine_chunks().field("ts_ms")).as_py()
+            if ts is not None:
+                self.last_event_ts_ms = max(self.last_event_ts_ms or 0, int(ts))
+        for name in resets:
+            if str(name) not in touched:
+                self._reset_only(name, batch_id)
+        if self.mark is not None:
+            self.mark.touch()
+        notices.record(envelope, lambda found: self._notifications(found, batch_id))
+        self._account(batch_id, written, touched, time.perf_counter() - started)
+
+    def _table(
+        self,
+        name: TableName,
+        rows: pa.Table,
+        reset_at: int | None,
+        effects: list[Effect],
+        batch_id: int,
+    ) -> dict[str, int]:
+        """Write one table's changes of the batch: its change log, then its replica."""
+        latest = self.lake.schema(name, rows.column("schema_id")[-1].as_py())
+        check_key(latest)
+        columns = self.lake.columns(name, latest)
+        left = unchanged.marked(rows)  # values an update left out of the log (TOAST)
+        rows, before, after = self._typed(name, rows, columns, batch_id)
+        if left:
+            replica = _ReplicaBefore(self.tables, name, self.app_id, batch_id)
+            images = (before, after)
+            after = unchanged.fill(left, rows, images, latest.key, replica, reset_at, str(name))
+        merged_after = after
+        if effects:
+            positions = rows.column("_pos").combine_chunks()
+            merged_after = apply_to_images(effects, positions, after)
+        source = rows.column("source")
+        changelog = pa.Table.from_arrays(
+            [rows.column("op"), before, after, source, rows.column("transaction")],
+            schema=changelog_schema(columns, source.type),
+        )
+        if not self.snapshot_in_changelog:
+            changelog = changelog.filter(pc.not_equal(changelog.column("op"), OP_READ))
+        props = tables.marks(self.app_id, batch_id, _last_position(source))
+        actions = latest_changes(rows, before, merged_after, columns, latest.key, reset_at)
+        key = [f.name for f in columns if f.name.lower() in {k.lower() for k in latest.key}]
+        upserts = actions.filter(pc.equal(actions.column(OP_COLUMN), "u"))
+        upserts = upserts.drop_columns([OP_COLUMN, ORDER_COLUMN])
+        label = str(name)
+        try:
+            self._commit(tables.changelog_id(name),
+                         lambda t: tables.append_once(t, changelog, props))  # fmt: skip
+            self._commit(tables.replica_id(name), lambda t: tables.upsert_once(
+                t, upserts, actions.select(key), key, reset_at is not None, props))  # fmt: skip
+        except SinkError:
+            raise
+        except Exception as exc:
+            raise SinkError(
+                f"writing batch {batch_id} of {label} to Iceberg failed: {exc}", table=label
+            ) from exc
+        counts = pc.value_counts(rows.column("op")).to_pylist() if rows.num_rows else []
+        return {str(c["values"]): int(c["counts"]) for c in counts}
+
+    def _typed(
+        self, name: TableName, rows: pa.Table, columns: list[pa.Field], batch_id: int
+    ) -> tuple[pa.Table, pa.StructArray, pa.StructArray]:
+        """``rows`` with each ``k`` event replaced by its ``r`` rows, and their typed images."""
+
+        def decoded(inline: pa.Table) -> tuple[pa.StructArray, pa.StructArray]:
+            ids = inline.column("schema_id").to_pylist()
+            return self.lake.images(name, inline, ids, columns, self._images)
+
+        if not chunks.has_chunks(rows):
+            before, after = decoded(rows)
+            return rows, before, after
+        try:
+            rows, before, after = chunks.with_chunk_rows(rows, columns, decoded)
+        except (OSError, ValueError) as exc:
+            raise SinkError(f"batch {batch_id} of {name}: {exc}.", table=str(name)) from exc
+        whole = after.combine_chunks() if isinstance(after, pa.ChunkedArray) else after
+        assert isinstance(whole, pa.StructArray)
+        return rows, before, whole
+
+    def _existing_rows(self, name: TableName, effects: list[Effect], batch_id: int) -> None:
+        """The replica's rows as the batch's schema changes left them at the source."""
+        table = self.tables.table(tables.replica_id(name))
+        if table is None:
+            return
+        props = tables.marks(self.app_id + TXN_SUFFIX, batch_id, None)
+        try:
+            held = table.scan().to_arrow()
+            if held.num_rows == 0:
+                return
+            struct = pa.StructArray.from_arrays(
+                [c.combine_chunks() for c in held.columns], names=held.column_names
+            )
+            behind = pa.repeat(pa.scalar(-1, pa.int64()), held.num_rows)
+            changed = pa.Table.from_struct_array(apply_to_images(effects, behind, struct))
+            if self._commit(tables.replica_id(name),
+                            lambda t: tables.overwrite_once(t, changed, props)):  # fmt: skip
+                log.info("batch %d: the rows %s held were changed as its schema change "
+                         "changed them at the source", batch_id, name)  # fmt: skip
+        except Exception as exc:
+            raise SinkError(
+                f"changing the rows of {name} as its schema change did failed: {exc}",
+                table=str(name),
+            ) from exc
+
+    def _reset_only(self, name: TableName, batch_id: int) -> None:
+        """A DROP TABLE or TRUNCATE with no change of the table in this batch."""
+        if self.tables.table(tables.replica_id(name)) is None:
+            return
+        props = tables.marks(self.app_id, batch_id, None)
+        empty = pa.table({})
+        self._commit(tables.replica_id(name),
+                     lambda t: tables.upsert_once(t, empty, empty, (), True, props))  # fmt: skip
+
+    def _notifications(self, rows: pa.Table, batch_id: int) -> bool:
+        if rows.num_rows == 0:
+            return False
+        found = notices.with_batch_id(rows, batch_id)
+        ident: Identifier = NOTIFICATIONS
+        if self.tables.table(ident) is None:
+            self.tables.catalog.create_namespace_if_not_exists(ident[0])
+            self.tables.keep(
+                ident, self.tables.catalog.create_table_if_not_exists(ident, found.schema)
+            )
+        props = tables.marks(self.app_id, batch_id, None)
+        return self._commit(ident, lambda t: tables.append_once(t, found, props))
+
+    def _commit(self, ident: Identifier, write: Callable[[Table], bool]) -> bool:
+        """``write`` to the table ``ident``; when another writer committed first, the table is
+        loaded again (and ``write`` asks again whether it holds the batch) a few times."""
+        for attempt in range(COMMIT_ATTEMPTS):
+            table = self.tables.table(ident)
+            if table is None:
+                raise SinkError(f"the Iceberg table {'.'.join(ident)} is gone", table=ident[1])
+            try:
+                return write(table)
+            except CommitFailedException:
+                if attempt == COMMIT_ATTEMPTS - 1:
+                    raise
+                self.tables.keep(ident, self.tables.catalog.load_table(ident))
+        return False
+
+    def _account(
+        self, batch_id: int, written: dict[tuple[str, str], int], touched: list[str], took: float
+    ) -> None:
+        events = dict(self.events)
+        for key, n in written.items():
+            events[key] = events.get(key, 0) + n
+        self.events = events
+        count = sum(written.values())
+        self.changes += count
+        self.batches += 1
+        self.last_commit_s = time.time()
+        if count:
+            log.info("batch %d: %d changes to %s; replica and change log written (in %.2fs)",
+                     batch_id, count, ", ".join(touched), took,
+                     extra={"batch": batch_id, "table": ", ".join(touched) or None})  # fmt: skip
+
+
+class _ReplicaBefore:
+    """The replica of ``name`` as it was before batch ``batch_id`` (values TOAST left out)."""
+
+    def __init__(self, found: IcebergTables, name: TableName, app: str, batch_id: int) -> None:
+        self.table = found.table(tables.replica_id(name))
+        self.app, self.batch_id = app, batch_id
+
+    def rows(
+        self, names: list[str], keys: list[unchanged.Key], fields: list[pa.Field]
+    ) -> tuple[pa.StructArray, dict[unchanged.Key, int]]:
+        empty = pa.StructArray.from_arrays([pa.nulls(0, f.type) for f in fields], fields=fields)
+        if self.table is None or not keys:
+            return empty, {}
+        types = {f.name: f.type for f in fields}
+        wanted = pa.table(
+            {n: pa.array([k[i] for k in keys], types[n]) for i, n in enumerate(names)}
+        )
+        found = tables.rows_before(self.table, self.app, self.batch_id, names, wanted)
+        if found is None or found.num_rows == 0:
+            return empty, {}
+        struct = pa.StructArray.from_arrays([c.combine_chunks() for c in found.columns],
+                                            names=found.column_names)  # fmt: skip
+        stored = cast_struct(struct, fields)
+        index = pa.array(range(len(stored)), pa.int64())
+        return stored, {k: i for i, k in enumerate(unchanged.keys_of(stored, names, index))}
+
+
+def _last_position(source: pa.ChunkedArray) -> str | None:
+    """The ``position`` of the last change's ``source`` (the batch's end in the log), if any."""
+    if len(source) == 0 or source.type.get_field_index("position") < 0:
+        return None
+    last = source[len(source) - 1].as_py()
+    value = last.get("position") if isinstance(last, dict) else None
+    return None if value is None else str(value)

@@ -1,0 +1,272 @@
+"""Iceberg tables of the sink, each data commit idempotent per micro-batch.
+
+A captured table ``db.t`` is the Iceberg table ``t`` (replica) and ``t__changelog`` (change log)
+in the namespace ``db``, created and evolved from the schema's Arrow columns
+(:class:`IcebergTables`, the :class:`~sparkcdc.sinks.changes.lake.TableFormat`; pyiceberg maps
+the types: int8/int16 become ``int``, decimals keep their precision and scale, timestamps are
+``timestamptz`` or ``timestamp``, arrays ``list``). A column the schema gains is added by
+Iceberg's schema evolution (a metadata commit); none is ever dropped or retyped.
+
+Every data commit's snapshot summary carries the pipeline's id (``sparkcdc.app``), the Spark
+batch id (``sparkcdc.batch``) and the source position of the batch's last change
+(``sparkcdc.position``). Before writing batch N to a table the sink walks the table's snapshots
+back from the current one to the newest of its pipeline (:func:`committed`): N or more there,
+and the table holds batch N already (Spark replays the batch after a crash): nothing is written.
+A table's writes of one batch are one catalog commit (a transaction: the replica's delete and
+append are two snapshots committed at once), so a crash leaves all of the batch or none of it.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from functools import reduce
+from typing import cast
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import NoSuchTableError
+from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, In
+from pyiceberg.table import Table
+from pyiceberg.table.snapshots import Snapshot
+
+from sparkcdc.core.table_name import TableName
+from sparkcdc.sinks.changes.lake import changelog_schema
+
+APP_KEY = "sparkcdc.app"
+BATCH_KEY = "sparkcdc.batch"
+POSITION_KEY = "sparkcdc.position"
+CHANGELOG_SUFFIX = "__changelog"
+
+Identifier = tuple[str, str]
+# pyiceberg's In, typed as it is called (its pydantic model misleads mypy)
+_IN = cast(Callable[[str, list[object]], BooleanExpression], In)
+
+
+class IcebergTables:
+    """The replicas and change logs of the captured tables in one catalog."""
+
+    label = "Iceberg"
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._tables: dict[Identifier, Table] = {}
+        self._lock = threading.Lock()
+
+    def replica(self, name: TableName) -> str:
+        return f"{name[0]}.{name[1]}"
+
+    def changelog(self, name: TableName) -> str:
+        return f"{name[0]}.{name[1]}{CHANGELOG_SUFFIX}"
+
+    def table(self, ident: Identifier) -> Table | None:
+        """The table ``ident`` as last loaded or committed here; None if there is none."""
+        with self._lock:
+            found = self._tables.get(ident)
+        if found is not None:
+            return found
+        try:
+            found = self.catalog.load_table(ident)
+        except NoSuchTableError:
+            return None
+        return self.keep(ident, found)
+
+    def keep(self, ident: Identifier, table: Table) -> Table:
+        with self._lock:
+            self._tables[ident] = table
+        return table
+
+    def evolve(
+        self, name: TableName, columns: list[pa.Field], source: pa.DataType
+    ) -> list[pa.Field]:
+        """Create the replica and change log of ``name`` or add the columns they lack."""
+        self.catalog.create_namespace_if_not_exists(name[0])
+        replica, changelog = replica_id(name), changelog_id(name)
+        table = self.table(replica)
+        if table is None:
+            self.keep(replica, self.catalog.create_table_if_not_exists(replica, pa.schema(columns)))
+        else:
+            _add_columns(table, _missing(table, columns))
+        stored = self.stored_columns(name) or []
+        log = self.table(changelog)
+        if log is None:
+            schema = changelog_schema(stored, source)
+            self.keep(changelog, self.catalog.create_table_if_not_exists(changelog, schema))
+        else:
+            have = _row_fields(log)
+            missing = [f for f in stored if f.name.lower() not in have]
+            if missing:
+                row = pa.struct(missing)
+                _add_columns(log, [pa.field("before", row), pa.field("after", row)])
+        return stored
+
+    def stored_columns(self, name: TableName) -> list[pa.Field] | None:
+        table = self.table(replica_id(name))
+        return None if table is None else plain_fields(table)
+
+
+def replica_id(name: TableName) -> Identifier:
+    return (name[0], name[1])
+
+
+def changelog_id(name: TableName) -> Identifier:
+    return (name[0], name[1] + CHANGELOG_SUFFIX)
+
+
+def _missing(table: Table, columns: Sequence[pa.Field]) -> list[pa.Field]:
+    have = {f.name.lower() for f in table.schema().fields}
+    return [f for f in columns if f.name.lower() not in have]
+
+
+def _row_fields(changelog: Table) -> set[str]:
+    after = changelog.schema().as_arrow().field("after").type
+    return {f.name.lower() for f in after}
+
+
+def _add_columns(table: Table, fields: Sequence[pa.Field]) -> None:
+    """Add ``fields`` (top-level, or struct fields of an existing struct column) by schema
+    evolution, one metadata commit."""
+    if not fields:
+        return
+    with table.update_schema() as update:
+        update.union_by_name(pa.schema(list(fields)))
+
+
+def plain_fields(table: Table) -> list[pa.Field]:
+    """The table's columns as the sink writes them: plain string, binary and list types (Iceberg
+    reports the large ones), no field ids."""
+    return [pa.field(f.name, plain_type(f.type)) for f in table.schema().as_arrow()]
+
+
+def plain_type(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return pa.binary()
+    if pa.types.is_large_list(t) or pa.types.is_list(t):
+        return pa.list_(plain_type(t.value_type))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, plain_type(f.type)) for f in t])
+    return t
+
+
+# ------------------------------------------------------------------ one batch per commit
+def committed(table: Table, app: str) -> int | None:
+    """The newest batch of pipeline ``app`` that ``table`` holds (None: none), from the summary
+    of the newest snapshot of ``app`` among the current snapshot and its ancestors."""
+    return _batch_at(table, table.current_snapshot(), app)
+
+
+def holds(table: Table, app: str, batch_id: int) -> bool:
+    """Whether ``table`` holds batch ``batch_id`` of pipeline ``app`` (or a later one)."""
+    return _holds_at(table, table.current_snapshot(), app, batch_id)
+
+
+def _holds_at(table: Table, snapshot: Snapshot | None, app: str, batch_id: int) -> bool:
+    done = _batch_at(table, snapshot, app)
+    return done is not None and done >= batch_id
+
+
+def marks(app: str, batch_id: int, position: str | None) -> dict[str, str]:
+    """The snapshot summary's properties of a commit of batch ``batch_id``."""
+    found = {APP_KEY: app, BATCH_KEY: str(batch_id)}
+    if position is not None:
+        found[POSITION_KEY] = position
+    return found
+
+
+def append_once(table: Table, rows: pa.Table, props: dict[str, str]) -> bool:
+    """Append ``rows`` in one snapshot; False if the table holds the batch, or no rows."""
+    if rows.num_rows == 0 or holds(table, props[APP_KEY], int(props[BATCH_KEY])):
+        return False
+    table.append(rows.cast(_target(table)), snapshot_properties=props)
+    return True
+
+
+def upsert_once(
+    table: Table,
+    upserts: pa.Table,
+    gone: pa.Table,
+    key: Sequence[str],
+    reset: bool,
+    props: dict[str, str],
+) -> bool:
+    """Delete the rows whose key is in ``gone`` (every key the batch changed; every row if
+    ``reset``), then append ``upserts``: one transaction (copy-on-write of the data files the
+    keys reach). False if the table holds the batch, or there is nothing to do."""
+    if holds(table, props[APP_KEY], int(props[BATCH_KEY])):
+        return False
+    if not reset and gone.num_rows == 0 and upserts.num_rows == 0:
+        return False
+    target = _target(table)
+    kept = None
+    with table.transaction() as tx:
+        if reset:
+            tx.delete(AlwaysTrue(), snapshot_properties=props)
+        elif gone.num_rows:
+            reach = _reach(gone, key)
+            if len(key) > 1:  # In per column reaches more rows than the keys: keep those
+                kept = _not_gone(table.scan(row_filter=reach).to_arrow(), gone, key)
+            with warnings.catch_warnings():  # a key new to the table matches no row
+                warnings.filterwarnings("ignore", "Delete operation did not match")
+                tx.delete(reach, snapshot_properties=props)
+        parts = [p.cast(target) for p in (kept, upserts) if p is not None and p.num_rows]
+        if parts:
+            tx.append(pa.concat_tables(parts), snapshot_properties=props)
+    return True
+
+
+def overwrite_once(table: Table, rows: pa.Table, props: dict[str, str]) -> bool:
+    """Replace every row of ``table`` with ``rows`` in one commit; False if it holds the batch."""
+    if holds(table, props[APP_KEY], int(props[BATCH_KEY])):
+        return False
+    table.overwrite(rows.cast(_target(table)), snapshot_properties=props)
+    return True
+
+
+def _target(table: Table) -> pa.Schema:
+    return pa.schema(plain_fields(table))
+
+
+def _reach(keys: pa.Table, names: Sequence[str]) -> BooleanExpression:
+    """Rows whose every key column is among ``keys``' values of it (exact for one column)."""
+    parts: list[BooleanExpression] = [
+        _IN(n, pc.unique(keys.column(n)).drop_null().to_pylist()) for n in names
+    ]
+    return reduce(And, parts) if len(parts) > 1 else parts[0]
+
+
+def _not_gone(found: pa.Table, gone: pa.Table, names: Sequence[str]) -> pa.Table:
+    """The rows of ``found`` whose key is not one of ``gone``'s."""
+    wanted = gone.select(list(names)).group_by(list(names)).aggregate([])
+    return found.join(wanted, keys=list(names), join_type="left anti")
+
+
+def rows_before(
+    table: Table, app: str, batch_id: int, names: Sequence[str], keys: pa.Table
+) -> pa.Table | None:
+    """The rows of ``table`` whose key is one of ``keys``, in the newest snapshot without batch
+    ``batch_id`` of ``app`` (None: there is none)."""
+    snapshot = table.current_snapshot()
+    while snapshot is not None and _holds_at(table, snapshot, app, batch_id):
+        parent = snapshot.parent_snapshot_id
+        snapshot = None if parent is None else table.snapshot_by_id(parent)
+    if snapshot is None:
+        return None
+    found = table.scan(row_filter=_reach(keys, names), snapshot_id=snapshot.snapshot_id)
+    wanted = keys.select(list(names)).group_by(list(names)).aggregate([])
+    return found.to_arrow().join(wanted, keys=list(names), join_type="inner")
+
+
+def _batch_at(table: Table, snapshot: Snapshot | None, app: str) -> int | None:
+    """The newest batch of ``app`` in ``snapshot`` or its ancestors (None: none)."""
+    while snapshot is not None:
+        summary = snapshot.summary
+        props = summary.additional_properties if summary is not None else {}
+        if props.get(APP_KEY) == app:
+            return int(props[BATCH_KEY])
+        parent = snapshot.parent_snapshot_id
+        snapshot = None if parent is None else table.snapshot_by_id(parent)
+    return None
