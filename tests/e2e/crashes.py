@@ -8,6 +8,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from deltalake import DeltaTable
 
@@ -19,15 +20,16 @@ from tests.e2e.workload import ChangeWorkload
 def changelog_identities(
     path: Path | str, options: dict[str, str] | None = None
 ) -> Counter[tuple[str, int, int]]:
-    """How many times the change log holds each change (op, key, version); a delete whose
+    """How many times the Delta change log holds each change (:func:`identities`)."""
+    table = DeltaTable(str(path), storage_options=options)
+    return identities(table.to_pyarrow_table(columns=["op", "before", "after"]).to_pylist())
+
+
+def identities(rows: list[dict[str, Any]]) -> Counter[tuple[str, int, int]]:
+    """How many times change-log ``rows`` hold each change (op, key, version); a delete whose
     before image holds the key only (PostgreSQL's ``REPLICA IDENTITY DEFAULT``) has version -1."""
-    table = (
-        DeltaTable(str(path), storage_options=options)
-        .to_pyarrow_table(columns=["op", "before", "after"])
-        .to_pylist()
-    )
     seen: Counter[tuple[str, int, int]] = Counter()
-    for row in table:
+    for row in rows:
         image = row["before"] if row["op"] == "d" else row["after"]
         known = image.get("version")
         seen[(row["op"], int(image["id"]), -1 if known is None else int(known))] += 1
@@ -43,9 +45,13 @@ def source_rows(server: ThrowawayMariaDB, db: str) -> list[tuple[object, ...]]:
 def replica_rows(
     path: Path | str, options: dict[str, str] | None = None
 ) -> list[tuple[object, ...]]:
-    rows = (
-        DeltaTable(str(path), storage_options=options).to_pyarrow_table().sort_by("id").to_pylist()
-    )
+    table = DeltaTable(str(path), storage_options=options)
+    return accounts(table.to_pyarrow_table().sort_by("id").to_pylist())
+
+
+def accounts(rows: list[dict[str, Any]]) -> list[tuple[object, ...]]:
+    """The workload's ``accounts`` rows as the source's query gives them (by id)."""
+    rows = sorted(rows, key=lambda r: r["id"])
     return [
         (r["id"], r["version"], r["balance"], r["owner"], r["updated"], r["flags"]) for r in rows
     ]
@@ -59,20 +65,21 @@ def version(path: str, options: dict[str, str] | None = None) -> int:
 
 
 def crash_trials(
-    cfg: Path, changelog: str, workload_of: Callable[[int], ChangeWorkload], trials: int,
-    rng: random.Random, options: dict[str, str] | None = None,
+    cfg: Path, written_to: Callable[[], int], workload_of: Callable[[int], ChangeWorkload],
+    trials: int, rng: random.Random,
 ) -> Counter[tuple[str, int, int]]:  # fmt: skip
     """``trials`` runs of the pipeline, each with a part of the workload written meanwhile and
-    ``kill -9`` once the run has written and a random moment more; the changes written."""
+    ``kill -9`` once the run has written (``written_to``: the change log's version, growing
+    with every commit) and a random moment more; the changes written."""
     expected: Counter[tuple[str, int, int]] = Counter()
     for trial in range(trials):
         workload = workload_of(trial)
         workload.next_id = trial * 10_000_000 + 1  # each part inserts keys of its own
-        written = version(changelog, options)
+        written = written_to()
         proc = start(cfg)
         workload.start()
         deadline = time.monotonic() + 300
-        while version(changelog, options) <= written:  # crash only once this run has written
+        while written_to() <= written:  # crash only once this run has written
             assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
             assert time.monotonic() < deadline, "the restarted pipeline wrote nothing in 300 s"
             time.sleep(0.1)

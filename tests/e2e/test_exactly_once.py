@@ -17,7 +17,7 @@ from deltalake import DeltaTable
 
 from tests.cases.e2e_sources import E2ESource
 from tests.e2e.cli import available_now
-from tests.e2e.crashes import changelog_identities, crash_trials, replica_rows
+from tests.e2e.crashes import changelog_identities, crash_trials, replica_rows, version
 from tests.e2e.workload import ChangeWorkload
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -46,7 +46,7 @@ def test_kill_9_mid_stream_then_restart(source: E2ESource, tmp_path: Path) -> No
         part = -(-changes // TRIALS)
         return ChangeWorkload(source.server, source.database, part, trial, source.dialect)
 
-    written = crash_trials(cfg, str(changelog), workload, TRIALS, rng)
+    written = crash_trials(cfg, lambda: version(str(changelog)), workload, TRIALS, rng)
     expected = written
     if not source.full_before_image:  # a delete's before image holds its key only
         expected = Counter(

@@ -19,7 +19,13 @@ from tests.cases.s3 import (
     storage_options,
 )
 from tests.e2e.cli import available_now, in_process, write_config
-from tests.e2e.crashes import changelog_identities, crash_trials, replica_rows, source_rows
+from tests.e2e.crashes import (
+    changelog_identities,
+    crash_trials,
+    replica_rows,
+    source_rows,
+    version,
+)
 from tests.e2e.workload import DDL, ChangeWorkload
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.spark, pytest.mark.s3]
@@ -46,8 +52,8 @@ def test_run_on_s3_through_a_crash(mariadb: ThrowawayMariaDB, s3: MotoS3, tmp_pa
 
     available_now(cfg)  # the initial snapshot, then the stream from its end
     expected = crash_trials(
-        cfg, f"{lake}/{db}/accounts__changelog",
-        lambda trial: ChangeWorkload(mariadb, db, CHANGES, trial), 1, random.Random(7), options,
+        cfg, lambda: version(f"{lake}/{db}/accounts__changelog", options),
+        lambda trial: ChangeWorkload(mariadb, db, CHANGES, trial), 1, random.Random(7),
     )  # fmt: skip
     available_now(cfg)  # the restart catches up with everything
 

@@ -171,7 +171,12 @@ def test_malformed_yaml_names_the_line() -> None:
         ("type: mysql", "type: oracle", "source.type", "postgres"),
         ("type: mysql", "type: no_such.module", "source.type", "importing no_such.module failed"),
         ("type: mysql", "type: os.path", "source.type", "os.path has no SOURCE_TYPE"),
-        ("type: delta", "type: iceberg", "sink.type", "not a supported sink; use one of delta"),
+        (
+            "type: delta",
+            "type: hudi",
+            "sink.type",
+            "not a supported sink; use one of delta, iceberg",
+        ),
         ("type: delta", "type: no_such.sink", "sink.type", "importing no_such.sink failed"),
         ("type: delta", "type: os.path", "sink.type", "os.path has no SINK_TYPE"),
         ("tables: [", "tables: ['(', ", "source.tables[0]", "regular expression"),

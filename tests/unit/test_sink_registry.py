@@ -30,9 +30,9 @@ def test_every_built_in_sink_type_is_found_by_its_name() -> None:
 
 
 def test_an_unknown_sink_type_names_the_key_and_the_known_types() -> None:
-    with pytest.raises(ConfigError, match=r"sink.type: 'iceberg' is not a supported sink; use "
-                       r"one of delta or a module of your own") as err:  # fmt: skip
-        sink_type("iceberg")
+    with pytest.raises(ConfigError, match=r"sink.type: 'hudi' is not a supported sink; use "
+                       r"one of delta, iceberg or a module of your own") as err:  # fmt: skip
+        sink_type("hudi")
     assert err.value.fields["key"] == "sink.type"
 
 

@@ -1,0 +1,146 @@
+"""The Iceberg sink end to end (``sink.type: iceberg``, the embedded SQL catalog): the pipeline
+files of the Delta tests with nothing else changed, the lake read back with pyiceberg and Polars.
+
+Every MariaDB type round-trips with equal values; schema changes (a column added with a default
+that fills the rows before it, a TRUNCATE, a table created mid-stream) reach the replica and
+the change log; and ``kill -9`` of the whole pipeline in the middle of a workload, on MariaDB
+and PostgreSQL, leaves a replica equal to the source and a change log holding every change
+exactly once. ``SPARKCDC_ICEBERG_CRASH_TRIALS`` sets the crashes per database (two here, five
+in ``scripts/sink_trials.sh``)."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections import Counter
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from sparkcdc.demo import compare
+from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
+from tests.cases.e2e_sources import E2ESource
+from tests.e2e.cli import available_now, log_end, write_config
+from tests.e2e.crashes import accounts, crash_trials, identities
+from tests.e2e.iceberg_lake import IcebergLake, as_iceberg
+from tests.e2e.test_types import ALL_TYPES, ROWS
+from tests.e2e.workload import ChangeWorkload
+
+pytestmark = [pytest.mark.spark]
+
+TRIALS = int(os.environ.get("SPARKCDC_ICEBERG_CRASH_TRIALS", "2"))
+CHANGES = {"mysql": 20_000, "postgres": 10_000}
+SEEDS = {"mysql": 3000, "postgres": 4000}
+
+
+def assert_replica_equals_source(
+    server: ThrowawayMariaDB, lake: IcebergLake, db: str, table: str
+) -> None:
+    with MySQLCatalog(server.host, server.port, server.user, server.password) as catalog:
+        schema = catalog.load_schema(db, table)
+    expected = compare.canonical_rows(compare.source_rows(server, schema), schema)
+    held = lake.arrow(db, table).select(schema.column_names()).to_pylist()
+    actual = compare.canonical_rows([list(r.values()) for r in held], schema)
+    assert len(actual) == len(expected)
+    for want, got in zip(sorted(expected), sorted(actual), strict=True):
+        diff = {
+            name: (w, g)
+            for name, w, g in zip(schema.column_names(), want, got, strict=True)
+            if w != g
+        }
+        assert not diff, f"row {want[0]} differs (column: (source, replica)): {diff}"
+
+
+@pytest.mark.mariadb
+def test_every_type_round_trips_into_iceberg(
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path
+) -> None:
+    mariadb.execute("SET GLOBAL time_zone = '+00:00'")
+    start = log_end(mariadb)
+    mariadb.execute(ALL_TYPES.format(db=db), *(r.format(db=db) for r in ROWS))
+    cfg = as_iceberg(write_config(tmp_path, mariadb, rf"{db}\.all_types", startup=start))
+    available_now(cfg)
+    lake = IcebergLake(tmp_path / "lake")
+    assert_replica_equals_source(mariadb, lake, db, "all_types")
+    ops = lake.arrow(db, "all_types__changelog").column("op").to_pylist()
+    assert sorted(ops) == ["c", "c", "c", "c", "d", "u"]
+    changelog = lake.catalog.load_table((db, "all_types__changelog"))
+    read = pl.scan_iceberg(changelog).select("op").collect()  # as Polars reads it
+    assert sorted(read["op"].to_list()) == sorted(ops)
+
+
+@pytest.mark.mariadb
+def test_schema_changes_and_a_truncate_reach_iceberg(
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path
+) -> None:
+    """ADD COLUMN with a default (the rows before it get the default), a TRUNCATE, a table made
+    mid-stream with a BIGINT UNSIGNED (decimal(20,0) in Iceberg); a replayed run adds nothing."""
+    start = log_end(mariadb)
+    mariadb.execute(
+        f"CREATE TABLE {db}.items (id INT PRIMARY KEY, name VARCHAR(20))",
+        f"INSERT INTO {db}.items VALUES (1, 'one'), (2, 'two')",
+    )
+    cfg = as_iceberg(write_config(tmp_path, mariadb, rf"{db}\..*", startup=start))
+    available_now(cfg)
+    mariadb.execute(
+        f"ALTER TABLE {db}.items ADD COLUMN price DECIMAL(8,2) NOT NULL DEFAULT 4.25 AFTER id",
+        f"INSERT INTO {db}.items VALUES (3, 9.99, 'three')",
+        f"UPDATE {db}.items SET price = 1.50 WHERE id = 1",
+        f"CREATE TABLE {db}.later (k VARCHAR(8) PRIMARY KEY, v BIGINT UNSIGNED)",
+        f"INSERT INTO {db}.later VALUES ('a', 18446744073709551615)",
+        f"CREATE TABLE {db}.emptied (id INT PRIMARY KEY)",
+        f"INSERT INTO {db}.emptied VALUES (1), (2)",
+        f"TRUNCATE TABLE {db}.emptied",
+        f"INSERT INTO {db}.emptied VALUES (3)",
+    )
+    available_now(cfg)
+    lake = IcebergLake(tmp_path / "lake")
+    for table in ("items", "later", "emptied"):
+        assert_replica_equals_source(mariadb, lake, db, table)
+    assert {r["id"]: str(r["price"]) for r in lake.rows(db, "items")} == {
+        1: "1.50",
+        2: "4.25",
+        3: "9.99",
+    }
+    ops = [r["op"] for r in sorted(lake.rows(db, "emptied__changelog"),
+                                   key=lambda r: r["source"]["position"])]  # fmt: skip
+    assert ops == ["c", "c", "t", "c"]
+    before = lake.snapshots(db, "items")
+    available_now(cfg)  # nothing new: nothing written
+    assert lake.snapshots(db, "items") == before
+
+
+def test_kill_9_mid_stream_into_iceberg(source: E2ESource, tmp_path: Path) -> None:
+    """TRIALS crashes of one pipeline writing Iceberg, each while a part of the workload runs and
+    at a random moment after the restarted pipeline wrote again; a last restart catches up."""
+    rng = random.Random(SEEDS[source.name])
+    changes = CHANGES[source.name]
+    source.create_accounts()
+    startup = source.start_capturing(["accounts"])
+    cfg = as_iceberg(source.config(tmp_path, "accounts", startup))
+    lake = IcebergLake(tmp_path / "lake")
+
+    def workload(trial: int) -> ChangeWorkload:
+        part = -(-changes // TRIALS)
+        return ChangeWorkload(source.server, source.database, part, trial, source.dialect)
+
+    written = crash_trials(cfg, lambda: lake.snapshots(source.schema, "accounts__changelog"),
+                           workload, TRIALS, rng)  # fmt: skip
+    expected = written
+    if not source.full_before_image:  # a delete's before image holds its key only
+        expected = Counter(
+            {(op, key, -1 if op == "d" else v): n for (op, key, v), n in written.items()}
+        )
+    available_now(cfg)  # restart from the same checkpoint and catch up with everything
+
+    assert accounts(lake.rows(source.schema, "accounts")) == source.accounts_rows()
+    seen = identities(lake.rows(source.schema, "accounts__changelog"))
+    duplicates = {k: n for k, n in seen.items() if n > 1}
+    missing = expected - seen
+    unexpected = seen - expected
+    assert not duplicates, f"{len(duplicates)} changes delivered twice, e.g. {list(duplicates)[:5]}"
+    assert not missing, f"{len(missing)} changes missing, e.g. {list(missing)[:5]}"
+    assert not unexpected, f"{len(unexpected)} changes never made, e.g. {list(unexpected)[:5]}"
+    assert sum(seen.values()) == sum(expected.values()) >= changes
