@@ -42,12 +42,16 @@ def properties(config: SinkConfig) -> dict[str, str]:
     storage = LakeStorage(config.path, config.storage_options)
     if not given.get("uri"):
         if given.get("type", "sql") != "sql":
-            raise ConfigError(f"sink.catalog.uri is missing: where is the {given['type']} catalog?")
+            raise ConfigError(
+                f"sink.catalog.uri is missing: where is the {given['type']} catalog?",
+                key="sink.catalog.uri",
+            )
         if storage.remote:
             raise ConfigError(
                 "sink.catalog: an Iceberg lake on object storage needs a catalog that is not a "
                 "file in it: give sink.catalog.type rest and sink.catalog.uri (a REST catalog), "
-                "or sink.catalog.uri (a SQL database, as sqlalchemy names it)"
+                "or sink.catalog.uri (a SQL database, as sqlalchemy names it)",
+                key="sink.catalog",
             )
         folder = local_path(config.path)
         given = {"type": "sql", "uri": "sqlite:///" + os.path.join(folder, *CATALOG_FILE)}
@@ -89,7 +93,8 @@ def open_catalog(config: SinkConfig) -> Catalog:
             where = props.get("uri", "")
             raise ConfigError(
                 f"sink.catalog: the Iceberg catalog at {where} cannot be used "
-                f"({type(exc).__name__}: {_first_line(exc)}); check sink.catalog"
+                f"({type(exc).__name__}: {_first_line(exc)}); check sink.catalog",
+                key="sink.catalog",
             ) from exc
         _OPENED[key] = catalog
         return catalog
@@ -107,5 +112,7 @@ def check(config: SinkConfig) -> None:
         try:
             os.makedirs(local_path(config.path), exist_ok=True)
         except OSError as exc:
-            raise ConfigError(f"sink.path: cannot create {config.path}: {exc}") from exc
+            raise ConfigError(
+                f"sink.path: cannot create {config.path}: {exc}", key="sink.path"
+            ) from exc
     open_catalog(config)
