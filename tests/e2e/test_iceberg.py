@@ -22,17 +22,20 @@ from sparkcdc.demo import compare
 from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from tests.cases.e2e_sources import E2ESource
+from tests.cases.s3 import MotoS3, storage_options
 from tests.e2e.cli import available_now, log_end, write_config
-from tests.e2e.crashes import accounts, crash_trials, identities
+from tests.e2e.crashes import accounts, crash_trials, identities, source_rows
 from tests.e2e.iceberg_lake import IcebergLake, as_iceberg
 from tests.e2e.test_types import ALL_TYPES, ROWS
-from tests.e2e.workload import ChangeWorkload
+from tests.e2e.workload import DDL, ChangeWorkload
 
 pytestmark = [pytest.mark.spark]
 
 TRIALS = int(os.environ.get("SPARKCDC_ICEBERG_CRASH_TRIALS", "2"))
 CHANGES = {"mysql": 20_000, "postgres": 10_000}
 SEEDS = {"mysql": 3000, "postgres": 4000}
+S3_SNAPSHOT_ROWS = 2000
+S3_CHANGES = 3000
 
 
 def assert_replica_equals_source(
@@ -144,3 +147,46 @@ def test_kill_9_mid_stream_into_iceberg(source: E2ESource, tmp_path: Path) -> No
     assert not missing, f"{len(missing)} changes missing, e.g. {list(missing)[:5]}"
     assert not unexpected, f"{len(unexpected)} changes never made, e.g. {list(unexpected)[:5]}"
     assert sum(seen.values()) == sum(expected.values()) >= changes
+
+
+@pytest.mark.mariadb
+@pytest.mark.s3
+def test_an_iceberg_lake_on_s3_through_a_crash(
+    mariadb: ThrowawayMariaDB, s3: MotoS3, db: str, tmp_path: Path
+) -> None:
+    """The warehouse on S3 (moto's server), the SQL catalog a SQLite file named by
+    ``sink.catalog.uri``, the S3 options from ``sink.storage_options``: an initial snapshot,
+    the stream, ``kill -9`` and a restart; the lake holds the source exactly once."""
+    mariadb.execute(*(s.format(db=db) for s in DDL))
+    first = 50_000_000  # the workload's keys start at 1
+    mariadb.execute(
+        f"INSERT INTO {db}.accounts SELECT {first} + seq, 0, seq / 100, CONCAT('s-', seq), "
+        f"NOW(6), seq % 256 FROM {db}.seq_1_to_{S3_SNAPSHOT_ROWS}"
+    )
+    warehouse = f"s3://{s3.bucket()}/lake"
+    options = s3.options()
+    catalog = tmp_path / "catalog.db"
+    sink = storage_options(options) + f", catalog: {{uri: 'sqlite:///{catalog}'}}"
+    cfg = as_iceberg(write_config(tmp_path, mariadb, rf"{db}\..*", startup="initial",
+                                  lake=warehouse, extra_sink=sink))  # fmt: skip
+    lake = IcebergLake(tmp_path, catalog, {
+        "warehouse": warehouse, "s3.endpoint": options["AWS_ENDPOINT_URL"],
+        "s3.access-key-id": options["AWS_ACCESS_KEY_ID"],
+        "s3.secret-access-key": options["AWS_SECRET_ACCESS_KEY"], "s3.region": "us-east-1",
+    })  # fmt: skip
+    available_now(cfg)
+    expected = crash_trials(
+        cfg, lambda: lake.snapshots(db, "accounts__changelog"),
+        lambda trial: ChangeWorkload(mariadb, db, S3_CHANGES, trial), 1, random.Random(8),
+    )  # fmt: skip
+    available_now(cfg)
+    table = lake.catalog.load_table((db, "accounts"))
+    assert table.location().startswith(warehouse)
+    assert accounts(lake.rows(db, "accounts")) == [
+        (i, v, b, o, u, int.from_bytes(f, "big") if isinstance(f, bytes) else f)
+        for i, v, b, o, u, f in source_rows(mariadb, db)
+    ]
+    expected += Counter(("r", first + i, 0) for i in range(1, S3_SNAPSHOT_ROWS + 1))
+    seen = identities(lake.rows(db, "accounts__changelog"))
+    assert not {k: n for k, n in seen.items() if n > 1}
+    assert seen == expected
