@@ -22,7 +22,11 @@ TRIALS = int(os.environ.get("SPARKCDC_SNAPSHOT_CRASH_TRIALS", "5"))
 
 
 def replica(path: Path, columns: list[str]) -> list[tuple[Any, ...]]:
-    rows = DeltaTable(str(path)).to_pyarrow_table(columns=columns).to_pylist()
+    return replica_of(DeltaTable(str(path)).to_pyarrow_table(columns=columns).to_pylist(), columns)
+
+
+def replica_of(rows: list[dict[str, Any]], columns: list[str]) -> list[tuple[Any, ...]]:
+    """A replica's ``rows``, the values of ``columns`` of each, sorted."""
     return sorted(tuple(r[c] for c in columns) for r in rows)
 
 
@@ -39,12 +43,19 @@ def split_metas(tmp: Path, table: str) -> list[dict[str, Any]]:
 
 
 def check_changelog(path: Path, place: Callable[[dict[str, Any]], Any]) -> None:
+    """:func:`check_changelog_rows` of the Delta change log at ``path``."""
+    log = DeltaTable(str(path)).to_pyarrow_table(columns=["op", "before", "after", "source"])
+    check_changelog_rows(log.to_pylist(), place)
+
+
+def check_changelog_rows(
+    rows: list[dict[str, Any]], place: Callable[[dict[str, Any]], Any]
+) -> None:
     """One ``r`` row per key, and no change of a key older than its ``r`` row (by ``place`` of
     the rows' ``source``)."""
-    log = DeltaTable(str(path)).to_pyarrow_table(columns=["op", "before", "after", "source"])
     reads: dict[int, Any] = {}
     changes: list[tuple[int, Any]] = []
-    for row in log.to_pylist():
+    for row in rows:
         at = place(row["source"])
         if row["op"] == "r":
             key = row["after"]["id"]
@@ -91,15 +102,16 @@ def snapshot_then_log(cfg: Path, tmp: Path, churn: Churn) -> None:
 
 
 def crash_mid_snapshot(
-    cfg: Path, tmp: Path, table: str, splits: int, churn: Churn, rng: random.Random
-) -> dict[int, float]:
-    """TRIALS ``kill -9`` crashes of ``sparkcdc run`` while ``churn`` writes, each at a random
+    cfg: Path, tmp: Path, table: str, splits: int, churn: Churn, rng: random.Random,
+    trials: int = TRIALS,
+) -> dict[int, float]:  # fmt: skip
+    """``trials`` ``kill -9`` crashes of ``sparkcdc run`` while ``churn`` writes, each at a random
     moment after new splits of ``table`` finished, then a last run to the log's end: asserts no
     restart read a split finished before it again; each split's read start after the end."""
     churn.start()
     finished: list[dict[int, float]] = []  # split index -> its read's start, at each crash
     try:
-        for _ in range(TRIALS):
+        for _ in range(trials):
             target = len(split_metas(tmp, table)) + rng.randrange(1, 4)
             proc = start(cfg)
             deadline = time.monotonic() + 300

@@ -26,6 +26,13 @@ from tests.cases.s3 import MotoS3, storage_options
 from tests.e2e.cli import available_now, log_end, write_config
 from tests.e2e.crashes import accounts, crash_trials, identities, source_rows
 from tests.e2e.iceberg_lake import IcebergLake, as_iceberg
+from tests.e2e.snapshot_runs import (
+    ITEM_COLUMNS,
+    check_changelog_rows,
+    crash_mid_snapshot,
+    replica_of,
+)
+from tests.e2e.snapshot_workload import Churn, load_items
 from tests.e2e.test_types import ALL_TYPES, ROWS
 from tests.e2e.workload import DDL, ChangeWorkload
 
@@ -34,6 +41,7 @@ pytestmark = [pytest.mark.spark]
 TRIALS = int(os.environ.get("SPARKCDC_ICEBERG_CRASH_TRIALS", "2"))
 CHANGES = {"mysql": 20_000, "postgres": 10_000}
 SEEDS = {"mysql": 3000, "postgres": 4000}
+SNAPSHOT_TRIALS = int(os.environ.get("SPARKCDC_ICEBERG_SNAPSHOT_CRASH_TRIALS", "2"))
 S3_SNAPSHOT_ROWS = 2000
 S3_CHANGES = 3000
 
@@ -190,3 +198,23 @@ def test_an_iceberg_lake_on_s3_through_a_crash(
     seen = identities(lake.rows(db, "accounts__changelog"))
     assert not {k: n for k, n in seen.items() if n > 1}
     assert seen == expected
+
+
+def test_kill_9_mid_snapshot_into_iceberg(source: E2ESource, tmp_path: Path) -> None:
+    """SNAPSHOT_TRIALS crashes in one initial snapshot written to Iceberg, each at a random
+    moment after new splits finished, under a concurrent workload: no restart reads a finished
+    split again, the replica equals the source and the change log holds one ``r`` row per key
+    and no change older than it."""
+    rng = random.Random(SEEDS[source.name] + 1)
+    splits = 30
+    load_items(source.server, source.database, splits * 1000)
+    settings = source.snapshot_settings(chunk=1000, batch_rows=2000)
+    cfg = as_iceberg(source.config(tmp_path, "items", "initial", extra_source=settings))
+    churn = Churn(source.server, source.database, top=splits * 2000, seed=5, pause=0.01)
+    table = f"{source.schema}.items"
+    after = crash_mid_snapshot(cfg, tmp_path, table, splits, churn, rng, SNAPSHOT_TRIALS)
+    assert len(after) >= splits
+    lake = IcebergLake(tmp_path / "lake")
+    wanted = sorted(source.query("SELECT id, version, name, amount FROM items"))
+    assert replica_of(lake.rows(source.schema, "items"), ITEM_COLUMNS) == wanted
+    check_changelog_rows(lake.rows(source.schema, "items__changelog"), source.place)
