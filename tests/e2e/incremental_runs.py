@@ -91,9 +91,17 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def notes(lake: Path, kind: str | None = None, table: str | None = None) -> list[dict[str, Any]]:
-    """The notifications (``details`` parsed), of one type and one ``db.table`` if given."""
+    """The notifications of the Delta lake ``lake`` (:func:`picked_notes`)."""
+    return picked_notes(read_notifications(str(lake)), kind, table)
+
+
+def picked_notes(
+    kept: list[dict[str, Any]], kind: str | None = None, table: str | None = None
+) -> list[dict[str, Any]]:
+    """The notifications among ``kept`` (``details`` parsed), of one type and one ``db.table``
+    if given."""
     out = []
-    for n in read_notifications(str(lake)):
+    for n in kept:
         if kind is not None and n["type"] != kind:
             continue
         if table is not None and f"{n['db']}.{n['table']}" != table:
@@ -151,10 +159,16 @@ def changelog(path: Path, place: Place = binlog_event) -> list[dict[str, Any]]:
 
 
 def check_changelog(path: Path, changes: int, place: Place = binlog_event) -> int:
-    """Every one of the ``changes`` log events once (no duplicate, no gap), at most one ``r`` row
-    per key, and no ``r`` row after a change of its key unless it is that change's image (so no
-    snapshot row overwrites a newer change). Returns the number of ``r`` rows."""
-    rows = changelog(path, place)
+    """:func:`check_changelog_rows` of the Delta change log at ``path``."""
+    return check_changelog_rows(changelog(path, place), changes, place)
+
+
+def check_changelog_rows(rows: list[dict[str, Any]], changes: int, place: Place) -> int:
+    """Every one of the ``changes`` log events once in the change log's ``rows`` (no duplicate,
+    no gap), at most one ``r`` row per key, and no ``r`` row after a change of its key unless it
+    is that change's image (so no snapshot row overwrites a newer change). Returns the number of
+    ``r`` rows."""
+    rows = sorted(rows, key=lambda r: place(r["source"]))
     events = Counter(place(r["source"]) for r in rows if r["op"] != "r")
     duplicates = {k: n for k, n in events.items() if n > 1}
     assert not duplicates, f"{len(duplicates)} log events delivered twice: {list(duplicates)[:5]}"
@@ -182,11 +196,17 @@ def check_changelog(path: Path, changes: int, place: Place = binlog_event) -> in
 
 
 def check_progress(lake: Path, table: str) -> list[int]:
-    """One run of ``table``: started and done once, chunk row counts going up; the counts."""
-    assert len(notes(lake, "started", table)) == 1
-    done = notes(lake, "table-done", table)
+    """:func:`check_progress_of` the Delta lake's notifications."""
+    return check_progress_of(read_notifications(str(lake)), table)
+
+
+def check_progress_of(kept: list[dict[str, Any]], table: str) -> list[int]:
+    """One run of ``table`` in the notifications ``kept``: started and done once, chunk row
+    counts going up; the counts."""
+    assert len(picked_notes(kept, "started", table)) == 1
+    done = picked_notes(kept, "table-done", table)
     assert len(done) == 1, done
-    rows = [n["details"]["rows"] for n in notes(lake, "chunk", table)]
+    rows = [n["details"]["rows"] for n in picked_notes(kept, "chunk", table)]
     assert rows and all(a < b for a, b in zip(rows, rows[1:], strict=False)), rows
     assert done[0]["details"]["rows"] == rows[-1]
     return rows

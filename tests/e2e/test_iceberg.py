@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 import random
+import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -23,9 +25,23 @@ from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from tests.cases.e2e_sources import E2ESource
 from tests.cases.s3 import MotoS3, storage_options
-from tests.e2e.cli import available_now, log_end, write_config
+from tests.e2e.cli import available_now, crash, log_end, write_config
 from tests.e2e.crashes import accounts, crash_trials, identities, source_rows
 from tests.e2e.iceberg_lake import IcebergLake, as_iceberg
+from tests.e2e.incremental_runs import (
+    COLUMNS,
+    CountedChurn,
+    Launch,
+    binlog_event,
+    check_progress_of,
+    incremental_source,
+    items_of,
+    picked_notes,
+    signal,
+    stop,
+    wait_for,
+)
+from tests.e2e.incremental_runs import check_changelog_rows as check_log_events
 from tests.e2e.snapshot_runs import (
     ITEM_COLUMNS,
     check_changelog_rows,
@@ -42,6 +58,8 @@ TRIALS = int(os.environ.get("SPARKCDC_ICEBERG_CRASH_TRIALS", "2"))
 CHANGES = {"mysql": 20_000, "postgres": 10_000}
 SEEDS = {"mysql": 3000, "postgres": 4000}
 SNAPSHOT_TRIALS = int(os.environ.get("SPARKCDC_ICEBERG_SNAPSHOT_CRASH_TRIALS", "2"))
+INCREMENTAL_TRIALS = int(os.environ.get("SPARKCDC_ICEBERG_INCREMENTAL_CRASH_TRIALS", "2"))
+NOTIFICATIONS = ("_sparkcdc", "notifications")
 S3_SNAPSHOT_ROWS = 2000
 S3_CHANGES = 3000
 
@@ -218,3 +236,57 @@ def test_kill_9_mid_snapshot_into_iceberg(source: E2ESource, tmp_path: Path) -> 
     wanted = sorted(source.query("SELECT id, version, name, amount FROM items"))
     assert replica_of(lake.rows(source.schema, "items"), ITEM_COLUMNS) == wanted
     check_changelog_rows(lake.rows(source.schema, "items__changelog"), source.place)
+
+
+@pytest.mark.mariadb
+def test_kill_9_mid_incremental_snapshot_into_iceberg(
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path, launch: Launch
+) -> None:
+    """INCREMENTAL_TRIALS crashes in one incremental snapshot written to Iceberg while writers
+    churn the table, each at a random moment after a new chunk: each restart goes on after the
+    last chunk delivered, the replica equals the source, the change log holds every change once
+    and no snapshot row older than a change of its key; the notifications are in
+    ``_sparkcdc.notifications``."""
+    rng = random.Random(701)
+    table = f"{db}.items"
+    load_items(mariadb, db, 20000)
+    cfg = as_iceberg(write_config(tmp_path, mariadb, rf"{db}\.items", startup=log_end(mariadb),
+                                  extra_source=incremental_source(window="0s")))  # fmt: skip
+    lake = IcebergLake(tmp_path / "lake")
+
+    def kept() -> list[dict[str, Any]]:
+        if lake.snapshots(*NOTIFICATIONS) < 0:
+            return []
+        return sorted(lake.rows(*NOTIFICATIONS), key=lambda n: (n["batch_id"], n["index"]))
+
+    churn = CountedChurn(mariadb, db, top=40000, seed=7, pause=0.02)
+    churn.start()
+    crashes: list[list[dict[str, Any]]] = []
+    try:
+        proc = launch(cfg)
+        signal(cfg, "execute-snapshot", "--tables", table)
+        for _ in range(INCREMENTAL_TRIALS):
+            seen = len(picked_notes(kept(), "chunk", table))
+            wait_for(proc, lambda n=seen: len(picked_notes(kept(), "chunk", table)) > n,
+                     "a new chunk")  # fmt: skip
+            time.sleep(rng.uniform(0.0, 1.0))
+            crash(proc)
+            crashes.append(kept())
+            proc = launch(cfg)
+        wait_for(proc, lambda: bool(picked_notes(kept(), "completed")), "the snapshot to end")
+    finally:
+        churn.halt()
+    wanted = items_of(mariadb, db)
+    wait_for(proc, lambda: replica_of(lake.rows(db, "items"), COLUMNS) == wanted,
+             "the replica to catch up with the source", timeout=90)  # fmt: skip
+    stop(proc)
+    reads = check_log_events(lake.rows(db, "items__changelog"), churn.changes, binlog_event)
+    rows = check_progress_of(kept(), table)
+    assert 10000 < reads <= rows[-1]
+    everything = kept()
+    for before in crashes:  # each restart went on after the last chunk delivered before it
+        assert everything[: len(before)] == before
+        chunks = [n for n in picked_notes(before, "chunk", table)]
+        later = picked_notes(everything[len(before) :], "chunk", table)
+        if chunks and later and not picked_notes(before, "table-done", table):
+            assert later[0]["details"]["rows"] > chunks[-1]["details"]["rows"]
