@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from deltalake import write_deltalake
+from deltalake import DeltaTable, write_deltalake
 
 from sparkcdc.core.chunk import KeyColumn
 from sparkcdc.core.envelope import EnvelopeBuilder
@@ -288,7 +288,7 @@ def test_verify_compares_a_retyped_column_in_a_type_that_holds_both(tmp_path: Pa
     write_deltalake(str(tmp_path), held)
     now = TableSchema("d", "t", (column("id", "bigint"), column("m", "decimal", precision=10,
                       scale=1), column("s", "varchar", length=4)), ("id",))  # fmt: skip
-    replica = read_replica(str(tmp_path), now)
+    replica = read_replica(DeltaTable(str(tmp_path)).to_pyarrow_table(), now, str(tmp_path))
     assert [str(f.type) for f in replica.schema] == ["int64", "decimal128(12, 3)", "string"]
     source = pa.table({"id": pa.array([1], pa.int64()), "m": pa.array([Decimal("2.5")],
                        pa.decimal128(10, 1)), "s": ["abcd"]})  # fmt: skip
@@ -299,4 +299,4 @@ def test_verify_compares_a_retyped_column_in_a_type_that_holds_both(tmp_path: Pa
     wrong = TableSchema("d", "t", (column("id", "bigint"), column("m", "date"),
                         column("s", "varchar")), ("id",))  # fmt: skip
     with pytest.raises(SinkError, match=r"d\.t\.m is decimal128\(10, 3\) .* cannot be compared"):
-        read_replica(str(tmp_path), wrong)
+        read_replica(DeltaTable(str(tmp_path)).to_pyarrow_table(), wrong, str(tmp_path))

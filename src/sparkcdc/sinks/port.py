@@ -1,7 +1,7 @@
 """The sink port: what the pipeline asks of a sink, whatever the tables are kept in.
 
 One sink type is one package under ``sinks/`` whose ``SINK_TYPE`` is a :class:`SinkType`
-(:mod:`.registry` finds it by ``sink.type``). It gives four things, each used in one place:
+(:mod:`.registry` finds it by ``sink.type``). It gives these things, each used in one place:
 
 =================  ===========================================  ============================
 part               what it does                                 called by
@@ -13,6 +13,8 @@ part               what it does                                 called by
 ``chunk_writer``   the executor side of the initial snapshot:   ``spark/snapshot/split_task``
                    a run of chunks written ahead of the sink
                    as files the driver commits (None: none)
+``reader``         a table's rows as they are now (a replica,   ``sparkcdc verify``
+                   or a change log's rows after a position)
 =================  ===========================================  ============================
 
 A :class:`Sink` writes micro-batch N exactly once per batch id: Spark replays the batch after a
@@ -143,6 +145,20 @@ class Sink(ABC):
         it is due (nothing for a sink that keeps none)."""
 
 
+class TableRead(Protocol):
+    """A sink's tables read back (``sparkcdc verify``): the rows of the replica or change log
+    of ``name`` (only ``columns`` if given; of a change log only the rows whose
+    ``source.position`` sorts after ``since``), None while the table does not exist."""
+
+    def __call__(
+        self,
+        name: TableName,
+        kind: TableKind,
+        columns: Sequence[str] | None = None,
+        since: str | None = None,
+    ) -> pa.Table | None: ...
+
+
 class ChunkWriter(Protocol):
     """Executor side of the initial snapshot: the files a run of chunks (one table's
     consecutive splits, all kept in ``store``) becomes in the sink, written by the task that
@@ -176,3 +192,4 @@ class SinkType:
     # called before Spark starts with the captured tables: the sink may open them meanwhile;
     # gives what stops that (the run calls it before it ends)
     open_ahead: Callable[[SinkConfig, Sequence[TableName]], Callable[[], None]] | None = None
+    reader: Callable[[SinkConfig], TableRead] | None = None  # None: its tables cannot be read

@@ -7,21 +7,15 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
-from sparkcdc.sinks.delta import commits
 from sparkcdc.verify.compare import labels
 
 
-def changed_keys(changelog: str, key: Sequence[str], since: str) -> set[str]:
-    """The labels of the keys (before or after images) of the change log's rows whose
-    ``source.position`` sorts after ``since``."""
-    table = commits.open_table(changelog)
-    if table is None:
+def changed_keys(rows: pa.Table | None, key: Sequence[str]) -> set[str]:
+    """The labels of the keys (before or after images) of a change log's ``rows`` (those whose
+    ``source.position`` sorts after a position; None: no change log)."""
+    if rows is None:
         return set()
-    rows = table.to_pyarrow_dataset().to_table(
-        columns=["before", "after"], filter=ds.field("source", "position") > since
-    )
     found: set[str] = set()
     for image in ("before", "after"):
         values = rows.column(image).combine_chunks()

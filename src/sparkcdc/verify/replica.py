@@ -2,7 +2,7 @@
 source's chunks.
 
 The replica is read whole at its latest version, its columns in the Arrow types of the source's
-columns, or, for a column retyped at the source (the replica keeps the Delta type it was created
+columns, or, for a column retyped at the source (the replica keeps the type it was created
 with), in a type that holds both sides' values exactly, to which the source's chunks are cast
 too: a ``decimal(10,3)`` replica column and a ``decimal(10,1)`` source column are compared as
 ``decimal(10,3)``, ``int32`` and ``int64`` as ``int64``. A column the replica lacks, or holds in
@@ -28,20 +28,17 @@ from sparkcdc.core.chunk import KeyColumn, KeyValue
 from sparkcdc.core.convert import arrow_schema
 from sparkcdc.core.errors import SinkError
 from sparkcdc.core.schema import TableSchema
-from sparkcdc.sinks.delta import commits
 from sparkcdc.snapshot.dialect import SnapshotDialect
 from sparkcdc.snapshot.keyorder import KeyOrder
 
 
-def read_replica(path: str, schema: TableSchema) -> pa.Table:
-    """The replica at ``path`` (empty if it was never written) in ``schema``'s columns, each in
-    the type its values are compared in (:func:`compare_type`): the source's where the replica
-    holds that type, else one that holds both sides' values exactly."""
+def read_replica(table: pa.Table | None, schema: TableSchema, path: str) -> pa.Table:
+    """The replica's rows ``table`` (None: it was never written; at ``path``) in ``schema``'s
+    columns, each in the type its values are compared in (:func:`compare_type`): the source's
+    where the replica holds that type, else one that holds both sides' values exactly."""
     target = arrow_schema(schema)
-    opened = commits.open_table(path)
-    if opened is None:
+    if table is None:
         return target.empty_table()
-    table = opened.to_pyarrow_table()
     by_lower = {n.lower(): n for n in table.column_names}
     columns, fields = [], []
     for f in target:

@@ -9,8 +9,7 @@ from pathlib import Path
 from sparkcdc.config.model import Config
 from sparkcdc.core.errors import ConfigError
 from sparkcdc.core.table_name import TableName
-from sparkcdc.sinks.delta.lake import Lake
-from sparkcdc.sinks.storage import LakeStorage
+from sparkcdc.sinks.registry import sink_type
 from sparkcdc.sources.readiness import captured_tables
 from sparkcdc.sources.registry import open_source
 from sparkcdc.verify.committed import CommittedPosition, pipeline_running
@@ -32,12 +31,17 @@ def verify_pipeline(
     committed = CommittedPosition(
         checkpoint / "spark", source.offset, lambda: pipeline_running(checkpoint), wait
     )
-    lake = Lake(LakeStorage(config.sink.path, config.sink.storage_options))
+    reader = sink_type(config.sink.type).reader
+    if reader is None:
+        raise ConfigError(
+            f"sink.type: verify cannot read the tables of a {config.sink.type} sink (its type "
+            "gives no reader)",
+            key="sink.type",
+        )
     reports = []
     with source.chunks() as dialect, source.catalog() as catalog:
         verifier = TableVerifier(
-            config.source, dialect, lambda s: lake.replica(s.table_name),
-            lambda s: lake.changelog(s.table_name), committed,
+            config.source, dialect, reader(config.sink), committed,
             chunk_size or config.source.snapshot.chunk_size,
         )  # fmt: skip
         for name in names:

@@ -25,6 +25,7 @@ from sparkcdc.config.model import SourceConfig
 from sparkcdc.core.chunk import KeyColumn, Split
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.sinks.port import TableRead
 from sparkcdc.snapshot.dialect import SnapshotDialect
 from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
 from sparkcdc.verify.changed import changed_keys
@@ -66,8 +67,7 @@ class TableVerifier:
 
     config: SourceConfig
     dialect: SnapshotDialect
-    replica_path: Callable[[TableSchema], str]
-    changelog_path: Callable[[TableSchema], str]
+    read: TableRead  # the sink's tables
     committed: CommittedPosition
     chunk_size: int
     rounds: int = 3
@@ -81,7 +81,8 @@ class TableVerifier:
         for round_ in range(1, self.rounds + 1):
             if not found.diffs or found.high is None or not self.committed.wait_past(found.high):
                 break  # nothing differs, or no pipeline will catch up: what differs is final
-            changed = changed_keys(self.changelog_path(schema), schema.key, found.since)
+            logged = self.read(schema.table_name, "changelog", ("before", "after"), found.since)
+            changed = changed_keys(logged, schema.key)
             again = []
             for i, diff in found.diffs.items():
                 _add(report, i, diff.without(changed))
@@ -139,7 +140,8 @@ class TableVerifier:
     def _replica_chunks(
         self, schema: TableSchema, keys: list[KeyColumn], splits: list[Split]
     ) -> list[pa.Table]:
-        replica = read_replica(self.replica_path(schema), schema)
+        held = self.read(schema.table_name, "replica")
+        replica = read_replica(held, schema, f"{schema.table_name}'s replica")
         bounds = [s.hi for s in splits if s.hi is not None]
         indexes = chunk_indexes(replica, keys, bounds, self.dialect)
         return group_rows(replica, indexes, len(splits))

@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from sparkcdc.config.model import SinkConfig
 from sparkcdc.core.table_name import TableName
-from sparkcdc.sinks.port import ChunkFiles, Sink, SinkContext, SinkType
+from sparkcdc.sinks.port import ChunkFiles, Sink, SinkContext, SinkType, TableKind, TableRead
 
 if TYPE_CHECKING:
     from sparkcdc.core.schema import TableSchema
@@ -67,5 +69,34 @@ def write_chunk_files(
     return files_of(results, schema, store, fresh=fresh, database=database, changelog=changelog)
 
 
+def reader(config: SinkConfig) -> TableRead:
+    """The Delta tables of ``config`` read with delta-rs (the change log's rows after a
+    position filtered as the files are read)."""
+    from sparkcdc.sinks.delta import commits
+    from sparkcdc.sinks.delta.lake import Lake
+    from sparkcdc.sinks.storage import LakeStorage
+
+    lake = Lake(LakeStorage(config.path, config.storage_options))
+
+    def read(
+        name: TableName,
+        kind: TableKind,
+        columns: Sequence[str] | None = None,
+        since: str | None = None,
+    ) -> pa.Table | None:
+        import pyarrow.dataset as ds
+
+        table = commits.open_table(
+            lake.replica(name) if kind == "replica" else lake.changelog(name)
+        )
+        if table is None:
+            return None
+        wanted = None if columns is None else list(columns)
+        after = None if since is None else ds.field("source", "position") > since
+        return table.to_pyarrow_dataset().to_table(columns=wanted, filter=after)
+
+    return read
+
+
 SINK_TYPE = SinkType("delta", check=check, open=open_sink, chunk_writer=write_chunk_files,
-                     open_ahead=open_ahead)  # fmt: skip
+                     open_ahead=open_ahead, reader=reader)  # fmt: skip

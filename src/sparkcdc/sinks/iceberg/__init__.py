@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from sparkcdc.config.model import SinkConfig
 from sparkcdc.core.errors import ConfigError
-from sparkcdc.sinks.port import Sink, SinkContext, SinkType
+from sparkcdc.sinks.port import Sink, SinkContext, SinkType, TableRead
 
 
 def _need_pyiceberg() -> None:
@@ -36,4 +36,14 @@ def open_sink(config: SinkConfig, context: SinkContext) -> Sink:
     return IcebergSink(config, app_id=context.app_id, mark=context.mark)
 
 
-SINK_TYPE = SinkType("iceberg", check=check, open=open_sink, keys=("catalog",))
+def reader(config: SinkConfig) -> TableRead:
+    """The Iceberg tables of ``config`` read with pyiceberg."""
+    _need_pyiceberg()
+    from sparkcdc.sinks.iceberg.tables import read_table
+
+    return lambda name, kind, columns=None, since=None: read_table(
+        config, name, kind, columns, since
+    )
+
+
+SINK_TYPE = SinkType("iceberg", check=check, open=open_sink, keys=("catalog",), reader=reader)

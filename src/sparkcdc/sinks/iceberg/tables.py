@@ -9,11 +9,13 @@ Iceberg's schema evolution (a metadata commit); none is ever dropped or retyped.
 
 Every data commit's snapshot summary carries the pipeline's id (``sparkcdc.app``), the Spark
 batch id (``sparkcdc.batch``) and the source position of the batch's last change
-(``sparkcdc.position``). Before writing batch N to a table the sink walks the table's snapshots
-back from the current one to the newest of its pipeline (:func:`committed`): N or more there,
-and the table holds batch N already (Spark replays the batch after a crash): nothing is written.
-A table's writes of one batch are one catalog commit (a transaction: the replica's delete and
-append are two snapshots committed at once), so a crash leaves all of the batch or none of it.
+(``sparkcdc.position``), and the same commit sets the table property ``sparkcdc.batch.<app>``
+to the batch id. Before writing batch N to a table the sink reads that property
+(:func:`committed`): N or more, and the table holds batch N already (Spark replays the batch
+after a crash): nothing is written. The property survives compaction and snapshot expiry, which
+a walk over the snapshots would not. A table's writes of one batch are one catalog commit (a
+transaction: the replica's delete and append are two snapshots and the property, committed at
+once), so a crash leaves all of the batch or none of it.
 """
 
 from __future__ import annotations
@@ -29,15 +31,18 @@ import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, In
-from pyiceberg.table import Table
+from pyiceberg.table import Table, Transaction
 from pyiceberg.table.snapshots import Snapshot
 
+from sparkcdc.config.model import SinkConfig
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.changes.lake import changelog_schema
+from sparkcdc.sinks.port import TableKind
 
 APP_KEY = "sparkcdc.app"
 BATCH_KEY = "sparkcdc.batch"
 POSITION_KEY = "sparkcdc.position"
+BATCH_PROPERTY = "sparkcdc.batch."  # + the pipeline's id: a table property
 CHANGELOG_SUFFIX = "__changelog"
 
 Identifier = tuple[str, str]
@@ -154,14 +159,16 @@ def plain_type(t: pa.DataType) -> pa.DataType:
 
 # ------------------------------------------------------------------ one batch per commit
 def committed(table: Table, app: str) -> int | None:
-    """The newest batch of pipeline ``app`` that ``table`` holds (None: none), from the summary
-    of the newest snapshot of ``app`` among the current snapshot and its ancestors."""
-    return _batch_at(table, table.current_snapshot(), app)
+    """The newest batch of pipeline ``app`` that ``table`` holds (None: none): the table's
+    property ``sparkcdc.batch.<app>``, which every commit of a batch sets."""
+    found = table.properties.get(BATCH_PROPERTY + app)
+    return None if found is None else int(found)
 
 
 def holds(table: Table, app: str, batch_id: int) -> bool:
     """Whether ``table`` holds batch ``batch_id`` of pipeline ``app`` (or a later one)."""
-    return _holds_at(table, table.current_snapshot(), app, batch_id)
+    done = committed(table, app)
+    return done is not None and done >= batch_id
 
 
 def _holds_at(table: Table, snapshot: Snapshot | None, app: str, batch_id: int) -> bool:
@@ -181,7 +188,9 @@ def append_once(table: Table, rows: pa.Table, props: dict[str, str]) -> bool:
     """Append ``rows`` in one snapshot; False if the table holds the batch, or no rows."""
     if rows.num_rows == 0 or holds(table, props[APP_KEY], int(props[BATCH_KEY])):
         return False
-    table.append(rows.cast(_target(table)), snapshot_properties=props)
+    with table.transaction() as tx:
+        tx.append(rows.cast(_target(table)), snapshot_properties=props)
+        _mark(tx, props)
     return True
 
 
@@ -215,6 +224,7 @@ def upsert_once(
         parts = [p.cast(target) for p in (kept, upserts) if p is not None and p.num_rows]
         if parts:
             tx.append(pa.concat_tables(parts), snapshot_properties=props)
+        _mark(tx, props)
     return True
 
 
@@ -222,8 +232,16 @@ def overwrite_once(table: Table, rows: pa.Table, props: dict[str, str]) -> bool:
     """Replace every row of ``table`` with ``rows`` in one commit; False if it holds the batch."""
     if holds(table, props[APP_KEY], int(props[BATCH_KEY])):
         return False
-    table.overwrite(rows.cast(_target(table)), snapshot_properties=props)
+    with table.transaction() as tx:
+        tx.overwrite(rows.cast(_target(table)), snapshot_properties=props)
+        _mark(tx, props)
     return True
+
+
+def _mark(tx: Transaction, props: dict[str, str]) -> None:
+    """The batch in the table's properties too, in the same commit as its data: a table whose
+    snapshots were expired or compacted (by anyone's maintenance) still tells it."""
+    tx.set_properties({BATCH_PROPERTY + props[APP_KEY]: props[BATCH_KEY]})
 
 
 def _target(table: Table) -> pa.Schema:
@@ -270,3 +288,30 @@ def _batch_at(table: Table, snapshot: Snapshot | None, app: str) -> int | None:
         parent = snapshot.parent_snapshot_id
         snapshot = None if parent is None else table.snapshot_by_id(parent)
     return None
+
+
+def read_table(
+    config: SinkConfig,
+    name: TableName,
+    kind: TableKind,
+    columns: Sequence[str] | None = None,
+    since: str | None = None,
+) -> pa.Table | None:
+    """The rows of the replica or change log of ``name`` now, in plain types (only ``columns``;
+    of a change log only the rows whose ``source.position`` sorts after ``since``); None while
+    the table does not exist."""
+    from sparkcdc.sinks.iceberg.catalog import open_catalog
+
+    ident = replica_id(name) if kind == "replica" else changelog_id(name)
+    try:
+        table = open_catalog(config).load_table(ident)
+    except NoSuchTableError:
+        return None
+    wanted = set(columns or []) | ({"source"} if since is not None else set())
+    fields = [f for f in plain_fields(table) if columns is None or f.name in wanted]
+    found = table.scan(selected_fields=tuple(f.name for f in fields)).to_arrow()
+    found = found.cast(pa.schema(fields))
+    if since is not None:
+        position = pc.struct_field(found.column("source"), "position")
+        found = found.filter(pc.greater(position, since))
+    return found if columns is None else found.select(list(columns))
