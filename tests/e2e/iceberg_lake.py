@@ -25,23 +25,22 @@ def as_iceberg(cfg: Path) -> Path:
 
 class IcebergLake:
     """The Iceberg tables of the lake in the folder ``root`` (its embedded catalog), or of the
-    SQL catalog in the file ``catalog`` with more of pyiceberg's ``properties`` (a warehouse on
-    object storage)."""
+    SQL catalog at ``catalog`` (sqlalchemy's URI) with more of pyiceberg's ``properties`` (a
+    warehouse on object storage)."""
 
     def __init__(
-        self, root: Path, catalog: Path | None = None, properties: dict[str, str] | None = None
+        self, root: Path, catalog: str | None = None, properties: dict[str, str] | None = None
     ) -> None:
         self.root = root
-        self.file = root / CATALOG_FILE if catalog is None else catalog
+        self.file = root / CATALOG_FILE if catalog is None else None
+        self.uri = f"sqlite:///{self.file}" if catalog is None else catalog
         self.properties = properties or {"warehouse": f"file://{root}"}
         self._catalog: Catalog | None = None
 
     @property
     def catalog(self) -> Catalog:
         if self._catalog is None:
-            self._catalog = load_catalog(
-                "sparkcdc", type="sql", uri=f"sqlite:///{self.file}", **self.properties
-            )
+            self._catalog = load_catalog("sparkcdc", type="sql", uri=self.uri, **self.properties)
         return self._catalog
 
     def arrow(self, namespace: str, table: str) -> pa.Table:
@@ -53,7 +52,7 @@ class IcebergLake:
 
     def snapshots(self, namespace: str, table: str) -> int:
         """How many snapshots the table has (-1 while there is no table or no catalog)."""
-        if not self.file.exists():
+        if self.file is not None and not self.file.exists():
             return -1
         try:
             return len(self.catalog.load_table((namespace, table)).snapshots())

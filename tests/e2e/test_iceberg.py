@@ -10,6 +10,7 @@ in ``scripts/sink_trials.sh``)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import time
@@ -24,6 +25,7 @@ from pyiceberg.expressions import EqualTo
 from sparkcdc.demo import compare
 from sparkcdc.sources.mysql.server.catalog import MySQLCatalog
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
+from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 from tests.cases.command import verify
 from tests.cases.e2e_sources import E2ESource
 from tests.cases.s3 import MotoS3, storage_options
@@ -184,11 +186,12 @@ def test_kill_9_mid_stream_into_iceberg(source: E2ESource, tmp_path: Path) -> No
 
 
 @pytest.mark.mariadb
+@pytest.mark.postgres
 @pytest.mark.s3
 def test_an_iceberg_lake_on_s3_through_a_crash(
-    mariadb: ThrowawayMariaDB, s3: MotoS3, db: str, tmp_path: Path
+    mariadb: ThrowawayMariaDB, postgres: ThrowawayPostgres, s3: MotoS3, db: str, tmp_path: Path
 ) -> None:
-    """The warehouse on S3 (moto's server), the SQL catalog a SQLite file named by
+    """The warehouse on S3 (moto's server), the SQL catalog in a PostgreSQL database named by
     ``sink.catalog.uri``, the S3 options from ``sink.storage_options``: an initial snapshot,
     the stream, ``kill -9`` and a restart; the lake holds the source exactly once."""
     mariadb.execute(*(s.format(db=db) for s in DDL))
@@ -199,8 +202,14 @@ def test_an_iceberg_lake_on_s3_through_a_crash(
     )
     warehouse = f"s3://{s3.bucket()}/lake"
     options = s3.options()
-    catalog = tmp_path / "catalog.db"
-    sink = storage_options(options) + f", catalog: {{uri: 'sqlite:///{catalog}'}}"
+    catalog_db = f"catalog_{db}"[:60]
+    with contextlib.closing(postgres.connect()) as conn:
+        conn.autocommit = True
+        conn.cursor().execute(f"DROP DATABASE IF EXISTS {catalog_db}")
+        conn.cursor().execute(f"CREATE DATABASE {catalog_db}")
+    where = f"{postgres.user}:{postgres.password}@127.0.0.1:{postgres.port}/{catalog_db}"
+    catalog = f"postgresql+psycopg2://{where}"
+    sink = storage_options(options) + f", catalog: {{uri: '{catalog}'}}"
     cfg = as_iceberg(write_config(tmp_path, mariadb, rf"{db}\..*", startup="initial",
                                   lake=warehouse, extra_sink=sink))  # fmt: skip
     lake = IcebergLake(tmp_path, catalog, {

@@ -93,7 +93,7 @@ class IcebergSink(Sink):
         try:
             started = time.perf_counter()
             envelope, images = read_batch(batch)
-            self.write(envelope, batch_id, images, started)
+            self.write(envelope, batch_id, images, time.perf_counter() - started)
         except BaseException as exc:
             self.error = exc
             raise
@@ -111,10 +111,11 @@ class IcebergSink(Sink):
         envelope: pa.Table,
         batch_id: int,
         images: Sequence[TypedImages] = (),
-        started: float | None = None,
+        read_s: float = 0.0,
     ) -> None:
-        """Write one micro-batch (module docstring); idempotent per ``batch_id``."""
-        started = time.perf_counter() if started is None else started
+        """Write one micro-batch (module docstring); idempotent per ``batch_id``; ``read_s``:
+        how long reading it took."""
+        started = time.perf_counter()
         self._images = images
         self.lake.source = envelope.schema.field("source").type
         ops = envelope.column("op").to_pylist() if envelope.num_rows else []
@@ -155,7 +156,7 @@ class IcebergSink(Sink):
         if self.mark is not None:
             self.mark.touch()
         notices.record(envelope, lambda found: self._notifications(found, batch_id))
-        self._account(batch_id, written, touched, time.perf_counter() - started)
+        self._account(batch_id, written, touched, (read_s, time.perf_counter() - started))
 
     def _table(
         self,
@@ -289,7 +290,11 @@ class IcebergSink(Sink):
         return False
 
     def _account(
-        self, batch_id: int, written: dict[tuple[str, str], int], touched: list[str], took: float
+        self,
+        batch_id: int,
+        written: dict[tuple[str, str], int],
+        touched: list[str],
+        took: tuple[float, float],
     ) -> None:
         events = dict(self.events)
         for key, n in written.items():
@@ -300,8 +305,8 @@ class IcebergSink(Sink):
         self.batches += 1
         self.last_commit_s = time.time()
         if count:
-            log.info("batch %d: %d changes to %s; replica and change log written (in %.2fs)",
-                     batch_id, count, ", ".join(touched), took,
+            log.info("batch %d: %d changes to %s; replica and change log written (read %.2fs, "
+                     "written in %.2fs)", batch_id, count, ", ".join(touched), *took,
                      extra={"batch": batch_id, "table": ", ".join(touched) or None})  # fmt: skip
 
 
