@@ -43,6 +43,7 @@ from typing import Any
 
 from bench import (
     baselines,
+    formats,
     incremental,
     latency,
     mysql,
@@ -269,12 +270,17 @@ def tables_section(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     return tables.run(work, pipeline_yaml, args.table_counts, args.table_rows, args.table_updates)
 
 
+def formats_section(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    return formats.formats_section(args, work, pipeline_yaml)
+
+
 def write_report(results: dict[str, Any]) -> None:
     (HERE / "results.json").write_text(json.dumps(results, indent=2))
     from bench.report import render
 
     markdown = pg_snapshot.with_section(render(results), results)
-    (HERE / "RESULTS.md").write_text(tables.with_section(markdown, results))
+    markdown = tables.with_section(markdown, results)
+    (HERE / "RESULTS.md").write_text(formats.with_section(markdown, results))
 
 
 SECTIONS = {
@@ -289,6 +295,7 @@ SECTIONS = {
     "pg-stream": pg_stream_section,
     "pg-snapshot": pg_snapshot.pg_snapshot_section,
     "tables": tables_section,
+    "formats": formats_section,
 }
 
 

@@ -156,9 +156,10 @@ def sparkcdc_snapshot(
     chunk_size: int,
     batch_rows: int | None = None,
     changelog: bool = True,
+    sink: str = "delta",
 ) -> dict[str, Any]:
     """One ``sparkcdc run`` (``batch_rows``: the option's value, else its default;
-    ``changelog`` false: ``sink.snapshot_in_changelog: false``)."""
+    ``changelog`` false: ``sink.snapshot_in_changelog: false``; ``sink``: the sink type)."""
     d = work / (f"sparkcdc-p{parallelism}" + ("" if batch_rows is None else f"-b{batch_rows}")
                 + ("" if changelog else "-replica-only"))  # fmt: skip
     batch = "" if batch_rows is None else f", batch_rows: {batch_rows}"
@@ -167,12 +168,12 @@ def sparkcdc_snapshot(
         f"server_id: '7101-7110', snapshot: {{parallelism: {parallelism}, "
         f"chunk_size: {chunk_size}{batch}}}"
     )
-    found = snapshot_run(d, source, rows, parallelism, changelog)
+    found = snapshot_run(d, source, rows, parallelism, changelog, sink)
     return {"batch_rows_option": batch_rows, **found}
 
 
 def snapshot_run(
-    d: Path, source: str, rows: int, parallelism: int, changelog: bool = True
+    d: Path, source: str, rows: int, parallelism: int, changelog: bool = True, sink: str = "delta"
 ) -> dict[str, Any]:
     """``sparkcdc run`` of ``bench.snap`` with ``startup: snapshot`` from the ``source``
     settings given (YAML flow mapping entries) into a lake in the new folder ``d`` (its
@@ -182,7 +183,7 @@ def snapshot_run(
     cfg = d / "pipeline.yaml"
     cfg.write_text(
         f"source: {{{source}, tables: ['bench\\.snap'], startup: snapshot}}\n"
-        f"sink: {{type: delta, path: {d / 'lake'}, "
+        f"sink: {{type: {sink}, path: {d / 'lake'}, "
         f"snapshot_in_changelog: {str(changelog).lower()}}}\n"
         f"pipeline: {{checkpoint: {d / 'checkpoint'}, spark: {{master: 'local[2]'}}}}\n"
     )
@@ -190,19 +191,18 @@ def snapshot_run(
     code, wall, lines = timed([sys.executable, "-m", "sparkcdc.cli.main", "run", str(cfg)])
     if code != 0:
         raise RuntimeError(failure(f"sparkcdc run (parallelism {parallelism})", code, lines))
-    return {"parallelism": parallelism, **run_figures(d, epoch, wall, lines, rows)}
+    return {"parallelism": parallelism, **run_figures(d, epoch, wall, lines, rows, sink)}
 
 
 def run_figures(
-    d: Path, epoch: float, wall: float, lines: list[tuple[float, str]], rows: int
-) -> dict[str, Any]:
+    d: Path, epoch: float, wall: float, lines: list[tuple[float, str]], rows: int,
+    sink: str = "delta",
+) -> dict[str, Any]:  # fmt: skip
     """The figures of a ``sparkcdc run`` in ``d`` launched at ``epoch`` (``lines``: seconds
     since launch, text): start-up until Spark's first offset written, the snapshot until the
     last batch that wrote rows, then shut-down; chunk reads from the split files, Spark jobs and
     Delta writes from the sink's per-batch lines."""
-    from deltalake import DeltaTable
-
-    replica_rows = DeltaTable(str(d / "lake" / "bench" / "snap")).to_pyarrow_dataset().count_rows()
+    replica_rows = _replica_rows(d / "lake", sink)
     ck = d / "checkpoint"
     splits = [json.loads(p.read_text()) for p in (ck / SPLITS).glob("*.json")]
     # the splits of a run read in one query share their start and end: each read counted once
@@ -240,6 +240,25 @@ def run_figures(
         "spark_job_s": sum(jobs),
         "sink_write_s": sum(writes),
     }
+
+
+def _replica_rows(lake: Path, sink: str) -> int:
+    """The rows of ``bench.snap``'s replica in the lake (Delta's folder, or Iceberg's embedded
+    catalog)."""
+    if sink == "iceberg":
+        from sparkcdc.config.model import SinkConfig
+        from sparkcdc.core.table_name import TableName
+        from sparkcdc.sinks.registry import sink_type
+
+        reader = sink_type("iceberg").reader
+        assert reader is not None
+        found = reader(SinkConfig(path=str(lake), type="iceberg"))(
+            TableName("bench", "snap"), "replica"
+        )
+        return 0 if found is None else found.num_rows
+    from deltalake import DeltaTable
+
+    return int(DeltaTable(str(lake / "bench" / "snap")).to_pyarrow_dataset().count_rows())
 
 
 def jdbc(server: ThrowawayMariaDB, work: Path, rows: int, parallelism: list[int]) -> list[dict]:

@@ -45,6 +45,12 @@ def add_compact_command(commands: Any) -> None:
 
 def run_compact(config: Config, args: argparse.Namespace) -> list[TableUpkeep]:
     """``sparkcdc compact``: what it did to each table (printed unless ``--quiet``)."""
+    if config.sink.type != "delta":
+        raise ConfigError(
+            f"sink.type: sparkcdc compact keeps Delta tables, and this pipeline's sink is "
+            f"{config.sink.type}; keep its tables with the table format's own tools.",
+            key="sink.type",
+        )
     retain = config.sink.maintenance.retain
     if args.retain is not None:
         retain = as_duration(args.retain, "--retain")
