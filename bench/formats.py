@@ -52,6 +52,8 @@ def formats_section(args: argparse.Namespace, work: Path, yaml_for: YamlFor) -> 
         print(f"loaded {args.snapshot_rows:,} rows in {loaded:.1f}s", flush=True)
         jdbc = snapshot.jdbc(server, work, args.snapshot_rows, args.snapshot_parallelism)
         snapshots = []
+        for kind in FORMATS:
+            (work / f"snap-{kind}").mkdir()
         for n in args.snapshot_parallelism:
             for kind in FORMATS:
                 found = snapshot.sparkcdc_snapshot(

@@ -112,3 +112,40 @@ def test_a_commit_that_lost_a_race_is_tried_again_on_the_table_as_it_is(tmp_path
 
 def _now() -> datetime:
     return datetime.now(UTC) + timedelta(seconds=1)
+
+
+NAMED = TableSchema(
+    "shop", "named", (column("code", "varchar"), column("n", "int")), primary_key=("code",)
+)  # fmt: skip
+
+
+def test_many_keys_reach_their_rows_by_ranges_and_the_others_in_them_stay(tmp_path: Path) -> None:
+    """More keys than one Iceberg ``In`` takes (reach.IN_LIMIT), spread over the table with gaps
+    (integer keys) and in text order (text keys): the ranges that reach them cover rows the
+    batch did not change, which stay as they were."""
+    config = lake(tmp_path)
+    sink = opened(config)
+    first = Changes(pos=1000).schema(A).schema(NAMED)
+    for i in range(9000):
+        first.change("c", A, after=account(i, f"o{i}"))
+        first.change("c", NAMED, after={"code": f"k{i:05d}", "n": i})
+    sink(Frame(first.table()), 0)
+    second = Changes(pos=100_000)
+    for i in range(0, 9000, 3):  # 3,000 keys: every third one updated, deleted or moved
+        if i % 2:
+            second.change("u", A, account(i, f"o{i}"), account(i, f"u{i}"))
+            second.change("u", NAMED, {"code": f"k{i:05d}", "n": i}, {"code": f"k{i:05d}", "n": -i})
+        else:
+            second.change("d", A, before=account(i, f"o{i}"))
+            second.change("d", NAMED, before={"code": f"k{i:05d}", "n": i})
+    second.change("u", A, account(1, "o1"), account(20_000, "moved"))  # a key update
+    sink(Frame(second.table()), 1)
+    want = {i: (f"u{i}" if i % 2 else None) if i % 3 == 0 else f"o{i}" for i in range(9000)}
+    want = {i: o for i, o in want.items() if o is not None and i != 1} | {20_000: "moved"}
+    assert {r["id"]: r["owner"] for r in rows(config, "accounts")} == want
+    named = {r["code"]: r["n"] for r in rows(config, "named")}
+    assert named == {
+        f"k{i:05d}": (-i if i % 2 else None) if i % 3 == 0 else i
+        for i in range(9000)
+        if i % 3 or i % 2
+    }

@@ -22,21 +22,20 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Callable, Sequence
-from functools import reduce
-from typing import cast
+from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
-from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, In
+from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.table import Table, Transaction
 from pyiceberg.table.snapshots import Snapshot
 
 from sparkcdc.config.model import SinkConfig
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.changes.lake import changelog_schema
+from sparkcdc.sinks.iceberg.reach import not_gone, reach
 from sparkcdc.sinks.port import TableKind
 
 APP_KEY = "sparkcdc.app"
@@ -46,8 +45,6 @@ BATCH_PROPERTY = "sparkcdc.batch."  # + the pipeline's id: a table property
 CHANGELOG_SUFFIX = "__changelog"
 
 Identifier = tuple[str, str]
-# pyiceberg's In, typed as it is called (its pydantic model misleads mypy)
-_IN = cast(Callable[[str, list[object]], BooleanExpression], In)
 
 
 class IcebergTables:
@@ -215,12 +212,13 @@ def upsert_once(
         if reset:
             tx.delete(AlwaysTrue(), snapshot_properties=props)
         elif gone.num_rows:
-            reach = _reach(gone, key)
-            if len(key) > 1:  # In per column reaches more rows than the keys: keep those
-                kept = _not_gone(table.scan(row_filter=reach).to_arrow(), gone, key)
+            found, exact = reach(gone, key)
+            if not exact:  # the rows it reaches beside the batch's keys are written again
+                held = table.scan(row_filter=found).to_arrow().cast(target)
+                kept = not_gone(held, gone, key)
             with warnings.catch_warnings():  # a key new to the table matches no row
                 warnings.filterwarnings("ignore", "Delete operation did not match")
-                tx.delete(reach, snapshot_properties=props)
+                tx.delete(found, snapshot_properties=props)
         parts = [p.cast(target) for p in (kept, upserts) if p is not None and p.num_rows]
         if parts:
             tx.append(pa.concat_tables(parts), snapshot_properties=props)
@@ -248,20 +246,6 @@ def _target(table: Table) -> pa.Schema:
     return pa.schema(plain_fields(table))
 
 
-def _reach(keys: pa.Table, names: Sequence[str]) -> BooleanExpression:
-    """Rows whose every key column is among ``keys``' values of it (exact for one column)."""
-    parts: list[BooleanExpression] = [
-        _IN(n, pc.unique(keys.column(n)).drop_null().to_pylist()) for n in names
-    ]
-    return reduce(And, parts) if len(parts) > 1 else parts[0]
-
-
-def _not_gone(found: pa.Table, gone: pa.Table, names: Sequence[str]) -> pa.Table:
-    """The rows of ``found`` whose key is not one of ``gone``'s."""
-    wanted = gone.select(list(names)).group_by(list(names)).aggregate([])
-    return found.join(wanted, keys=list(names), join_type="left anti")
-
-
 def rows_before(
     table: Table, app: str, batch_id: int, names: Sequence[str], keys: pa.Table
 ) -> pa.Table | None:
@@ -273,9 +257,10 @@ def rows_before(
         snapshot = None if parent is None else table.snapshot_by_id(parent)
     if snapshot is None:
         return None
-    found = table.scan(row_filter=_reach(keys, names), snapshot_id=snapshot.snapshot_id)
+    found = table.scan(row_filter=reach(keys, names)[0], snapshot_id=snapshot.snapshot_id)
     wanted = keys.select(list(names)).group_by(list(names)).aggregate([])
-    return found.to_arrow().join(wanted, keys=list(names), join_type="inner")
+    held = found.to_arrow().cast(_target(table))
+    return held.join(wanted, keys=list(names), join_type="inner")
 
 
 def _batch_at(table: Table, snapshot: Snapshot | None, app: str) -> int | None:
