@@ -159,7 +159,12 @@ def test_figures_move(sink_harness: SinkHarness, tmp_path: Path) -> None:
     assert figures.last_event_ts_ms == T0 + 7
     assert figures.last_commit_s is not None and figures.error is None
     gone = stored_chunk(sink_harness, tmp_path, ["x"])
-    (Path(str(gone.column("after")[0]).split('"path":"')[1].split('"')[0])).unlink()
+    ref = json.loads(gone.column("after")[0].as_py())
+    for where in [
+        ref["path"],
+        *(f["path"] for k, f in ref.get("files", {}).items() if k != "columns"),
+    ]:
+        Path(where).unlink()  # the chunk's rows are gone, and the files its task wrote
     with pytest.raises(SinkError):
         sink(Frame(gone), 2)
     assert isinstance(sink.figures().error, SinkError)

@@ -1,12 +1,15 @@
-"""The Iceberg sink end to end (``sink.type: iceberg``, the embedded SQL catalog): the pipeline
-files of the Delta tests with nothing else changed, the lake read back with pyiceberg and Polars.
+"""The Iceberg sink end to end (``sink.type: iceberg``): the pipeline files of the Delta tests
+with nothing else changed, the lake read back with pyiceberg and Polars.
 
 Every MariaDB type round-trips with equal values; schema changes (a column added with a default
 that fills the rows before it, a TRUNCATE, a table created mid-stream) reach the replica and
-the change log; and ``kill -9`` of the whole pipeline in the middle of a workload, on MariaDB
-and PostgreSQL, leaves a replica equal to the source and a change log holding every change
-exactly once. ``SPARKCDC_ICEBERG_CRASH_TRIALS`` sets the crashes per database (two here, five
-in ``scripts/sink_trials.sh``)."""
+the change log, and ``sparkcdc verify`` reads them; a TOASTed value PostgreSQL left out of the
+log is filled from the Iceberg replica as it was before the batch; ``kill -9`` of the whole
+pipeline mid initial snapshot and mid-stream (MariaDB and PostgreSQL) and mid incremental
+snapshot (MariaDB) leaves a replica equal to the source and a change log holding every change
+exactly once, also with the warehouse on S3 and the catalog in PostgreSQL.
+``SPARKCDC_ICEBERG_*CRASH_TRIALS`` set the crashes (two here, five in
+``scripts/sink_trials.sh``)."""
 
 from __future__ import annotations
 
@@ -28,8 +31,10 @@ from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 from tests.cases.command import verify
 from tests.cases.e2e_sources import E2ESource
+from tests.cases.pg_toast import DOC, big
+from tests.cases.pg_toast import source_rows as doc_rows
 from tests.cases.s3 import MotoS3, storage_options
-from tests.e2e.cli import available_now, crash, log_end, write_config
+from tests.e2e.cli import available_now, crash, log_end, write_config, write_pg_config
 from tests.e2e.crashes import accounts, crash_trials, identities, source_rows
 from tests.e2e.iceberg_lake import IcebergLake, as_iceberg
 from tests.e2e.incremental_runs import (
@@ -308,3 +313,34 @@ def test_kill_9_mid_incremental_snapshot_into_iceberg(
         later = picked_notes(everything[len(before) :], "chunk", table)
         if chunks and later and not picked_notes(before, "table-done", table):
             assert later[0]["details"]["rows"] > chunks[-1]["details"]["rows"]
+
+
+@pytest.mark.postgres
+def test_a_toasted_value_an_update_left_out_is_filled_in_iceberg(
+    postgres: ThrowawayPostgres, pgdb: str, tmp_path: Path
+) -> None:
+    """PostgreSQL leaves a TOASTed value an update did not change out of the log: it comes from
+    the key's change before it in the batch, or from the Iceberg replica as it was before the
+    batch; the replica and every ``after`` of the change log hold the real value."""
+    postgres.execute(*DOC, database=pgdb)
+    cfg = as_iceberg(write_pg_config(tmp_path, postgres, pgdb, r"public\.doc", startup="earliest"))
+    lake = IcebergLake(tmp_path / "lake")
+    available_now(cfg)  # makes the slot and the publication
+    postgres.execute(
+        f"INSERT INTO doc VALUES (1, {big('a')}, 0), (2, {big('b')}, 0)",
+        "UPDATE doc SET n = 1 WHERE id = 1",  # in the insert's micro-batch
+        database=pgdb,
+    )
+    available_now(cfg)
+    postgres.execute(
+        "UPDATE doc SET n = n + 1",  # a later micro-batch: from the replica
+        "UPDATE doc SET n = 10 WHERE id = 2",  # from the change before it
+        database=pgdb,
+    )
+    available_now(cfg)
+    source = doc_rows(postgres, pgdb)
+    assert sorted(lake.rows("public", "doc"), key=lambda r: r["id"]) == source
+    bodies = {r["id"]: r["body"] for r in source}
+    log = lake.rows("public", "doc__changelog")
+    assert len(log) == 2 + 1 + 2 + 1
+    assert all(r["after"]["body"] == bodies[r["after"]["id"]] for r in log)

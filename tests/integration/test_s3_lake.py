@@ -13,6 +13,7 @@ import pytest
 from deltalake import DeltaTable
 
 from sparkcdc.core.errors import ConfigError
+from sparkcdc.sinks.changes import run_files
 from sparkcdc.sinks.changes.latest import OP_COLUMN, ORDER_COLUMN
 from sparkcdc.sinks.delta import chunk_files, commits
 from sparkcdc.sinks.delta.lake_check import check_lake
@@ -88,7 +89,7 @@ def test_snapshot_chunk_files_are_uploaded_and_committed_once(s3: MotoS3, tmp_pa
     task_file = tmp_path / "1.x1.replica.parquet"
     pq.write_table(pa.table({"id": [1, 2], "owner": ["a", "b"]}, pa.schema(columns)), task_file)
     found = {"path": str(task_file), "size": task_file.stat().st_size, "stats": {"numRecords": 2}}
-    refs = [{"files": {"replica": found, "columns": chunk_files.columns_key(columns)}}]
+    refs = [{"files": {"replica": found, "columns": run_files.columns_key(columns)}}]
     assert chunk_files.commit(path, "replica", refs, APP, 0, "tag")
     assert not chunk_files.commit(path, "replica", refs, APP, 0, "tag")
     table = DeltaTable(path, storage_options=s3.options())

@@ -22,7 +22,8 @@ from sparkcdc.cli.main import EXIT_ERROR, EXIT_OK, EXIT_USAGE, run
 from sparkcdc.config.load import load_config_text
 from sparkcdc.config.model import MaintenanceConfig
 from sparkcdc.core.errors import ConfigError
-from sparkcdc.sinks.delta import chunk_files, commits
+from sparkcdc.sinks.changes import run_files
+from sparkcdc.sinks.delta import commits
 from sparkcdc.sinks.delta.sink import DeltaSink
 from sparkcdc.sinks.delta.upkeep import RETENTION_KEYS, Schedule, delta_tables, upkeep_table
 from sparkcdc.spark.pipeline.exposition import render
@@ -83,7 +84,7 @@ def test_vacuum_keeps_the_versions_within_retain_and_files_about_to_be_committed
     ever = {Path(u).name for v in versions for u in DeltaTable(str(replica), version=v).file_uris()}
     task_file = parquet_file(tmp_path / "split.replica.parquet", age=2 * 86400)
     staged = replica / "part-5d2c0f0e-5c1a-5000-8000-000000000000.snappy.parquet"
-    chunk_files.link_file(task_file, staged)
+    run_files.link_file(task_file, staged)
     left = parquet_file(replica / "part-00000-crashed-c000.snappy.parquet", age=2 * 86400)
 
     kept = upkeep_table("shop.accounts", str(replica), retain=3600, small_files=10)

@@ -1,64 +1,27 @@
-"""Snapshot chunks written by their own Spark task as the Parquet files of the Delta tables.
-
-Spark's own writers split a write the same way: each task writes its data files, the driver commits
-them in one transaction. Here a split task that read a run of chunks of the initial snapshot
-(consecutive splits of one table in the task, :func:`sparkcdc.spark.snapshot.split_task.runs`) also
-writes, beside the chunks in the split store, the two files the run becomes in the lake:
-
-    splits/<db.table>/<first>.x<n>.replica.parquet     the typed rows, in the replica's columns
-    splits/<db.table>/<first>.x<n>.changelog.parquet   their ``r`` rows: op, before (null),
-                                                       after, source (each chunk's split's high
-                                                       watermark, its rows numbered by the
-                                                       event counter),
-                                                       transaction (null)
-
-exactly what the sink would make of the chunks' ``k`` events (:mod:`.chunk_rows`), each of which
-names its run's files. When the sink may append the chunks of a micro-batch
-(:class:`~.chunk_rows.AppendBook`) and the tables' columns are the chunks', it links these files
-into the tables' folders (on object storage: uploads them) and commits them as they are
-(:func:`commit`): the driver encodes
-nothing, and the tasks encode while others read. Otherwise it reads each chunk from the store
-and writes it as before; the files are then unused. With ``sink.snapshot_in_changelog: false``
-the snapshot's rows stay out of the change log: a task writes the replica's file alone.
-
-A run's files are written once every split of it is kept in the store, and its events are sent
-after that, so the sink only ever sees whole runs; a replay whose splits were all finished
-before keeps the files (written from the same stored rows) and writes only a missing one. One
-pair of files per run rather than per chunk: at 8,096-row chunks the files' fixed cost was a
-fifth of the encoding, and a table made of a file per chunk reads slowly. The replica's
-statistics (row count, null counts, min and max of integer columns) go into the commit's add
-actions, as Delta readers use them to skip files. Dictionary encoding is used only for strings
-and for the change log's per-chunk constants: for the other columns it made the files larger
-and cost twice the CPU.
+"""Snapshot chunks written by their own Spark task as the Parquet files of the Delta tables
+(:mod:`sparkcdc.sinks.changes.run_files`), committed by the Delta sink as they are: linked into
+the tables' folders (on object storage: uploaded) and added in one commit (:func:`commit`),
+while the sink may append the chunks (:class:`~.chunk_rows.AppendBook`). The replica's
+statistics (row count, null counts, min and max of integer columns) go into the add actions, as
+Delta readers use them to skip files.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import time
 import uuid
 from collections.abc import Sequence
-from pathlib import Path
-from typing import get_args
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from deltalake.transaction import AddAction
 
-from sparkcdc.core.convert import arrow_schema
-from sparkcdc.core.event import TRANSACTION_TYPE, source_type
-from sparkcdc.core.offset_events import offset_source
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks import storage
-from sparkcdc.sinks.changes.lake import changelog_schema
+from sparkcdc.sinks.changes.run_files import place_file, write_run
 from sparkcdc.sinks.delta import commits
-from sparkcdc.sinks.delta.data_files import dictionary_leaves, file_stats
-from sparkcdc.sinks.port import ChunkFiles, ChunkRef, DataFile, TableKind
+from sparkcdc.sinks.delta.data_files import file_stats
+from sparkcdc.sinks.port import ChunkFiles, ChunkRef, TableKind
 from sparkcdc.snapshot.split_store import SplitResult, SplitStore
-
-KINDS: tuple[TableKind, ...] = get_args(TableKind)
 
 
 def files_of(
@@ -69,82 +32,9 @@ def files_of(
     database: str | None = None,
     changelog: bool = True,
 ) -> ChunkFiles:
-    """The two files of a run of chunks (one table's, finished, in the task's order),
-    described for their ``k`` events: per kind its path, size and statistics, and the columns.
-    A run with a split read now (``fresh``) writes them, replacing any that an attempt which
-    crashed before finishing the run left; a run of finished splits (a replay) keeps its own,
-    written only if they are missing. ``database``: the rows' ``source.db`` where the table's
-    first name part is a schema (:func:`~sparkcdc.core.offset_events.offset_source`). Without
-    ``changelog`` (``sink.snapshot_in_changelog: false``) the replica's file alone."""
-    replica = pa.concat_tables(r.rows for r in results).drop_columns(["key"])
-    replica = replica.cast(arrow_schema(schema))
-    files: dict[TableKind, DataFile] = {}
-    for kind in KINDS if changelog else ("replica",):
-        path = run_path(store, results, kind)
-        if fresh or not path.exists():
-            table = replica if kind == "replica" else _changelog(replica, results, schema, database)
-            _write(table, path, dictionary_leaves(table, type(results[0].high).EVENT_COUNTER))
-        stats = file_stats(replica) if kind == "replica" else {"numRecords": replica.num_rows}
-        files[kind] = {"path": str(path), "size": path.stat().st_size, "stats": stats}
-    found: ChunkFiles = {"columns": columns_key(list(replica.schema)), "replica": files["replica"]}
-    if changelog:
-        found["changelog"] = files["changelog"]
-    return found
-
-
-def run_path(store: SplitStore, results: Sequence[SplitResult], kind: str) -> Path:
-    """``<first index>.x<splits>.<kind>.parquet``: named by the run's first split (released
-    with it) and its length, so files of another run of the same first split are never taken."""
-    return store.data_path(results[0].split, f".x{len(results)}.{kind}.parquet")
-
-
-def columns_key(columns: list[pa.Field]) -> list[list[str]]:
-    """The columns' names and types, as the sink compares them with its tables'."""
-    return [[f.name, str(f.type)] for f in columns]
-
-
-def _changelog(
-    replica: pa.Table, results: Sequence[SplitResult], schema: TableSchema, database: str | None
-) -> pa.Table:
-    """The run's ``r`` rows: each chunk's at its own split's high watermark."""
-    n = replica.num_rows
-    after = pa.StructArray.from_arrays(
-        [c.combine_chunks() for c in replica.columns], fields=list(replica.schema)
-    )
-    sources = [
-        offset_source(r.rows.num_rows, schema.db, schema.table, r.high, int(r.ended * 1000),
-                      snapshot=True, database=database)
-        for r in results
-    ]  # fmt: skip
-    source = source_type(type(results[0].high))
-    return pa.Table.from_arrays(
-        [
-            pa.repeat(pa.scalar("r", pa.string()), n),
-            pa.nulls(n, after.type),
-            after,
-            pa.chunked_array(sources, source),
-            pa.nulls(n, TRANSACTION_TYPE),
-        ],
-        schema=changelog_schema(list(replica.schema), source),
-    )
-
-
-def _write(table: pa.Table, path: Path, dictionary: list[str]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    pq.write_table(table, tmp, compression="snappy", use_dictionary=dictionary)
-    os.replace(tmp, path)
-
-
-def adoptable(refs: Sequence[ChunkRef], columns: list[pa.Field], changelog: bool = True) -> bool:
-    """Whether every chunk of ``refs`` (``k`` events) has its files, in ``columns``: the
-    replica's, and the change log's unless ``changelog`` is false."""
-    want = columns_key(columns)
-    return bool(refs) and all(
-        "files" in r
-        and r["files"]["columns"] == want
-        and (not changelog or "changelog" in r["files"])
-        for r in refs
-    )
+    """The run's two files (:func:`~sparkcdc.sinks.changes.run_files.write_run`), the
+    replica's with the statistics Delta's add actions carry."""
+    return write_run(results, schema, store, fresh, database, changelog, stats=file_stats)
 
 
 def commit(
@@ -170,28 +60,3 @@ def commit(
                       json.dumps(found["stats"], separators=(",", ":")))
         )  # fmt: skip
     return commits.commit_files(path, adds, app_id, batch_id)
-
-
-def place_file(lake: storage.LakeStorage, source: str, table: str, name: str) -> None:
-    """The local file ``source`` as the data file ``name`` of the table at ``table``: linked
-    into a folder (:func:`link_file`), copied to object storage (one upload: a file of that name
-    an earlier attempt left, never committed, is replaced)."""
-    if lake.remote:
-        lake.copy_in(source, f"{table}/{name}")
-    else:
-        link_file(Path(source), Path(table) / name)
-
-
-def link_file(source: Path, target: Path) -> None:
-    """``target`` becomes ``source``'s content: a hard link, a copy across file systems; an
-    earlier attempt's file of the same name (never committed) is replaced. Its modification
-    time is now: a vacuum counts the age of a file no version holds yet from it
-    (:mod:`.upkeep`)."""
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)
-    try:
-        os.link(source, tmp)
-        os.utime(tmp)
-    except OSError:
-        shutil.copyfile(source, tmp)
-    os.replace(tmp, target)

@@ -20,34 +20,8 @@ import pyarrow.parquet as pq
 from deltalake.transaction import AddAction
 
 from sparkcdc.core.json_value import JSONObject
+from sparkcdc.sinks.changes.run_files import dictionary_leaves
 from sparkcdc.sinks.storage import LakeStorage
-
-
-def dictionary_leaves(table: pa.Table, counter: str | None) -> list[str]:
-    """The leaves to dictionary-encode: strings, and in the change log ``op`` and the
-    ``source`` leaves a chunk's rows share (all but the event ``counter``)."""
-    leaves = _leaves(table.schema)
-    out = {name for name, t in leaves if pa.types.is_string(t) or pa.types.is_binary(t)}
-    if "op" in table.column_names:
-        out |= {"op", *(name for name, _ in leaves if name.startswith("source."))}
-        out.discard(f"source.{counter}")
-    return sorted(out)
-
-
-def _leaves(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
-    """Dotted names and types of the leaf columns (as Parquet names them)."""
-    out: list[tuple[str, pa.DataType]] = []
-
-    def walk(prefix: str, t: pa.DataType) -> None:
-        if pa.types.is_struct(t):
-            for i in range(t.num_fields):
-                walk(f"{prefix}.{t.field(i).name}", t.field(i).type)
-        else:
-            out.append((prefix, t))
-
-    for f in schema:
-        walk(f.name, f.type)
-    return out
 
 
 def write_data_file(lake: LakeStorage, path: str, rows: pa.Table) -> AddAction:

@@ -17,7 +17,7 @@ from sparkcdc.core.errors import SinkError
 from sparkcdc.core.event import OP_CREATE, OP_READ
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.table_name import TableName
-from sparkcdc.sinks.changes import chunks, unchanged
+from sparkcdc.sinks.changes import chunks, run_files, unchanged
 from sparkcdc.sinks.changes.effects import Effect, apply_to_images
 from sparkcdc.sinks.changes.lake import changelog_schema
 from sparkcdc.sinks.changes.latest import check_key, latest_changes
@@ -64,7 +64,7 @@ class TableWriter:
             self.appends.streamed(*name, self.app_id)
         elif self.appends.may_append(*name, self.app_id, self.lake.replica(name)):
             refs = chunks.chunk_refs(rows)
-            if chunk_files.adoptable(refs, columns, self.snapshot_in_changelog):  # tasks wrote them
+            if run_files.adoptable(refs, columns, self.snapshot_in_changelog):  # tasks wrote them
                 read = sum(int(r["rows"]) for r in refs)
                 return self._adopt(name, refs), {OP_READ: read}
         left = unchanged.marked(rows)  # values an update left out of the log (TOAST)

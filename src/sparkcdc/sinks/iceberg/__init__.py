@@ -5,9 +5,16 @@ called."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from sparkcdc.config.model import SinkConfig
 from sparkcdc.core.errors import ConfigError
-from sparkcdc.sinks.port import Sink, SinkContext, SinkType, TableRead
+from sparkcdc.sinks.port import ChunkFiles, Sink, SinkContext, SinkType, TableRead
+
+if TYPE_CHECKING:
+    from sparkcdc.core.schema import TableSchema
+    from sparkcdc.snapshot.split_store import SplitResult, SplitStore
 
 
 def _need_pyiceberg() -> None:
@@ -46,4 +53,23 @@ def reader(config: SinkConfig) -> TableRead:
     )
 
 
-SINK_TYPE = SinkType("iceberg", check=check, open=open_sink, keys=("catalog",), reader=reader)
+def write_chunk_files(
+    results: Sequence[SplitResult],
+    schema: TableSchema,
+    store: SplitStore,
+    fresh: bool,
+    database: str | None,
+    changelog: bool = True,
+) -> ChunkFiles:
+    """The run's replica and (``changelog``) change-log Parquet files in Iceberg's column types,
+    written on the executor (:mod:`sparkcdc.sinks.changes.run_files`); the sink adds them to
+    its tables as they are."""
+    from sparkcdc.sinks.changes.run_files import write_run
+    from sparkcdc.sinks.iceberg.columns import iceberg_columns
+
+    columns = iceberg_columns(schema)
+    return write_run(results, schema, store, fresh, database, changelog, columns=columns)
+
+
+SINK_TYPE = SinkType("iceberg", check=check, open=open_sink, keys=("catalog",), reader=reader,
+                     chunk_writer=write_chunk_files)  # fmt: skip

@@ -23,11 +23,15 @@ the Iceberg table ``_sparkcdc.notifications``.
 from __future__ import annotations
 
 import logging
+import os
 import time
+import uuid
 from collections.abc import Callable, Sequence
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table import Table
 
@@ -38,7 +42,7 @@ from sparkcdc.core.event import OP_CHUNK, OP_NOTICE, OP_READ, OP_SCHEMA
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.batch_events import is_truncate, per_table, read_batch
-from sparkcdc.sinks.changes import chunks, notices, truncates, unchanged
+from sparkcdc.sinks.changes import chunks, notices, run_files, truncates, unchanged
 from sparkcdc.sinks.changes.effects import (
     TXN_SUFFIX,
     Effect,
@@ -51,7 +55,7 @@ from sparkcdc.sinks.changes.latest import OP_COLUMN, ORDER_COLUMN, check_key, la
 from sparkcdc.sinks.iceberg import tables
 from sparkcdc.sinks.iceberg.catalog import open_catalog
 from sparkcdc.sinks.iceberg.tables import IcebergTables, Identifier
-from sparkcdc.sinks.port import BatchFrame, Mark, Sink, SinkFigures
+from sparkcdc.sinks.port import BatchFrame, ChunkRef, Mark, Sink, SinkFigures, TableKind
 from sparkcdc.sinks.storage import LakeStorage
 
 log = logging.getLogger("sparkcdc.sink")
@@ -170,6 +174,11 @@ class IcebergSink(Sink):
         latest = self.lake.schema(name, rows.column("schema_id")[-1].as_py())
         check_key(latest)
         columns = self.lake.columns(name, latest)
+        if chunks.only_initial_chunks(rows):
+            refs = chunks.chunk_refs(rows)
+            if run_files.adoptable(refs, columns, self.snapshot_in_changelog):  # tasks wrote them
+                self._adopt(name, refs, columns, latest.key, batch_id)
+                return {OP_READ: sum(int(r["rows"]) for r in refs)}
         left = unchanged.marked(rows)  # values an update left out of the log (TOAST)
         rows, before, after = self._typed(name, rows, columns, batch_id)
         if left:
@@ -226,6 +235,48 @@ class IcebergSink(Sink):
         whole = after.combine_chunks() if isinstance(after, pa.ChunkedArray) else after
         assert isinstance(whole, pa.StructArray)
         return rows, before, whole
+
+    def _adopt(
+        self,
+        name: TableName,
+        refs: list[ChunkRef],
+        columns: list[pa.Field],
+        key: Sequence[str],
+        batch_id: int,
+    ) -> None:
+        """Add the data files the snapshot's tasks wrote for a batch of initial chunks to the
+        change log and the replica as they are (the replica's keys they hold replaced)."""
+        props = tables.marks(self.app_id, batch_id, None)
+        tag = f"{self.app_id}/{name}/{batch_id}"
+        names = [f.name for f in columns if f.name.lower() in {k.lower() for k in key}]
+
+        def paths(kind: TableKind) -> list[str]:
+            return list(dict.fromkeys(r["files"][kind]["path"] for r in refs))
+
+        def place(path: str, folder: str) -> str:
+            file = f"{uuid.uuid5(uuid.NAMESPACE_URL, tag + '/' + path)}.parquet"
+            storage = self.lake.storage
+            local = folder if storage.remote else urlsplit(folder).path
+            if not storage.remote:
+                os.makedirs(local, exist_ok=True)
+            run_files.place_file(storage, path, local, file)
+            return f"{folder}/{file}"
+
+        try:
+            if self.snapshot_in_changelog:
+                logged = paths("changelog")
+                self._commit(tables.changelog_id(name), lambda t: tables.add_files_once(
+                    t, logged, None, (), props, place))  # fmt: skip
+            held = paths("replica")
+            keys = pa.concat_tables([pq.read_table(p, columns=names) for p in held])
+            self._commit(tables.replica_id(name), lambda t: tables.add_files_once(
+                t, held, keys, names, props, place))  # fmt: skip
+        except Exception as exc:
+            raise SinkError(
+                f"adding the snapshot's files of batch {batch_id} of {name} to Iceberg failed: "
+                f"{exc}",
+                table=str(name),
+            ) from exc
 
     def _existing_rows(self, name: TableName, effects: list[Effect], batch_id: int) -> None:
         """The replica's rows as the batch's schema changes left them at the source."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -222,6 +222,39 @@ def upsert_once(
         parts = [p.cast(target) for p in (kept, upserts) if p is not None and p.num_rows]
         if parts:
             tx.append(pa.concat_tables(parts), snapshot_properties=props)
+        _mark(tx, props)
+    return True
+
+
+def add_files_once(
+    table: Table,
+    paths: Sequence[str],
+    gone: pa.Table | None,
+    key: Sequence[str],
+    props: dict[str, str],
+    place: Callable[[str, str], str],
+) -> bool:
+    """Add the Parquet files ``paths`` (a snapshot's run files, in the table's columns) to the
+    table as they are, ``place`` putting each into the table's data folder (its URI there), in
+    one transaction that first deletes the rows whose key is in ``gone`` (None: an append) as
+    :func:`upsert_once` does; False if the table holds the batch."""
+    if holds(table, props[APP_KEY], int(props[BATCH_KEY])):
+        return False
+    folder = f"{table.location().rstrip('/')}/data"
+    placed = [place(path, folder) for path in paths]
+    with table.transaction() as tx:
+        kept = None
+        if gone is not None and gone.num_rows and table.current_snapshot() is not None:
+            found, exact = reach(gone, key)
+            if not exact:
+                held = table.scan(row_filter=found).to_arrow().cast(_target(table))
+                kept = not_gone(held, gone, key)
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "Delete operation did not match")
+                tx.delete(found, snapshot_properties=props)
+        tx.add_files(placed, snapshot_properties=props, check_duplicate_files=False)
+        if kept is not None and kept.num_rows:
+            tx.append(kept, snapshot_properties=props)
         _mark(tx, props)
     return True
 
