@@ -36,6 +36,20 @@ def identities(rows: list[dict[str, Any]]) -> Counter[tuple[str, int, int]]:
     return seen
 
 
+def assert_exactly_once(
+    seen: Counter[tuple[str, int, int]], expected: Counter[tuple[str, int, int]], changes: int
+) -> None:
+    """The change log's changes ``seen`` are the ``expected`` ones, each once (at least
+    ``changes``): no duplicate, none missing, none never made."""
+    duplicates = {k: n for k, n in seen.items() if n > 1}
+    missing = expected - seen
+    unexpected = seen - expected
+    assert not duplicates, f"{len(duplicates)} changes delivered twice, e.g. {list(duplicates)[:5]}"
+    assert not missing, f"{len(missing)} changes missing, e.g. {list(missing)[:5]}"
+    assert not unexpected, f"{len(unexpected)} changes never made, e.g. {list(unexpected)[:5]}"
+    assert sum(seen.values()) == sum(expected.values()) >= changes
+
+
 def source_rows(server: ThrowawayMariaDB, db: str) -> list[tuple[object, ...]]:
     return server.query(
         "SELECT id, version, balance, owner, updated, flags FROM accounts ORDER BY id", db

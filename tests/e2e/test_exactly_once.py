@@ -17,7 +17,13 @@ from deltalake import DeltaTable
 
 from tests.cases.e2e_sources import E2ESource
 from tests.e2e.cli import available_now
-from tests.e2e.crashes import changelog_identities, crash_trials, replica_rows, version
+from tests.e2e.crashes import (
+    assert_exactly_once,
+    changelog_identities,
+    crash_trials,
+    replica_rows,
+    version,
+)
 from tests.e2e.workload import ChangeWorkload
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -57,11 +63,5 @@ def test_kill_9_mid_stream_then_restart(source: E2ESource, tmp_path: Path) -> No
 
     assert replica_rows(lake / "accounts") == source.accounts_rows()
     seen = changelog_identities(changelog)
-    duplicates = {k: n for k, n in seen.items() if n > 1}
-    missing = expected - seen
-    unexpected = seen - expected
-    assert not duplicates, f"{len(duplicates)} changes delivered twice, e.g. {list(duplicates)[:5]}"
-    assert not missing, f"{len(missing)} changes missing, e.g. {list(missing)[:5]}"
-    assert not unexpected, f"{len(unexpected)} changes never made, e.g. {list(unexpected)[:5]}"
-    assert sum(seen.values()) == sum(expected.values()) >= changes
+    assert_exactly_once(seen, expected, changes)
     assert DeltaTable(str(changelog)).version() >= TRIALS

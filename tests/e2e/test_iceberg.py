@@ -35,7 +35,13 @@ from tests.cases.pg_toast import DOC, big
 from tests.cases.pg_toast import source_rows as doc_rows
 from tests.cases.s3 import MotoS3, storage_options
 from tests.e2e.cli import available_now, crash, log_end, write_config, write_pg_config
-from tests.e2e.crashes import accounts, crash_trials, identities, source_rows
+from tests.e2e.crashes import (
+    accounts,
+    assert_exactly_once,
+    crash_trials,
+    identities,
+    source_rows,
+)
 from tests.e2e.iceberg_lake import IcebergLake, as_iceberg
 from tests.e2e.incremental_runs import (
     COLUMNS,
@@ -182,13 +188,7 @@ def test_kill_9_mid_stream_into_iceberg(source: E2ESource, tmp_path: Path) -> No
 
     assert accounts(lake.rows(source.schema, "accounts")) == source.accounts_rows()
     seen = identities(lake.rows(source.schema, "accounts__changelog"))
-    duplicates = {k: n for k, n in seen.items() if n > 1}
-    missing = expected - seen
-    unexpected = seen - expected
-    assert not duplicates, f"{len(duplicates)} changes delivered twice, e.g. {list(duplicates)[:5]}"
-    assert not missing, f"{len(missing)} changes missing, e.g. {list(missing)[:5]}"
-    assert not unexpected, f"{len(unexpected)} changes never made, e.g. {list(unexpected)[:5]}"
-    assert sum(seen.values()) == sum(expected.values()) >= changes
+    assert_exactly_once(seen, expected, changes)
 
 
 @pytest.mark.mariadb

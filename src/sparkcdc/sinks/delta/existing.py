@@ -1,24 +1,12 @@
 """A Delta replica's rows as a schema change left them at the source (the effects and the
 batch's own rows: :mod:`sparkcdc.sinks.changes.effects`).
 
-Every ``alter`` (or ``unknown``) schema row of a micro-batch is one :class:`Effect`, in log
-order: its ``copy``, then its ``fill``, then its ``nulls``, each assignment reading the row as it
-was before the schema change (one SQL ``UPDATE``'s semantics); a column new to the schema that
-neither fills nor copies is null where the replica had the column already (an earlier column of
-that name, dropped at the source, keeps its values in the replica).
-The effects of one table reach two places:
-
-1. the replica's rows as they were before the micro-batch: one ``UPDATE`` of the whole table
-   (of the rows holding a NULL when the effects are only ``nulls``: none in strict SQL mode)
-   (:func:`apply_to_replica`) before the batch's MERGE, committed with the transaction id
-   ``<pipeline>/existing`` and the batch id, so a replay after a crash skips it and a crash
-   between it and the MERGE loses nothing (the MERGE has its own id). The effects compose: a
-   fill then a rename of that column is one assignment of the constant to the new name.
-2. the micro-batch's own changes made before the schema change (their after images, in the old
-   schema): the same assignments on the typed images of the rows whose ``_pos`` comes before
-   the schema row (:func:`apply_to_images`), so a row whose latest change precedes the DDL is
-   merged as the DDL left it. Images after it carry the source's values already. The change
-   log keeps the images as the log gave them.
+Here the first of the two places an effect reaches: the replica's rows as they were before the
+micro-batch, by one ``UPDATE`` of the whole table (of the rows holding a NULL when the effects
+are only ``nulls``: none in strict SQL mode) (:func:`apply_to_replica`) before the batch's
+MERGE, committed with the transaction id ``<pipeline>/existing`` and the batch id, so a replay
+after a crash skips it and a crash between it and the MERGE loses nothing (the MERGE has its own
+id).
 
 A null assignment of a column every data file's statistics show all null is left out (it would
 rewrite the table for nothing).

@@ -84,9 +84,10 @@ import pyarrow.compute as pc
 from sparkcdc.core.event import OP_CHUNK, OP_NOTICE, OP_SCHEMA
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.table_name import TableName
-from sparkcdc.sinks.batch_events import is_truncate, per_table, read_batch
-from sparkcdc.sinks.changes import chunks, truncates
-from sparkcdc.sinks.changes.effects import Effect, effect_of, replica_columns
+from sparkcdc.sinks.batch_events import per_table, read_batch
+from sparkcdc.sinks.changes import chunks
+from sparkcdc.sinks.changes.effects import Effect
+from sparkcdc.sinks.changes.schema_rows import read_schema_rows
 from sparkcdc.sinks.delta import chunk_rows, commits, notifications, opened
 from sparkcdc.sinks.delta.lake import Lake
 from sparkcdc.sinks.delta.table_writer import TableWriter
@@ -197,19 +198,8 @@ class DeltaSink(Sink):
         self.lake.source = envelope.schema.field("source").type
         ops = envelope.column("op").to_pylist() if envelope.num_rows else []
         self._open_tables(envelope)
-        resets: dict[TableName, int] = {}
-        truncated: list[int] = []
-        effects: dict[TableName, list[Effect]] = {}
-        for i in (i for i, op in enumerate(ops) if op == OP_SCHEMA):
-            row = envelope.slice(i, 1).to_pylist()[0]
-            had = replica_columns(self.lake, TableName(row["db"], row["table"]))
-            self.lake.announce(row, i, resets)
-            if is_truncate(row):
-                truncated.append(i)
-            found = effect_of(row, i, self.lake, had)
-            if found is not None:
-                effects.setdefault(found.table, []).append(found)
-        envelope = truncates.as_changes(envelope, truncated)  # 't' rows of the change log
+        schema_rows = read_schema_rows(envelope, ops, self.lake)
+        envelope, resets, effects = schema_rows.envelope, schema_rows.resets, schema_rows.effects
         for name, found_effects in effects.items():  # the rows held before this batch
             writer.existing_rows(name, found_effects)
         for i in (i for i, op in enumerate(ops) if op == OP_CHUNK):

@@ -41,17 +41,16 @@ from sparkcdc.core.errors import SinkError
 from sparkcdc.core.event import OP_CHUNK, OP_NOTICE, OP_READ, OP_SCHEMA
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.table_name import TableName
-from sparkcdc.sinks.batch_events import is_truncate, per_table, read_batch
-from sparkcdc.sinks.changes import chunks, notices, run_files, truncates, unchanged
+from sparkcdc.sinks.batch_events import per_table, read_batch
+from sparkcdc.sinks.changes import chunks, notices, run_files, unchanged
 from sparkcdc.sinks.changes.effects import (
     TXN_SUFFIX,
     Effect,
     apply_to_images,
-    effect_of,
-    replica_columns,
 )
 from sparkcdc.sinks.changes.lake import Lake, changelog_schema
 from sparkcdc.sinks.changes.latest import OP_COLUMN, ORDER_COLUMN, check_key, latest_changes
+from sparkcdc.sinks.changes.schema_rows import read_schema_rows
 from sparkcdc.sinks.iceberg import tables
 from sparkcdc.sinks.iceberg.catalog import open_catalog
 from sparkcdc.sinks.iceberg.tables import IcebergTables, Identifier
@@ -123,19 +122,8 @@ class IcebergSink(Sink):
         self._images = images
         self.lake.source = envelope.schema.field("source").type
         ops = envelope.column("op").to_pylist() if envelope.num_rows else []
-        resets: dict[TableName, int] = {}
-        truncated: list[int] = []
-        effects: dict[TableName, list[Effect]] = {}
-        for i in (i for i, op in enumerate(ops) if op == OP_SCHEMA):
-            row = envelope.slice(i, 1).to_pylist()[0]
-            had = replica_columns(self.lake, TableName(row["db"], row["table"]))
-            self.lake.announce(row, i, resets)
-            if is_truncate(row):
-                truncated.append(i)
-            found = effect_of(row, i, self.lake, had)
-            if found is not None:
-                effects.setdefault(found.table, []).append(found)
-        envelope = truncates.as_changes(envelope, truncated)
+        schema_rows = read_schema_rows(envelope, ops, self.lake)
+        envelope, resets, effects = schema_rows.envelope, schema_rows.resets, schema_rows.effects
         for name, found_effects in effects.items():
             self._existing_rows(name, found_effects, batch_id)
         for i in (i for i, op in enumerate(ops) if op == OP_CHUNK):
