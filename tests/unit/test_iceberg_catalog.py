@@ -69,6 +69,10 @@ def test_an_object_storage_lake_without_a_catalog_is_refused_with_the_way_out() 
     assert err.value.fields["key"] == "sink.catalog"
     with pytest.raises(ConfigError, match="sink.catalog.uri is missing"):
         properties(SinkConfig(path="/l", type="iceberg", settings={"catalog.type": "rest"}))
+    text = BASE + "sink: {type: iceberg, path: /l, catalog: rest}\n"
+    with pytest.raises(ConfigError, match="give the catalog's properties as a mapping") as err:
+        properties(load_config_text(text, "/").sink)
+    assert err.value.fields["key"] == "sink.catalog"
 
 
 def test_a_catalog_that_cannot_be_reached_names_the_setting_and_no_secret() -> None:

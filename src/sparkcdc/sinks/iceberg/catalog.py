@@ -38,6 +38,12 @@ _LOCK = threading.Lock()
 
 def properties(config: SinkConfig) -> dict[str, str]:
     """pyiceberg's properties of the catalog ``config`` names (module docstring)."""
+    if "catalog" in config.settings:
+        raise ConfigError(
+            "sink.catalog: give the catalog's properties as a mapping, e.g. "
+            "{uri: 'postgresql+psycopg2://…'} or {type: rest, uri: 'https://…'}",
+            key="sink.catalog",
+        )
     given = {k[len(PREFIX) :]: v for k, v in config.settings.items() if k.startswith(PREFIX)}
     storage = LakeStorage(config.path, config.storage_options)
     if not given.get("uri"):
