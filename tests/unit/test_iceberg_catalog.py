@@ -95,3 +95,16 @@ def test_compact_names_the_sink_it_does_not_keep(tmp_path: Path) -> None:
     )
     code, _, err = in_process("compact", str(cfg))
     assert code == 78 and "sparkcdc compact keeps Delta tables" in err, err
+
+
+def test_a_catalog_refused_prints_no_password_from_its_uri(tmp_path: Path) -> None:
+    """A SQL catalog whose database refuses the login, and one whose URI cannot be parsed: the
+    sentence names sink.catalog and never the password."""
+    login = "postgresql+psycopg2://cdc:pa55word@127.0.0.1"
+    for uri in (f"{login}:9/catalog", f"{login}:no-port/catalog"):
+        given = {"catalog.uri": uri, "catalog.credential": "cr3d"}
+        config = SinkConfig(path=str(tmp_path / "lake"), type="iceberg", settings=given)
+        with pytest.raises(ConfigError, match="sink.catalog: the Iceberg catalog") as err:
+            sink_type("iceberg").check(config)
+        assert "pa55word" not in str(err.value) and "cr3d" not in str(err.value)
+        assert err.value.__cause__ is None  # nor in a chained traceback

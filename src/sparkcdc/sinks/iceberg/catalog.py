@@ -12,8 +12,10 @@ S3 options of ``sink.storage_options`` (``AWS_ENDPOINT_URL`` …) given to pyice
 from __future__ import annotations
 
 import os
+import re
 import threading
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from sparkcdc.core.errors import ConfigError
 from sparkcdc.sinks.storage import LakeStorage, local_path
@@ -96,14 +98,26 @@ def open_catalog(config: SinkConfig) -> Catalog:
             catalog = load_catalog(name, **props)
             catalog.list_namespaces()
         except Exception as exc:  # the catalog's own errors name no sparkcdc setting
-            where = props.get("uri", "")
-            raise ConfigError(
-                f"sink.catalog: the Iceberg catalog at {where} cannot be used "
-                f"({type(exc).__name__}: {_first_line(exc)}); check sink.catalog",
-                key="sink.catalog",
-            ) from exc
+            said = (
+                f"sink.catalog: the Iceberg catalog at {props.get('uri', '')} cannot be used "
+                f"({type(exc).__name__}: {_first_line(exc)}); check sink.catalog"
+            )
+            raise ConfigError(_hidden(said, props), key="sink.catalog") from None
         _OPENED[key] = catalog
         return catalog
+
+
+def _hidden(text: str, props: dict[str, str]) -> str:
+    """``text`` with every secret of ``props`` shown as ``***``: the password in the catalog's
+    URI, and each property whose name says it holds a token, credential, secret or password."""
+    secrets = [v for k, v in props.items() if _SECRET.search(k) and v]
+    password = urlsplit(props.get("uri", "")).password
+    for secret in sorted([*secrets, *([password] if password else [])], key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+_SECRET = re.compile(r"token|credential|secret|password", re.IGNORECASE)
 
 
 def _first_line(exc: BaseException) -> str:
