@@ -18,7 +18,7 @@ from sparkcdc.sinks.changes.latest import OP_COLUMN, ORDER_COLUMN
 from sparkcdc.sinks.delta import chunk_files, commits
 from sparkcdc.sinks.delta.lake_check import check_lake
 from sparkcdc.sinks.delta.sink import DeltaSink
-from sparkcdc.sinks.delta.upkeep import Schedule, delta_tables, upkeep_table
+from sparkcdc.sinks.delta.upkeep import delta_tables, schedule, upkeep_table
 from sparkcdc.sinks.storage import LakeStorage
 from tests.cases.envelopes import Changes
 from tests.cases.s3 import MotoS3, free_port
@@ -52,7 +52,7 @@ def test_the_sink_writes_its_tables_and_files_to_s3(s3: MotoS3) -> None:
     """Five micro-batches to ``s3://bucket/lake``: the replica and the change log read back with
     the storage options, the schema and upkeep files beside them; a replay writes nothing."""
     lake = lake_on(s3)
-    sink = DeltaSink(lake, APP, upkeep=Schedule(lake, every=1, retain=0))
+    sink = DeltaSink(lake, APP, upkeep=schedule(lake, every=1, retain=0))
     for b in range(5):
         sink.write(batch(b), b)
     replica = DeltaTable(lake.join("shop", "accounts"), storage_options=s3.options())

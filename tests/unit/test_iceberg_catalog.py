@@ -14,7 +14,6 @@ from sparkcdc.config.secret import Secret
 from sparkcdc.core.errors import ConfigError
 from sparkcdc.sinks.iceberg.catalog import open_catalog, properties
 from sparkcdc.sinks.registry import check_sink, sink_type
-from tests.e2e.cli import in_process
 
 BASE = "source: {host: h, user: u, tables: [x]}\npipeline: {checkpoint: /c}\n"
 
@@ -84,17 +83,6 @@ def test_a_catalog_that_cannot_be_reached_names_the_setting_and_no_secret() -> N
                        "http://127.0.0.1:9 cannot be used") as err:  # fmt: skip
         sink_type("iceberg").check(config)
     assert "t0k3n" not in str(err.value)
-
-
-def test_compact_names_the_sink_it_does_not_keep(tmp_path: Path) -> None:
-    cfg = tmp_path / "pipeline.yaml"
-    cfg.write_text(
-        "source: {host: h, user: u, tables: [x]}\n"
-        f"pipeline: {{checkpoint: {tmp_path / 'checkpoint'}}}\n"
-        f"sink: {{type: iceberg, path: {tmp_path / 'lake'}}}\n"
-    )
-    code, _, err = in_process("compact", str(cfg))
-    assert code == 78 and "sparkcdc compact keeps Delta tables" in err, err
 
 
 def test_a_catalog_refused_prints_no_password_from_its_uri(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """The README's lines that read the output run, as written, against a lake the sink wrote: the
 replica with pandas, the change log with Arrow, DuckDB over deltalake's Arrow dataset, Polars
-through deltalake; the Iceberg tables through pyiceberg's SQL catalog and Polars."""
+through deltalake; the Iceberg tables through pyiceberg's SQL catalog, Polars and DuckDB's
+iceberg extension."""
 
 from __future__ import annotations
 
@@ -73,10 +74,12 @@ def test_the_readme_lines_read_the_iceberg_tables(
     config = SinkConfig(path=str(tmp_path / "lake"), type="iceberg")
     open_sink(config, SinkContext(app_id=lambda: "readme")).write_batch(Frame(changes()), 0)
     monkeypatch.setenv("POLARS_ICEBERG_PLANNER", "pyiceberg")
+    monkeypatch.setenv("HOME", str(tmp_path))  # DuckDB installs the extensions under ~/.duckdb
     block = readme_block("## Apache Iceberg").replace(
         "sqlite:///lake/", f"sqlite:///{tmp_path}/lake/"
     )
-    replica, changelog, deletes = run_lines(block)
+    replica, changelog, deletes, count = run_lines(block)
+    assert count.fetchall() == [(1,)]
     assert replica.to_dict("records") == [{"id": 1, "owner": "o1", "balance": replica.balance[0]}]
     assert str(replica.balance[0]) == "9.50"
     assert sorted(changelog.column("op").to_pylist()) == ["c", "c", "d", "u"]

@@ -25,7 +25,8 @@ from sparkcdc.core.errors import ConfigError
 from sparkcdc.sinks.changes import run_files
 from sparkcdc.sinks.delta import commits
 from sparkcdc.sinks.delta.sink import DeltaSink
-from sparkcdc.sinks.delta.upkeep import RETENTION_KEYS, Schedule, delta_tables, upkeep_table
+from sparkcdc.sinks.delta.upkeep import RETENTION_KEYS, delta_tables, upkeep_table
+from sparkcdc.sinks.delta.upkeep import schedule as delta_schedule
 from sparkcdc.spark.pipeline.exposition import render
 from sparkcdc.spark.pipeline.metrics import families
 from sparkcdc.spark.pipeline.run_lock import hold_run_lock
@@ -144,13 +145,13 @@ def test_the_schedule_runs_between_batches_every_interval(tmp_path: Path) -> Non
     in); the clock starts at a new lake's first batches; then once ``every`` has passed, the
     time kept across runs."""
     now = [1000.0]
-    schedule = Schedule(str(tmp_path), every=60, retain=0, clock=lambda: now[0])
+    schedule = delta_schedule(str(tmp_path), every=60, retain=0, clock=lambda: now[0])
     sink = DeltaSink(str(tmp_path), APP, upkeep=schedule)
     frame = _Frame(Changes().schema(A).change("c", A, after=account(1, 0)).table())
     sink(frame, 0)
     sink(_Frame(Changes(pos=2000).change("c", A, after=account(2, 0)).table()), 1)
     assert schedule.runs == 0  # a new lake: the clock started at 1000
-    assert not Schedule(str(tmp_path), every=60, retain=0, clock=lambda: 1059.0).due()
+    assert not delta_schedule(str(tmp_path), every=60, retain=0, clock=lambda: 1059.0).due()
     now[0] += 60
     sink(_Frame(Changes(pos=3000).change("c", A, after=account(3, 0)).table()), 2)
     assert schedule.runs == 1 and schedule.last_s == 1060.0
@@ -159,9 +160,9 @@ def test_the_schedule_runs_between_batches_every_interval(tmp_path: Path) -> Non
     assert schedule.runs == 1
     now[0] += 1
     assert schedule.due()
-    restarted = Schedule(str(tmp_path), every=60, retain=0, clock=lambda: now[0] - 30)
+    restarted = delta_schedule(str(tmp_path), every=60, retain=0, clock=lambda: now[0] - 30)
     assert not restarted.due()  # the last run's time is kept in the sink folder
-    assert not Schedule(str(tmp_path), every=0, retain=0).due()
+    assert not delta_schedule(str(tmp_path), every=0, retain=0).due()
 
 
 class _Frame:
@@ -236,7 +237,7 @@ def test_compact_on_a_stopped_pipeline_and_its_refusals(
 def test_the_upkeep_figures_as_metrics(tmp_path: Path) -> None:
     """A run with a schedule shows its upkeep's work; a run without one shows no family."""
     now = [1_700_000_000.0]
-    schedule = Schedule(str(tmp_path), every=60, retain=0, clock=lambda: now[0])
+    schedule = delta_schedule(str(tmp_path), every=60, retain=0, clock=lambda: now[0])
     sink = DeltaSink(str(tmp_path), APP, upkeep=schedule)
     batches(sink, 12)
     schedule.run()

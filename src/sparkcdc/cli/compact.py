@@ -1,10 +1,11 @@
 """``sparkcdc compact PIPELINE.yaml [--tables RE ...] [--retain DURATION] [--quiet]``.
 
 The upkeep a running pipeline does every ``sink.maintenance.compact_every``, now, on a stopped
-pipeline (:mod:`sparkcdc.sinks.delta.upkeep`): each replica and change log under the sink path
-whose ``db.table`` matches (all without ``--tables``) has its small files compacted (any two
-below the target size) and the files no version of the last ``--retain`` (default
-``sink.maintenance.retain``) reads deleted. It holds the pipeline's run lock meanwhile, so no run
+pipeline, by the sink type's keeper (Delta: :mod:`sparkcdc.sinks.delta.upkeep`, Iceberg:
+:mod:`sparkcdc.sinks.iceberg.upkeep`): each replica and change log of the sink whose
+``db.table`` matches (all without ``--tables``) has its small files compacted (any two below
+the target size) and the versions older than ``--retain`` (default ``sink.maintenance.retain``)
+dropped with the files only they read. It holds the pipeline's run lock meanwhile, so no run
 starts under it, and refuses while a run holds it, and when the last run stopped inside a
 micro-batch (the next run writes it again and may read the replica as it was before it).
 """
@@ -23,7 +24,7 @@ from sparkcdc.spark.pipeline.checkpoint import uncommitted_batch
 from sparkcdc.spark.pipeline.run_lock import hold_run_lock, running_holder
 
 if TYPE_CHECKING:
-    from sparkcdc.sinks.delta.upkeep import TableUpkeep
+    from sparkcdc.sinks.port import TableKeeper, TableUpkeep
 
 
 def add_compact_command(commands: Any) -> None:
@@ -45,10 +46,13 @@ def add_compact_command(commands: Any) -> None:
 
 def run_compact(config: Config, args: argparse.Namespace) -> list[TableUpkeep]:
     """``sparkcdc compact``: what it did to each table (printed unless ``--quiet``)."""
-    if config.sink.type != "delta":
+    from sparkcdc.sinks.registry import sink_type
+
+    keeper_of = sink_type(config.sink.type).keeper
+    if keeper_of is None:
         raise ConfigError(
-            f"sink.type: sparkcdc compact keeps Delta tables, and this pipeline's sink is "
-            f"{config.sink.type}; keep its tables with the table format's own tools.",
+            f"sink.type: the sink {config.sink.type} keeps no upkeep, so sparkcdc compact "
+            "cannot keep its tables; use the table format's own tools.",
             key="sink.type",
         )
     retain = config.sink.maintenance.retain
@@ -70,7 +74,7 @@ def run_compact(config: Config, args: argparse.Namespace) -> list[TableUpkeep]:
             "itself every sink.maintenance.compact_every. Stop it to compact now."
         )
     if not checkpoint.exists():
-        return _compact(config, args.tables, retain, args.quiet)
+        return _compact(keeper_of(config.sink), config, args.tables, retain, args.quiet)
     with hold_run_lock(own, wait=0.0):
         pending = uncommitted_batch(checkpoint / "spark")
         if pending is not None:
@@ -79,24 +83,24 @@ def run_compact(config: Config, args: argparse.Namespace) -> list[TableUpkeep]:
                 "next run writes again (reading the replica as it was before it); run the "
                 "pipeline first (sparkcdc run --available-now), then compact."
             )
-        return _compact(config, args.tables, retain, args.quiet)
+        return _compact(keeper_of(config.sink), config, args.tables, retain, args.quiet)
 
 
-def _compact(config: Config, patterns: list[str], retain: float, quiet: bool) -> list[TableUpkeep]:
-    from sparkcdc.sinks.delta.upkeep import delta_tables, describe, upkeep_table  # deltalake
-    from sparkcdc.sinks.storage import LakeStorage
+def _compact(
+    keeper: TableKeeper, config: Config, patterns: list[str], retain: float, quiet: bool
+) -> list[TableUpkeep]:
+    from sparkcdc.sinks.upkeep import describe
 
-    lake = LakeStorage(config.sink.path, config.sink.storage_options)
-    tables = delta_tables(lake, patterns)
+    tables = keeper.tables(patterns)
     if not tables and patterns:
         raise ConfigError(
-            f"--tables: no Delta table under {config.sink.path} matches "
+            f"--tables: no table of the sink at {config.sink.path} matches "
             f"{', '.join(patterns)}; name tables as db.table.",
             key="--tables",
         )
     done = []
-    for name, path in tables:
-        done.append(upkeep_table(name, path, retain, small_files=2))
+    for name in tables:
+        done.append(keeper.keep(name, retain, small_files=2))
         if not quiet:
             print(describe(done[-1], retain), flush=True)
     return done

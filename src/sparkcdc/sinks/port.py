@@ -15,6 +15,8 @@ part               what it does                                 called by
                    as files the driver commits (None: none)
 ``reader``         a table's rows as they are now (a replica,   ``sparkcdc verify``
                    or a change log's rows after a position)
+``keeper``         the tables' upkeep: small files compacted,   ``sinks/upkeep.py`` (between
+                   old versions and their files deleted         batches), ``sparkcdc compact``
 =================  ===========================================  ============================
 
 A :class:`Sink` writes micro-batch N exactly once per batch id: Spark replays the batch after a
@@ -100,6 +102,31 @@ class UpkeepFigures:
     vacuumed: int = 0  # files deleted
     vacuumed_bytes: int = 0
     last_s: float | None = None  # wall time of the last run (an earlier run's, from the sink)
+
+
+@dataclass(frozen=True)
+class TableUpkeep:
+    """What one run of the upkeep did to one table of the sink."""
+
+    name: str  # ``db.table``, or ``db.table__changelog``
+    compacted: int  # data files rewritten
+    written: int  # the files they became
+    vacuumed: int  # files deleted
+    vacuumed_bytes: int
+    files: int  # data files of the table's version afterwards
+    bytes: int
+    expired: int = 0  # snapshots expired (a table format whose versions are snapshots)
+
+
+class TableKeeper(Protocol):
+    """A table format's upkeep of the sink's tables (:mod:`.upkeep` runs it): the names of
+    the replicas and change logs whose ``db.table`` fully matches one of ``patterns`` (none:
+    all), and one table kept: compacted once ``small_files`` of its data files are small, the
+    versions older than ``retain`` seconds dropped with the files only they read."""
+
+    def tables(self, patterns: Sequence[str] = ()) -> list[str]: ...
+
+    def keep(self, name: str, retain: float, small_files: int) -> TableUpkeep: ...
 
 
 @dataclass(frozen=True)
@@ -193,3 +220,4 @@ class SinkType:
     # gives what stops that (the run calls it before it ends)
     open_ahead: Callable[[SinkConfig, Sequence[TableName]], Callable[[], None]] | None = None
     reader: Callable[[SinkConfig], TableRead] | None = None  # None: its tables cannot be read
+    keeper: Callable[[SinkConfig], TableKeeper] | None = None  # None: no upkeep (compact refuses)

@@ -11,7 +11,15 @@ import pyarrow as pa
 
 from sparkcdc.config.model import SinkConfig
 from sparkcdc.core.table_name import TableName
-from sparkcdc.sinks.port import ChunkFiles, Sink, SinkContext, SinkType, TableKind, TableRead
+from sparkcdc.sinks.port import (
+    ChunkFiles,
+    Sink,
+    SinkContext,
+    SinkType,
+    TableKeeper,
+    TableKind,
+    TableRead,
+)
 
 if TYPE_CHECKING:
     from sparkcdc.core.schema import TableSchema
@@ -30,14 +38,14 @@ def open_sink(config: SinkConfig, context: SinkContext) -> Sink:
     """The :class:`~.sink.DeltaSink` of ``config``, with its upkeep schedule
     (``sink.maintenance``)."""
     from sparkcdc.sinks.delta.sink import DeltaSink
-    from sparkcdc.sinks.delta.upkeep import Schedule
+    from sparkcdc.sinks.delta.upkeep import schedule
     from sparkcdc.sinks.storage import LakeStorage
 
     lake = LakeStorage(config.path, config.storage_options)
     upkeep = config.maintenance
     return DeltaSink(
         lake, app_id=context.app_id, mark=context.mark,
-        upkeep=Schedule(lake, upkeep.compact_every, upkeep.retain),
+        upkeep=schedule(lake, upkeep.compact_every, upkeep.retain),
         snapshot_in_changelog=config.snapshot_in_changelog,
     )  # fmt: skip
 
@@ -98,5 +106,13 @@ def reader(config: SinkConfig) -> TableRead:
     return read
 
 
+def keeper(config: SinkConfig) -> TableKeeper:
+    """The upkeep of the Delta tables under the sink folder (:mod:`.upkeep`)."""
+    from sparkcdc.sinks.delta.upkeep import DeltaKeeper
+    from sparkcdc.sinks.storage import LakeStorage
+
+    return DeltaKeeper(LakeStorage(config.path, config.storage_options))
+
+
 SINK_TYPE = SinkType("delta", check=check, open=open_sink, chunk_writer=write_chunk_files,
-                     open_ahead=open_ahead, reader=reader)  # fmt: skip
+                     open_ahead=open_ahead, reader=reader, keeper=keeper)  # fmt: skip

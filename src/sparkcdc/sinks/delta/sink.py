@@ -91,15 +91,14 @@ from sparkcdc.sinks.changes.schema_rows import read_schema_rows
 from sparkcdc.sinks.delta import chunk_rows, commits, notifications, opened
 from sparkcdc.sinks.delta.lake import Lake
 from sparkcdc.sinks.delta.table_writer import TableWriter
-from sparkcdc.sinks.delta.upkeep import Schedule
 from sparkcdc.sinks.port import (
     BatchFrame,
     Mark,
     Sink,
     SinkFigures,
-    UpkeepFigures,
 )
 from sparkcdc.sinks.storage import LakeStorage, as_storage
+from sparkcdc.sinks.upkeep import Schedule
 
 log = logging.getLogger("sparkcdc.sink")
 
@@ -170,10 +169,7 @@ class DeltaSink(Sink):
             raise
 
     def figures(self) -> SinkFigures:
-        schedule, upkeep = self.upkeep, None
-        if schedule is not None and schedule.every > 0:
-            upkeep = UpkeepFigures(schedule.runs, schedule.compacted, schedule.vacuumed,
-                                   schedule.vacuumed_bytes, schedule.last_s)  # fmt: skip
+        upkeep = None if self.upkeep is None else self.upkeep.figures()
         return SinkFigures(self.batches, self.changes, self.events, self.last_event_ts_ms,
                            self.last_commit_s, self.error, upkeep)  # fmt: skip
 

@@ -34,13 +34,10 @@ run's first upkeep.
 
 from __future__ import annotations
 
-import json
-import logging
 import math
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import pyarrow as pa
 from deltalake import DeltaTable
@@ -48,28 +45,12 @@ from deltalake import DeltaTable
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.delta import opened
 from sparkcdc.sinks.delta.commits import table as delta_table
+from sparkcdc.sinks.port import TableUpkeep
 from sparkcdc.sinks.storage import LakeStorage, as_storage
+from sparkcdc.sinks.upkeep import Schedule, target_size
 
 CHANGELOG_SUFFIX = "__changelog"
-REPLICA_TARGET = 32 << 20  # bytes: a MERGE rewrites each file it touches whole
-CHANGELOG_TARGET = 128 << 20  # bytes: appended to, read by scans
-SMALL_FILES = 10  # files below target that make a scheduled run compact a table
 RETENTION_KEYS = ("delta.deletedFileRetentionDuration", "delta.logRetentionDuration")
-
-log = logging.getLogger("sparkcdc.sink")
-
-
-@dataclass(frozen=True)
-class TableUpkeep:
-    """What one run of the upkeep did to one Delta table."""
-
-    name: str  # ``db.table``, or ``db.table__changelog``
-    compacted: int  # data files rewritten
-    written: int  # the files they became
-    vacuumed: int  # files deleted
-    vacuumed_bytes: int
-    files: int  # data files of the table's version afterwards
-    bytes: int
 
 
 def delta_tables(sink: str | LakeStorage, patterns: Sequence[str] = ()) -> list[tuple[str, str]]:
@@ -95,7 +76,7 @@ def upkeep_table(name: str, path: str, retain: float, small_files: int) -> Table
     how many files below the target make it compact (2: any two)."""
     table = delta_table(path)
     _keep_for(table, retain)
-    target = CHANGELOG_TARGET if name.endswith(CHANGELOG_SUFFIX) else REPLICA_TARGET
+    target = target_size(name, CHANGELOG_SUFFIX)
     sizes = _sizes(table)
     compacted = written = 0
     if sum(1 for size in sizes if size < target) >= small_files:
@@ -133,90 +114,29 @@ def _vacuumed_bytes(table: DeltaTable) -> int:
     return 0
 
 
-def describe(done: TableUpkeep, retain: float) -> str:
-    """One log line of what the upkeep did to a table."""
-    parts = []
-    if done.compacted:
-        parts.append(f"compacted {done.compacted} files into {done.written}")
-    if done.vacuumed:
-        parts.append(
-            f"deleted {done.vacuumed} files ({_size(done.vacuumed_bytes)}) no version of the "
-            f"last {_duration(retain)} reads"
-        )
-    what = "; ".join(parts) or "nothing to do"
-    return f"upkeep of {done.name}: {what}; {done.files} files, {_size(done.bytes)} now"
+class DeltaKeeper:
+    """The :class:`~sparkcdc.sinks.port.TableKeeper` of the Delta tables under a sink folder."""
+
+    def __init__(self, sink: str | LakeStorage) -> None:
+        self.lake = as_storage(sink)
+        self._paths: dict[str, str] = {}
+
+    def tables(self, patterns: Sequence[str] = ()) -> list[str]:
+        found = delta_tables(self.lake, patterns)
+        self._paths.update(found)
+        return [name for name, _ in found]
+
+    def keep(self, name: str, retain: float, small_files: int) -> TableUpkeep:
+        path = self._paths.get(name)
+        if path is None:
+            db, _, table = name.partition(".")
+            path = self.lake.join(db, table)
+        return upkeep_table(name, path, retain, small_files)
 
 
-def _size(n: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
-
-
-def _duration(seconds: float) -> str:
-    for unit, scale in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= scale and seconds % scale == 0:
-            return f"{int(seconds // scale)}{unit}"
-    return f"{seconds:g}s"
-
-
-class Schedule:
-    """The running pipeline's upkeep every ``every`` seconds of every Delta table under the sink
-    folder, the first ``every`` after the lake's first batches. The time of the last run is kept
-    in ``<sink>/_sparkcdc/upkeep.json``, so short runs (``--available-now`` from a scheduler)
-    keep to the schedule too. A failed table is logged
-    and left as it was: the upkeep changes no row, the next run tries again."""
-
-    def __init__(
-        self,
-        sink: str | LakeStorage,
-        every: float,
-        retain: float,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.sink, self.every, self.retain, self.clock = as_storage(sink), every, retain, clock
-        self.state = self.sink.join("_sparkcdc", "upkeep.json")
-        self.runs = 0
-        self.compacted = 0  # data files rewritten, over the runs of this process
-        self.vacuumed = 0
-        self.vacuumed_bytes = 0
-        self.last_s: float | None = None  # wall time of the last run
-
-    def due(self) -> bool:
-        """Whether ``every`` has passed since the last run; a lake that never had one starts
-        the clock now (its tables are new: nothing to vacuum, and a first run's end would
-        otherwise open every table of a large capture only to find that)."""
-        if self.every <= 0:
-            return False
-        if self.last_s is None:
-            try:
-                self.last_s = float(json.loads(self.sink.read_text(self.state) or "")["at"])
-            except (OSError, ValueError, KeyError, TypeError):
-                self.last_s = self.clock()
-                self._save(self.last_s)
-        return self.clock() - self.last_s >= self.every
-
-    def run(self) -> list[TableUpkeep]:
-        """One run over every table (step 1–3, compacting past :data:`SMALL_FILES`)."""
-        started = self.clock()
-        done = []
-        for name, path in delta_tables(self.sink):
-            try:
-                done.append(upkeep_table(name, path, self.retain, SMALL_FILES))
-            except Exception as exc:  # delta-rs raises several kinds; no row is at stake
-                log.warning("upkeep of %s failed (%s); it is tried again in the next run", name,
-                            exc, extra={"table": name})  # fmt: skip
-        for table in done:
-            self.compacted += table.compacted
-            self.vacuumed += table.vacuumed
-            self.vacuumed_bytes += table.vacuumed_bytes
-            if table.compacted or table.vacuumed:
-                log.info("%s", describe(table, self.retain), extra={"table": table.name})
-        self.runs += 1
-        self.last_s = started
-        self._save(started)
-        return done
-
-    def _save(self, at: float) -> None:
-        self.sink.write_text(self.state, json.dumps({"at": at}))
+def schedule(
+    sink: str | LakeStorage, every: float, retain: float, clock: Callable[[], float] = time.time
+) -> Schedule:
+    """The running pipeline's upkeep of the Delta tables under ``sink`` (:class:`.Schedule`)."""
+    lake = as_storage(sink)
+    return Schedule(lake, DeltaKeeper(lake), every, retain, clock)

@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING
 
 from sparkcdc.config.model import SinkConfig
 from sparkcdc.core.errors import ConfigError
-from sparkcdc.sinks.port import ChunkFiles, Sink, SinkContext, SinkType, TableRead
+from sparkcdc.sinks.port import (
+    ChunkFiles,
+    Sink,
+    SinkContext,
+    SinkType,
+    TableKeeper,
+    TableRead,
+)
 
 if TYPE_CHECKING:
     from sparkcdc.core.schema import TableSchema
@@ -36,11 +43,31 @@ def check(config: SinkConfig) -> None:
 
 
 def open_sink(config: SinkConfig, context: SinkContext) -> Sink:
-    """The :class:`~.sink.IcebergSink` of ``config``."""
+    """The :class:`~.sink.IcebergSink` of ``config``, with its upkeep schedule
+    (``sink.maintenance``) on the sink's own tables."""
     _need_pyiceberg()
+    from sparkcdc.sinks.iceberg.catalog import open_catalog
     from sparkcdc.sinks.iceberg.sink import IcebergSink
+    from sparkcdc.sinks.iceberg.tables import IcebergTables
+    from sparkcdc.sinks.iceberg.upkeep import IcebergKeeper
+    from sparkcdc.sinks.storage import LakeStorage
+    from sparkcdc.sinks.upkeep import Schedule
 
-    return IcebergSink(config, app_id=context.app_id, mark=context.mark)
+    tables = IcebergTables(open_catalog(config))
+    lake, every = LakeStorage(config.path, config.storage_options), config.maintenance
+    schedule = Schedule(lake, IcebergKeeper(tables), every.compact_every, every.retain)
+    return IcebergSink(config, app_id=context.app_id, mark=context.mark, upkeep=schedule,
+                       tables=tables)  # fmt: skip
+
+
+def keeper(config: SinkConfig) -> TableKeeper:
+    """The upkeep of the tables in the sink's catalog (:mod:`.upkeep`)."""
+    _need_pyiceberg()
+    from sparkcdc.sinks.iceberg.catalog import open_catalog
+    from sparkcdc.sinks.iceberg.tables import IcebergTables
+    from sparkcdc.sinks.iceberg.upkeep import IcebergKeeper
+
+    return IcebergKeeper(IcebergTables(open_catalog(config)))
 
 
 def reader(config: SinkConfig) -> TableRead:
@@ -72,4 +99,4 @@ def write_chunk_files(
 
 
 SINK_TYPE = SinkType("iceberg", check=check, open=open_sink, keys=("catalog",), reader=reader,
-                     chunk_writer=write_chunk_files)  # fmt: skip
+                     chunk_writer=write_chunk_files, keeper=keeper)  # fmt: skip

@@ -17,7 +17,9 @@ per table, one after the other:
 
 Each commit's snapshot summary carries the pipeline id and batch id, so a batch replayed after a
 crash writes nothing twice (:mod:`.tables`). Notifications of the incremental snapshots go to
-the Iceberg table ``_sparkcdc.notifications``.
+the Iceberg table ``_sparkcdc.notifications``. With an upkeep schedule (``sink.maintenance``), a
+micro-batch that comes when the upkeep is due first compacts the tables and expires their old
+snapshots (:mod:`.upkeep`), on the sink's own tables, once Spark committed the batch before.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from sparkcdc.sinks.iceberg.catalog import open_catalog
 from sparkcdc.sinks.iceberg.tables import IcebergTables, Identifier
 from sparkcdc.sinks.port import BatchFrame, ChunkRef, Mark, Sink, SinkFigures, TableKind
 from sparkcdc.sinks.storage import LakeStorage
+from sparkcdc.sinks.upkeep import Schedule
 
 log = logging.getLogger("sparkcdc.sink")
 
@@ -71,8 +74,11 @@ class IcebergSink(Sink):
         config: SinkConfig,
         app_id: Callable[[], str],
         mark: Mark | None = None,
+        upkeep: Schedule | None = None,
+        tables: IcebergTables | None = None,
     ) -> None:
-        self.tables = IcebergTables(open_catalog(config))
+        self.tables = tables or IcebergTables(open_catalog(config))
+        self.upkeep = upkeep  # compaction and snapshot expiry between batches (module docstring)
         self.lake = Lake(LakeStorage(config.path, config.storage_options), self.tables)
         self.snapshot_in_changelog = config.snapshot_in_changelog
         self.mark = mark
@@ -94,6 +100,8 @@ class IcebergSink(Sink):
 
     def write_batch(self, batch: BatchFrame, batch_id: int) -> None:
         try:
+            if self.upkeep is not None and self.batches and self.upkeep.due():
+                self.upkeep.run()  # Spark committed the batch before this one
             started = time.perf_counter()
             envelope, images = read_batch(batch)
             self.write(envelope, batch_id, images, time.perf_counter() - started)
@@ -102,11 +110,14 @@ class IcebergSink(Sink):
             raise
 
     def figures(self) -> SinkFigures:
+        upkeep = None if self.upkeep is None else self.upkeep.figures()
         return SinkFigures(self.batches, self.changes, self.events, self.last_event_ts_ms,
-                           self.last_commit_s, self.error)  # fmt: skip
+                           self.last_commit_s, self.error, upkeep)  # fmt: skip
 
     def upkeep_at_end(self) -> None:
-        """No upkeep schedule: Iceberg's compaction and snapshot expiry are not run here."""
+        """Compaction and snapshot expiry if due: no batch is written again (:mod:`.upkeep`)."""
+        if self.upkeep is not None and self.upkeep.due():
+            self.upkeep.run()
 
     # -------------------------------------------------------------- one batch
     def write(
