@@ -17,6 +17,7 @@ from sparkcdc.sinks.delta import SINK_TYPE as DELTA
 from sparkcdc.sinks.port import SinkContext
 from sparkcdc.sinks.registry import BUILT_IN, check_sink, chunk_writer, open_sink, sink_type
 from sparkcdc.spark.stream.options import SourceOptions, source_options
+from tests.e2e.cli import in_process
 from tests.fakes.sink import MemorySink
 
 BASE = "source: {host: h, user: u, tables: [x]}\npipeline: {checkpoint: /c}\n"
@@ -42,6 +43,16 @@ def test_a_module_of_ones_own_is_a_sink_type(tmp_path: Path) -> None:
     check_sink(config.sink)
     assert isinstance(open_sink(config.sink, SinkContext(lambda: "p")), MemorySink)
     assert chunk_writer(config.sink.type) is None
+
+
+def test_compact_refuses_a_sink_that_keeps_no_upkeep(tmp_path: Path) -> None:
+    cfg = tmp_path / "pipeline.yaml"
+    cfg.write_text(BASE.replace("/c", str(tmp_path / "cp"))
+                   + f"sink: {{type: tests.fakes.sink, path: {tmp_path}}}\n")  # fmt: skip
+    code, _, err = in_process("compact", str(cfg))
+    assert code == 78, err
+    assert "sink.type: the sink tests.fakes.sink keeps no upkeep, so sparkcdc compact" in err
+    assert sink_type("delta").keeper is not None and sink_type("iceberg").keeper is not None
 
 
 def test_a_resnapshot_is_refused_for_a_sink_other_than_delta(tmp_path: Path) -> None:
