@@ -3,13 +3,15 @@ captured table is idle while another database takes writes, and the checkpoint's
 offset follows the log into newer files (over the other database's transactions, and with the
 writes stopped over a new file's start alone), so the server lets go of the log the pipeline
 started in, and the log it then drops up to the committed offset strands nothing: the pipeline
-restarts there and the next row arrives. A failing action query
-ends the run with its sentence."""
+restarts there and the next row arrives. Without a heartbeat, ``run --available-now`` ends on a
+log whose end a new file moved with no transaction after it. A failing action query ends the
+run with its sentence."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -97,6 +99,40 @@ def test_the_committed_offset_follows_the_log_so_dropping_it_strands_nothing(
     assert replica == [{"id": 1, "note": "written after the log was dropped"}]
     log = DeltaTable(str(lake / "idle__changelog")).to_pyarrow_table().to_pylist()
     assert [r["op"] for r in log] == ["c"] and source.place(log[0]["source"]) >= end
+
+
+def settled_log_end(source: E2ESource, timeout: float = 10.0) -> Any:
+    """The log's end once it stopped moving for half a second (MariaDB writes a new file's
+    binlog checkpoint event a moment after the file begins)."""
+    end, since = source.log_end(), time.monotonic()
+    deadline = since + timeout
+    while time.monotonic() - since < 0.5:
+        assert time.monotonic() < deadline, "the log's end kept moving"
+        time.sleep(0.1)
+        now = source.log_end()
+        if now != end:
+            end, since = now, time.monotonic()
+    return end
+
+
+def test_available_now_ends_on_a_log_a_new_file_moved_on_without_a_transaction(
+    source: E2ESource, tmp_path: Path
+) -> None:
+    """The new file's first records are no transaction, so no offset can reach the log end
+    seen at the start: the run ends once it read everything and the reader stood still (it
+    waited for a transaction before, for ever on an idle server)."""
+    source.execute("CREATE TABLE idle (id INT PRIMARY KEY)")
+    startup = source.start_capturing(["idle"])
+    source.execute("INSERT INTO idle VALUES (1)")
+    cfg = source.config(tmp_path, "idle", startup)
+    available_now(cfg, timeout=300)
+    source.new_log_file()
+    settled_log_end(source)
+    available_now(cfg, timeout=180)
+    source.execute("INSERT INTO idle VALUES (2)")
+    available_now(cfg, timeout=180)
+    replica = DeltaTable(str(source.lake(tmp_path) / "idle")).to_pyarrow_table().to_pylist()
+    assert sorted(r["id"] for r in replica) == [1, 2]
 
 
 def test_a_failing_action_query_stops_the_run_with_its_sentence(

@@ -43,6 +43,25 @@ def test_plan_take_commit_follow_store_batches() -> None:
     assert store.stats().ack_seq == 2 and queue.idle
 
 
+def test_a_lone_announcement_leaves_the_queue_settled_at_its_start() -> None:
+    """On an idle log (the end moved by a new file's header events, no transaction) the schema
+    announcement is all there is: nothing lies past the start, so available-now may end."""
+    store = EventStore(max_bytes=1 << 20, max_items=16)
+    start = BinlogOffset(F, 4)
+    store.put(LogItem(start, rows(0, 1), is_ddl=True))
+    queue = DeliveryQueue(store, start)
+    assert not queue.settled(start)  # still in the store
+    assert queue.plan(start, 1 << 20) == start
+    assert queue.settled(start) and not queue.idle
+    store.put(LogItem(BinlogOffset(F, 100), rows(1, 1)))
+    end = queue.plan(start, 1 << 20)
+    assert end == BinlogOffset(F, 100) and not queue.settled(start)
+    queue.take(end, never)
+    assert not queue.settled(end)  # handed out, its micro-batch not committed yet
+    queue.commit(end)
+    assert queue.settled(end) and queue.idle
+
+
 def test_a_replay_slices_an_item_at_the_split_point() -> None:
     store = EventStore(max_bytes=1 << 20, max_items=16)
     start = BinlogOffset(F, 100, skip=2)  # two rows of the transaction were delivered before

@@ -169,6 +169,18 @@ class DeliveryQueue:
         """Nothing queued and nothing handed out but unacked."""
         return not self._ready and not self._unacked
 
+    def settled(self, start: Offset) -> bool:
+        """Nothing to deliver past ``start``: the store holds no item, every ready item lies at
+        ``start`` or before (a schema announcement waits there for the next micro-batch, which
+        may never come on an idle log) and no item handed out waits for its ack."""
+        key = start.key
+        handed_out = bool(self._unacked) and self._unacked[0][1] <= self._consumed
+        return (
+            self.store.pending_items == 0
+            and not handed_out
+            and all(e.key <= key for e in self._ready)
+        )
+
     # ------------------------------------------------------------------ take
     def take(
         self,

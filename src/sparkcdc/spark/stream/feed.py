@@ -93,7 +93,7 @@ class LogFeed:
         if start >= target:
             return True
         position = stats.position or start
-        drained = self.queue.idle and self.store.pending_items == 0 and start >= position
+        drained = self.queue.settled(start) and start >= position
         if not drained:
             self._settled_since = None
             return False

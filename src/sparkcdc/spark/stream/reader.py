@@ -336,7 +336,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._store_peak = max(self._store_peak, s.used_bytes)
             out["store_pending_bytes"] = s.pending_bytes
             out["store_used_bytes"] = s.used_bytes
-            drained = s.pending_items == 0 and queue is not None and queue.idle
+            drained = queue is not None and queue.settled(queue.cursor)
             out["caught_up"] = drained and self._reader_idle(out.get("position"))
         out["store_peak_bytes"] = self._store_peak
         return out
