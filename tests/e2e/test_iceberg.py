@@ -194,11 +194,6 @@ def test_kill_9_mid_stream_into_iceberg(source: E2ESource, tmp_path: Path) -> No
 @pytest.mark.mariadb
 @pytest.mark.postgres
 @pytest.mark.s3
-@pytest.mark.skipif(
-    not os.environ.get("SPARKCDC_ICEBERG_S3_TRIAL"),
-    reason="in scripts/sink_trials.sh: inside the whole suite its first run --available-now "
-    "did not exit (twice; open, see the closing note of the stop that added it)",
-)
 def test_an_iceberg_lake_on_s3_through_a_crash(
     mariadb: ThrowawayMariaDB, postgres: ThrowawayPostgres, s3: MotoS3, db: str, tmp_path: Path
 ) -> None:
