@@ -16,10 +16,13 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import subprocess
+import sys
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import polars as pl
 import pytest
@@ -77,6 +80,26 @@ INCREMENTAL_TRIALS = int(os.environ.get("SPARKCDC_ICEBERG_INCREMENTAL_CRASH_TRIA
 NOTIFICATIONS = ("_sparkcdc", "notifications")
 S3_SNAPSHOT_ROWS = 2000
 S3_CHANGES = 3000
+
+
+def compact(cfg: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sparkcdc.cli.main", "compact", str(cfg), *args],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def s3_objects(options: dict[str, str], url: str) -> set[str]:
+    """The ``s3://`` URLs of the objects under ``url`` on moto's server."""
+    from pyarrow import fs
+
+    endpoint = urlsplit(options["AWS_ENDPOINT_URL"])
+    s3 = fs.S3FileSystem(
+        access_key=options["AWS_ACCESS_KEY_ID"], secret_key=options["AWS_SECRET_ACCESS_KEY"],
+        endpoint_override=endpoint.netloc, scheme=endpoint.scheme, region="us-east-1",
+    )  # fmt: skip
+    found = s3.get_file_info(fs.FileSelector(url.removeprefix("s3://"), recursive=True))
+    return {f"s3://{info.path}" for info in found if info.type == fs.FileType.File}
 
 
 def assert_replica_equals_source(
@@ -239,6 +262,16 @@ def test_an_iceberg_lake_on_s3_through_a_crash(
     seen = identities(lake.rows(db, "accounts__changelog"))
     assert not {k: n for k, n in seen.items() if n > 1}
     assert seen == expected
+
+    compacted = compact(cfg, "--retain", "0s")  # the upkeep on S3, the catalog in PostgreSQL
+    assert compacted.returncode == 0, compacted.stderr
+    assert f"upkeep of {db}.accounts__changelog: compacted" in compacted.stdout
+    for name in ("accounts", "accounts__changelog"):
+        table = lake.catalog.load_table((db, name))
+        live = {task.file.file_path for task in table.scan().plan_files()}
+        assert len(table.snapshots()) == 1
+        assert s3_objects(options, f"{table.location()}/data") == live
+    assert identities(lake.rows(db, "accounts__changelog")) == expected
 
 
 def test_kill_9_mid_snapshot_into_iceberg(source: E2ESource, tmp_path: Path) -> None:
