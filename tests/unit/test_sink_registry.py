@@ -58,7 +58,7 @@ def test_compact_refuses_a_sink_that_keeps_no_upkeep(tmp_path: Path) -> None:
 def test_a_resnapshot_is_refused_for_a_sink_other_than_delta(tmp_path: Path) -> None:
     text = BASE.replace("tables: [x]", "tables: [x], on_log_gone: resnapshot")
     with pytest.raises(
-        ConfigError, match="from Delta replicas only, and sink.type is tests"
+        ConfigError, match="replicas, which the sink tests.fakes.sink cannot do"
     ) as err:
         load_config_text(text + f"sink: {{type: tests.fakes.sink, path: {tmp_path}}}\n", "/")
     assert err.value.fields["key"] == "source.on_log_gone"

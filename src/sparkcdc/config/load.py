@@ -115,9 +115,9 @@ def load_config_text(
     base = Path(base_dir)
     source = _source(root.get("source"))
     sink = _sink(root.get("sink"), base)
-    if source.on_log_gone == "resnapshot" and sink.type != "delta":
-        fail("source.on_log_gone", f"resnapshot deletes the keys gone at the source from Delta "
-             f"replicas only, and sink.type is {sink.type}; use on_log_gone: fail")  # fmt: skip
+    if source.on_log_gone == "resnapshot" and sink_type(sink.type).gone_keys is None:
+        fail("source.on_log_gone", f"resnapshot deletes the keys gone at the source from the "
+             f"replicas, which the sink {sink.type} cannot do; use on_log_gone: fail")  # fmt: skip
     if source.on_log_gone == "resnapshot" and not sink.snapshot_in_changelog:
         fail("source.on_log_gone", "resnapshot finds the keys gone at the source by the "
              "re-snapshot's rows in the change log, and sink.snapshot_in_changelog is false; use "

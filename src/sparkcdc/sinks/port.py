@@ -17,6 +17,8 @@ part               what it does                                 called by
                    or a change log's rows after a position)
 ``keeper``         the tables' upkeep: small files compacted,   ``sinks/upkeep.py`` (between
                    old versions and their files deleted         batches), ``sparkcdc compact``
+``gone_keys``      after a re-snapshot, the replica's keys the  ``spark/pipeline/resnapshot``
+                   source deleted while its log was lost
 =================  ===========================================  ============================
 
 A :class:`Sink` writes micro-batch N exactly once per batch id: Spark replays the batch after a
@@ -42,6 +44,7 @@ from sparkcdc.core.table_name import TableName
 
 if TYPE_CHECKING:
     from sparkcdc.config.model import SinkConfig
+    from sparkcdc.core.offset import Offset
     from sparkcdc.core.schema import TableSchema
     from sparkcdc.snapshot.split_store import SplitResult, SplitStore
 
@@ -127,6 +130,17 @@ class TableKeeper(Protocol):
     def tables(self, patterns: Sequence[str] = ()) -> list[str]: ...
 
     def keep(self, name: str, retain: float, small_files: int) -> TableUpkeep: ...
+
+
+class GoneKeys(Protocol):
+    """After a re-snapshot (``source.on_log_gone: resnapshot``) handed off to the log at
+    ``at``: delete from the replica of ``name`` the keys that no change-log row at or after
+    ``since`` holds (keys deleted at the source while its log was lost), each logged as a ``d``
+    row, written once per ``app_id``; how many (:mod:`.changes.gone_keys`)."""
+
+    def __call__(
+        self, name: TableName, key: Sequence[str], since: str, at: Offset, app_id: str
+    ) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -221,3 +235,4 @@ class SinkType:
     open_ahead: Callable[[SinkConfig, Sequence[TableName]], Callable[[], None]] | None = None
     reader: Callable[[SinkConfig], TableRead] | None = None  # None: its tables cannot be read
     keeper: Callable[[SinkConfig], TableKeeper] | None = None  # None: no upkeep (compact refuses)
+    gone_keys: Callable[[SinkConfig], GoneKeys] | None = None  # None: no on_log_gone: resnapshot

@@ -13,6 +13,7 @@ from sparkcdc.config.model import SinkConfig
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.port import (
     ChunkFiles,
+    GoneKeys,
     Sink,
     SinkContext,
     SinkType,
@@ -114,5 +115,15 @@ def keeper(config: SinkConfig) -> TableKeeper:
     return DeltaKeeper(LakeStorage(config.path, config.storage_options))
 
 
+def gone_keys(config: SinkConfig) -> GoneKeys:
+    """The re-snapshot's deletion of the keys gone at the source (:mod:`.gone_keys`)."""
+    from sparkcdc.sinks.delta.gone_keys import DeltaGoneKeys
+    from sparkcdc.sinks.delta.lake import Lake
+    from sparkcdc.sinks.storage import LakeStorage
+
+    return DeltaGoneKeys(Lake(LakeStorage(config.path, config.storage_options)))
+
+
 SINK_TYPE = SinkType("delta", check=check, open=open_sink, chunk_writer=write_chunk_files,
-                     open_ahead=open_ahead, reader=reader, keeper=keeper)  # fmt: skip
+                     open_ahead=open_ahead, reader=reader, keeper=keeper,
+                     gone_keys=gone_keys)  # fmt: skip

@@ -12,6 +12,7 @@ from sparkcdc.config.model import SinkConfig
 from sparkcdc.core.errors import ConfigError
 from sparkcdc.sinks.port import (
     ChunkFiles,
+    GoneKeys,
     Sink,
     SinkContext,
     SinkType,
@@ -98,5 +99,16 @@ def write_chunk_files(
     return write_run(results, schema, store, fresh, database, changelog, columns=columns)
 
 
+def gone_keys(config: SinkConfig) -> GoneKeys:
+    """The re-snapshot's deletion of the keys gone at the source (:mod:`.gone_keys`)."""
+    _need_pyiceberg()
+    from sparkcdc.sinks.iceberg.catalog import open_catalog
+    from sparkcdc.sinks.iceberg.gone_keys import IcebergGoneKeys
+    from sparkcdc.sinks.iceberg.tables import IcebergTables
+
+    return IcebergGoneKeys(IcebergTables(open_catalog(config)))
+
+
 SINK_TYPE = SinkType("iceberg", check=check, open=open_sink, keys=("catalog",), reader=reader,
-                     chunk_writer=write_chunk_files, keeper=keeper)  # fmt: skip
+                     chunk_writer=write_chunk_files, keeper=keeper,
+                     gone_keys=gone_keys)  # fmt: skip

@@ -10,7 +10,8 @@ again and streams on (Debezium's ``snapshot.mode: when_needed``).
    run while the marker is there (:func:`pending`), so a crash at any step resumes it.
 2. :class:`ResnapshotSink`: at the first micro-batch after the snapshot's hand-off (whose end is
    a log offset), before writing it, the replicas' keys the source no longer has are deleted
-   and logged as ``d`` rows (:mod:`sparkcdc.sinks.delta.gone_keys`); then the marker goes.
+   and logged as ``d`` rows (the sink type's ``gone_keys``,
+   :mod:`sparkcdc.sinks.changes.gone_keys`); then the marker goes.
 """
 
 from __future__ import annotations
@@ -28,10 +29,8 @@ from sparkcdc.core.errors import LogPositionGone
 from sparkcdc.core.logs import counted
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.table_name import TableName
-from sparkcdc.sinks.delta.gone_keys import delete_gone
-from sparkcdc.sinks.delta.lake import Lake
 from sparkcdc.sinks.port import BatchFrame
-from sparkcdc.sinks.storage import LakeStorage
+from sparkcdc.sinks.registry import sink_type
 from sparkcdc.sources.registry import open_source
 from sparkcdc.spark.offsets import source_position
 from sparkcdc.spark.pipeline.offset_log import read_offset_file
@@ -102,8 +101,7 @@ class ResnapshotSink:
         parse: Callable[[Mapping[str, object]], Offset],
         app_id: Callable[[], str],
     ) -> None:
-        self.sink, self.checkpoint = sink, checkpoint
-        self.lake = Lake(LakeStorage(sink_config.path, sink_config.storage_options))
+        self.sink, self.checkpoint, self.sink_config = sink, checkpoint, sink_config
         self.parse, self.app_id = parse, app_id
 
     def __call__(self, df: BatchFrame, batch_id: int) -> None:
@@ -118,11 +116,11 @@ class ResnapshotSink:
 
     def _delete_gone(self, found: Resnapshot, at: Offset) -> None:
         app_id = f"{self.app_id()}-resnapshot"
+        gone_keys = sink_type(self.sink_config.type).gone_keys
+        assert gone_keys is not None, "the configuration refuses resnapshot for this sink"
+        delete_gone = gone_keys(self.sink_config)
         for name, key in sorted(found.keys.items()):
-            where = TableName.parse(name)
-            count = delete_gone(
-                self.lake.replica(where), self.lake.changelog(where), key, found.since, at, app_id
-            )
+            count = delete_gone(TableName.parse(name), key, found.since, at, app_id)
             if count:
                 log.info("re-snapshot of %s: %d keys gone at the source deleted", name, count)
         log.info("re-snapshot finished: the replicas equal the source as of %s", at)
