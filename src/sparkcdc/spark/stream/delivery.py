@@ -172,14 +172,13 @@ class DeliveryQueue:
     def settled(self, start: Offset) -> bool:
         """Nothing to deliver past ``start``: the store holds no item, every ready item lies at
         ``start`` or before (a schema announcement waits there for the next micro-batch, which
-        may never come on an idle log) and no item handed out waits for its ack."""
+        may never come on an idle log) and no item handed out waits for its ack. Safe to ask
+        from another thread."""
+        ready, unacked = list(self._ready), list(self._unacked)  # copies: the status thread asks
+        handed_out = bool(unacked) and unacked[0][1] <= self._consumed
         key = start.key
-        handed_out = bool(self._unacked) and self._unacked[0][1] <= self._consumed
-        return (
-            self.store.pending_items == 0
-            and not handed_out
-            and all(e.key <= key for e in self._ready)
-        )
+        ahead = any(e.key > key for e in ready)
+        return self.store.pending_items == 0 and not handed_out and not ahead
 
     # ------------------------------------------------------------------ take
     def take(
