@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import pyarrow as pa
 import pytest
 from pyiceberg.table import Table
 
@@ -28,23 +26,12 @@ from sparkcdc.sinks.upkeep import Schedule
 from sparkcdc.sources.mysql.schema.column_types import column
 from tests.cases.envelopes import Changes
 from tests.cases.schemas import ACCOUNTS
+from tests.integration.test_iceberg_sink import Frame, lake
 
 A = ACCOUNTS
 NOTED = TableSchema("shop", "accounts", (*A.columns, column("note", "varchar")), primary_key=A.key)
 APP = "pipeline-1"
 ADDED_AT = 15  # the batch that adds the column ``note``
-
-
-@dataclass(frozen=True)
-class Frame:
-    table: pa.Table
-
-    def toArrow(self) -> pa.Table:  # noqa: N802 (Spark's name)
-        return self.table
-
-
-def lake(tmp_path: Path) -> SinkConfig:
-    return SinkConfig(path=str(tmp_path / "lake"), type="iceberg")
 
 
 def account(key: int, balance: int, note: str | None = None) -> dict[str, Any]:
