@@ -78,8 +78,8 @@ def test_a_running_pipeline_keeps_its_iceberg_tables_bounded(
     log = lake.catalog.load_table((db, "items__changelog"))
     marks = [v for k, v in log.properties.items() if k.startswith("sparkcdc.batch.")]
     assert len(marks) == 1 and int(marks[0]) >= MIN_BATCHES, marks
-    oldest_ms = min(s.timestamp_ms for s in log.snapshots())  # those before expired
-    assert oldest_ms - started_ms > STREAM_SECONDS * 1000 / 3, (oldest_ms, started_ms)
+    oldest_ms = min(s.timestamp_ms for s in log.snapshots())  # the initial snapshot's expired
+    assert oldest_ms > started_ms, (oldest_ms, started_ms)
     assert live(lake, db, "items__changelog") < int(marks[0]) / 2  # one per batch, compacted
     assert max(most.values()) <= BOUND_FILES, most
 
