@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import pyarrow as pa
 import pytest
 from pyiceberg.table import Table
 
@@ -83,6 +84,10 @@ def test_compaction_keeps_every_row_and_the_batches_already_applied(tmp_path: Pa
     keeper = IcebergKeeper(IcebergTables(open_catalog(config)))
     assert keeper.tables() == ["shop.accounts", "shop.accounts__changelog"]
     assert keeper.tables([r"shop\.nothing"]) == []
+    theirs = pa.schema([("id", pa.int64())])
+    other = open_catalog(config).create_table(("shop", "theirs"), theirs)
+    other.append(pa.table({"id": pa.array([1], pa.int64())}))  # another writer's table: left
+    assert keeper.tables() == ["shop.accounts", "shop.accounts__changelog"]
 
     done = keeper.keep("shop.accounts__changelog", retain=3600, small_files=10)
     assert (done.compacted, done.written, done.files) == (30, 1, 1)

@@ -30,7 +30,7 @@ from pyiceberg.table import Table
 
 from sparkcdc.sinks.iceberg.expiry import expire
 from sparkcdc.sinks.iceberg.rewrite import compact, data_file_sizes
-from sparkcdc.sinks.iceberg.tables import CHANGELOG_SUFFIX, IcebergTables
+from sparkcdc.sinks.iceberg.tables import BATCH_PROPERTY, CHANGELOG_SUFFIX, IcebergTables
 from sparkcdc.sinks.port import TableUpkeep
 from sparkcdc.sinks.upkeep import target_size
 
@@ -50,7 +50,9 @@ class IcebergKeeper:
 
     def tables(self, patterns: Sequence[str] = ()) -> list[str]:
         """``db.table`` of every replica and change log (``db.table__changelog``) whose
-        ``db.table`` fully matches one of ``patterns`` (none: all)."""
+        ``db.table`` fully matches one of ``patterns`` (none: all). Only tables a pipeline
+        wrote (they carry its batch marker): a catalog shared with other writers keeps theirs
+        as they are."""
         catalog, names = self.found.catalog, []
         for namespace in catalog.list_namespaces():
             if len(namespace) != 1 or namespace[0].startswith(OWN_NAMESPACE_PREFIX):
@@ -58,7 +60,10 @@ class IcebergKeeper:
             for ident in catalog.list_tables(namespace):
                 db, table = ident[-2], ident[-1]
                 base = f"{db}.{table.removesuffix(CHANGELOG_SUFFIX)}"
-                if not patterns or any(re.fullmatch(p, base) for p in patterns):
+                if patterns and not any(re.fullmatch(p, base) for p in patterns):
+                    continue
+                found = self.found.table((db, table))
+                if found is not None and _written_here(found):
                     names.append(f"{db}.{table}")
         return sorted(names)
 
@@ -77,6 +82,11 @@ class IcebergKeeper:
             name, rewritten.removed, rewritten.added, expired.files, expired.bytes, len(sizes),
             sum(sizes), expired=expired.snapshots,
         )  # fmt: skip
+
+
+def _written_here(table: Table) -> bool:
+    """Whether a sparkcdc pipeline committed a micro-batch to ``table`` (its batch marker)."""
+    return any(key.startswith(BATCH_PROPERTY) for key in table.properties)
 
 
 def _keep_for(table: Table, retain: float) -> None:
