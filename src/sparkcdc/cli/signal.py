@@ -100,7 +100,10 @@ def check_signal_tables(source: SourceConfig, tables: Sequence[str], where: str 
         return
     opened = open_source(source)
     with opened.catalog() as catalog:
-        captured = sorted(str(TableName(*t)) for t in catalog.match_tables(source.tables))
+        captured = sorted(
+            str(TableName(*t))
+            for t in catalog.match_tables(source.tables, exclude=source.tables_exclude)
+        )
         address = catalog.address
     missing = [t for t in tables if t not in captured]
     if missing:

@@ -6,11 +6,13 @@ references) into these classes and names the offending key of any wrong value.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar, Self
 
 from sparkcdc.config.secret import Secret
+from sparkcdc.core.capture import CaptureRules, Mask
 from sparkcdc.core.json_value import JSONObject, JSONValue
 
 SNAPSHOT_STARTUPS = ("initial", "snapshot")
@@ -177,9 +179,26 @@ class SourceConfig:
     heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
     on_log_gone: str = "fail"  # or "resnapshot": see LOG_GONE_ACTIONS
     on_unmatched: str = "fail"  # or "warn": see UNMATCHED_ACTIONS, sources/table_filter.py
+    # the capture filters (core/capture.py): tables and columns left out, operations skipped,
+    # values masked
+    tables_exclude: tuple[str, ...] = ()
+    columns: dict[str, tuple[str, ...]] = field(default_factory=dict)  # include / exclude
+    skip_operations: tuple[str, ...] = ()
+    masks: tuple[Mask, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "password", Secret.of(self.password))
+
+    @functools.cached_property
+    def capture(self) -> CaptureRules:
+        """The capture filters as one set of rules."""
+        return CaptureRules(
+            tables_exclude=self.tables_exclude,
+            columns_include=self.columns.get("include", ()),
+            columns_exclude=self.columns.get("exclude", ()),
+            skip_operations=self.skip_operations,
+            masks=self.masks,
+        )
 
     @property
     def takes_snapshot(self) -> bool:
@@ -206,6 +225,10 @@ class SourceConfig:
             "signal_table": self.signal_table,
             "tls": self.tls.mode,
             "heartbeat": self.heartbeat.redacted(),
+            "tables_exclude": list(self.tables_exclude),
+            "columns": {k: list(v) for k, v in self.columns.items()},
+            "skip_operations": list(self.skip_operations),
+            "masks": [f"{m.kind} {list(m.columns)}" for m in self.masks],
             **self.settings.redacted(),
         }
 

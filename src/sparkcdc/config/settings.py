@@ -16,6 +16,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from sparkcdc.config.capture_values import (
+    as_columns,
+    as_masks,
+    as_skip_operations,
+    as_tables_exclude,
+    masks_from_option,
+    masks_option,
+)
 from sparkcdc.config.model import (
     LOG_GONE_ACTIONS,
     UNMATCHED_ACTIONS,
@@ -59,6 +67,18 @@ def _json_object(text: str, key: str) -> Any:
         return json.loads(text)
     except ValueError:
         fail(key, f'{text!r} is not a JSON object like {{"db.table": ["col"]}}')
+
+
+def _json_value(text: str, key: str) -> Any:
+    """An option's JSON text (a list, or a mapping of lists)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        fail(key, f"{text!r} is not JSON")
+
+
+def _json_list(value: tuple[str, ...]) -> str | None:
+    return json.dumps(list(value)) if value else None
 
 
 def _columns_text(value: dict[str, tuple[str, ...]]) -> str | None:
@@ -253,6 +273,46 @@ SOURCE_SETTINGS: tuple[Setting, ...] = (
     ),  # fmt: skip
     Setting(
         "on_unmatched", "on_unmatched", _plain(lambda v, k: _on_unmatched(v, k)), "fail", "fail"
+    ),  # fmt: skip
+    Setting(
+        "tables_exclude",
+        "tables_exclude",
+        _plain(as_tables_exclude),
+        (),
+        "[]",
+        ("tables_exclude",),
+        decode=_json_value,
+        encode=_json_list,
+    ),  # fmt: skip
+    Setting(
+        "columns",
+        "columns",
+        _plain(as_columns),
+        {},
+        "all",
+        ("columns",),
+        decode=_json_value,
+        encode=_columns_text,
+    ),  # fmt: skip
+    Setting(
+        "skip_operations",
+        "skip_operations",
+        _plain(as_skip_operations),
+        (),
+        "none",
+        ("skip_operations",),
+        decode=_json_value,
+        encode=_json_list,
+    ),  # fmt: skip
+    Setting(
+        "masks",
+        "masks",
+        _plain(as_masks),
+        (),
+        "none",
+        ("masks",),
+        decode=masks_from_option,
+        encode=masks_option,
     ),  # fmt: skip
 )
 """Every source type's settings besides ``type`` and the password (which the loader and the

@@ -64,6 +64,9 @@ class TableSchema:
     columns: tuple[Column, ...]
     primary_key: tuple[str, ...] = ()
     key_columns: tuple[str, ...] = field(default=())
+    # a schema as the capture rules leave it (core/capture.py): its id, derived from the
+    # source schema's id and the rules (empty: the schema as the source has it)
+    captured_id: str = ""
 
     @property
     def table_name(self) -> TableName:
@@ -93,7 +96,10 @@ class TableSchema:
         return ", ".join(f"`{c.name}` {c.spark_type()}" for c in self.columns)
 
     def schema_id(self) -> str:
-        """A short stable hash that changes whenever columns, types or the key change."""
+        """A short stable hash that changes whenever columns, types or the key change (a
+        captured schema's: :attr:`captured_id`)."""
+        if self.captured_id:
+            return self.captured_id
         digest = hashlib.sha1(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()
         return digest[:16]
 
@@ -115,6 +121,7 @@ class TableSchema:
             ],
             "primary_key": list(self.primary_key),
             "key_columns": list(self.key_columns),
+            **({"captured_id": self.captured_id} if self.captured_id else {}),
         }
 
     @classmethod
@@ -128,4 +135,5 @@ class TableSchema:
             columns=columns,
             primary_key=tuple(value.get("primary_key", ())),
             key_columns=tuple(value.get("key_columns", ())),
+            captured_id=str(value.get("captured_id", "")),
         )

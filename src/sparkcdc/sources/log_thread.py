@@ -31,9 +31,11 @@ import time
 from abc import ABC, abstractmethod
 
 from sparkcdc.config.model import HeartbeatConfig
+from sparkcdc.core.capture import CaptureRules
 from sparkcdc.core.errors import ConnectionFailed, SourceError, StoreClosed
 from sparkcdc.core.logitem import LogItem
 from sparkcdc.core.offset import Offset
+from sparkcdc.sources.captured_items import captured_item
 from sparkcdc.sources.heartbeat import Heartbeat
 from sparkcdc.sources.port import ReaderStats, TableView
 from sparkcdc.store.cutter import TransactionCutter
@@ -65,9 +67,11 @@ class LogThread(ABC):
         reconnect_timeout: float = 300.0,
         progress_interval: float = 0.2,
         heartbeat: HeartbeatConfig | None = None,
+        capture: CaptureRules | None = None,
     ) -> None:
         self.where = where  # host:port, for messages
         self.store = store
+        self.capture = capture or CaptureRules()  # applied to every item before the store
         self.reconnect_timeout = reconnect_timeout
         self.beats = Heartbeat(heartbeat or HeartbeatConfig())
         if self.beats.enabled:
@@ -251,6 +255,7 @@ class LogThread(ABC):
                 self._rewind(resume)
 
     def _put(self, item: LogItem) -> None:
+        item = captured_item(self.capture, item)
         while not self.store.put(item, timeout=0.2):
             if self._stop.is_set():
                 raise Stopped

@@ -71,10 +71,13 @@ class Catalog(Protocol):
         """Raise unless the server's log is set up for change data capture and the user may
         read it and the tables of ``namespaces`` (MissingPrivilege names the GRANTs to run)."""
 
-    def match_tables(self, patterns: Sequence[str], each: bool = False) -> list[TableName]:
-        """The tables whose ``a.b`` name fully matches one of the regular expressions
-        (NoTablesMatched if none does, or with ``each`` if one of them matches none: a
-        sentence naming the pattern and where the catalog looked,
+    def match_tables(
+        self, patterns: Sequence[str], each: bool = False, exclude: Sequence[str] = ()
+    ) -> list[TableName]:
+        """The tables whose ``a.b`` name fully matches one of the regular expressions and none
+        of ``exclude`` (``source.tables_exclude``); NoTablesMatched if none does, or with
+        ``each`` if one of them matches none (a sentence naming the pattern and where the
+        catalog looked,
         :func:`~sparkcdc.sources.table_filter.no_table_matches`)."""
 
     def load_schema(self, db: str, table: str, key_columns: Sequence[str] = ()) -> TableSchema:

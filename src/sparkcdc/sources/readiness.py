@@ -36,7 +36,7 @@ log = logging.getLogger("sparkcdc.source")
 def captured_tables(source: Source) -> list[str]:
     """The names (text form) of the tables the source captures now, once the server is ready."""
     with source.catalog() as catalog:
-        tables = catalog.match_tables(source.config.tables)
+        tables = catalog.match_tables(source.config.tables, exclude=source.config.tables_exclude)
         catalog.check_ready(sorted({db for db, _ in tables}))
         return [str(TableName(*t)) for t in tables]
 
@@ -51,7 +51,7 @@ def check_source(source: Source, startup: bool = True) -> list[TableSchema]:
         catalog.check_ready()
         if config.signal_table:
             catalog.check_signal_table(config.signal_table)
-        tables = catalog.match_tables(list(config.tables), each=each)
+        tables = catalog.match_tables(list(config.tables), each=each, exclude=config.tables_exclude)
         if not each:
             _warn_unmatched(config, [str(TableName(*t)) for t in tables], catalog.address)
         catalog.check_ready(sorted({db for db, _ in tables}))
@@ -60,6 +60,8 @@ def check_source(source: Source, startup: bool = True) -> list[TableSchema]:
             schemas = [catalog.load_schema(*t, keys.get(str(TableName(*t)), ())) for t in tables]
         except errors.TableWithoutKey as exc:
             raise _without_chunk_key(config, exc) if config.takes_snapshot else exc from None
+    for schema in schemas:  # a key column left out or masked, a mask on a number: refused
+        config.capture.check(schema)
     if startup and not config.takes_snapshot:
         source.check_startup(config.startup)
     return schemas

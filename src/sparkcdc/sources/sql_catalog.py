@@ -70,14 +70,21 @@ class SqlCatalog(ABC):
     def check_signal_table(self, table: str) -> None:
         """Raise ConfigError (with its CREATE TABLE) unless the signal table exists."""
 
-    def match_tables(self, patterns: Sequence[str], each: bool = False) -> list[TableName]:
+    def match_tables(
+        self, patterns: Sequence[str], each: bool = False, exclude: Sequence[str] = ()
+    ) -> list[TableName]:
         """The tables whose text form (``schema.table``) fully matches one of the regular
-        expressions (NoTablesMatched if none does, or with ``each`` if one of them matches none)."""
+        expressions and none of ``exclude`` (NoTablesMatched if none does, or with ``each`` if
+        one of them matches none)."""
         compiled = compile_patterns(patterns)
+        excluded = compile_patterns(exclude)
         found: list[TableName] = []
         left_out: dict[str, list[TableName]] = {}
         for listed in self._listed_tables():
-            if any(p.fullmatch(str(listed.name)) for p in compiled):
+            name = str(listed.name)
+            if any(p.fullmatch(name) for p in compiled) and not any(
+                p.fullmatch(name) for p in excluded
+            ):
                 if listed.uncapturable is None:
                     found.append(listed.name)
                 else:

@@ -31,6 +31,14 @@ def verify_pipeline(
     committed = CommittedPosition(
         checkpoint / "spark", source.offset, lambda: pipeline_running(checkpoint), wait
     )
+    skipped = ", ".join(config.source.skip_operations)
+    if skipped:
+        raise ConfigError(
+            f"source.skip_operations: the pipeline leaves {skipped} changes out of its replicas "
+            "on purpose, so they are not meant to equal the source and verify cannot judge "
+            "them; verify a pipeline that skips no operation.",
+            key="source.skip_operations",
+        )
     reader = sink_type(config.sink.type).reader
     if reader is None:
         raise ConfigError(

@@ -38,6 +38,7 @@ from sparkcdc.core.errors import SparkCDCError
 from sparkcdc.core.offset import Offset
 from sparkcdc.core.offset_events import Notice
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.snapshot.captured import captured_rows
 from sparkcdc.snapshot.correct import typed_chunk_schema
 from sparkcdc.snapshot.dialect import SnapshotDialect
 from sparkcdc.snapshot.incremental import IncrementalState, Request, Run, Window, notice
@@ -140,11 +141,14 @@ class WindowReader:
         """The window's chunks written to its file, and the run moved past them."""
         chunks = reads.chunks
         rows = pa.concat_tables(chunks) if chunks else _empty(schema)
+        capture = self.options.source.capture
+        rows = captured_rows(capture, schema, rows)  # as the log reader's items are
         path = self.folder / f"{state.version}.arrow"
         write_arrow(path, rows)
         row_key = tuple(schema.key or [k.name for k in run.keys])
         # the schema goes along: the sink keeps it if the stream never announced it
-        window = Window(run.table, str(path), schema.schema_id(), schema, row_key)
+        captured = capture.schema(schema)
+        window = Window(run.table, str(path), captured.schema_id(), captured, row_key)
         run = replace(run, splitter=reads.splitter, rows=run.rows + rows.num_rows,
                       chunks=run.chunks + len(chunks))  # fmt: skip
         note = notice(run.table, "chunk", rows=run.rows, chunks=run.chunks,

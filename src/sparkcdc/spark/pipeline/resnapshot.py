@@ -69,7 +69,9 @@ def begin(config: Config, checkpoint: Path, gone: LogPositionGone) -> None:
     keys: dict[str, list[str]] = {}
     with source.catalog() as catalog:
         since = catalog.log_end().position()
-        for table in catalog.match_tables(list(config.source.tables)):
+        for table in catalog.match_tables(
+            list(config.source.tables), exclude=config.source.tables_exclude
+        ):
             name = str(TableName(*table))
             schema = catalog.load_schema(*table, config.source.row_keys.get(name, ()))
             keys[name] = list(schema.key)

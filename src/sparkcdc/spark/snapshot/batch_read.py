@@ -22,6 +22,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from sparkcdc.core.chunk import Split
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.snapshot.captured import captured_rows
 from sparkcdc.snapshot.scan import scan_split_at
 from sparkcdc.snapshot.splitter import ChunkSplitter, SplitterSettings
 from sparkcdc.sources.port import SnapshotPin
@@ -33,9 +34,9 @@ __all__ = ["SnapshotBatchReader", "table_schema"]
 
 
 def table_schema(options: SourceOptions) -> TableSchema:
-    """The schema of the batch read's table (the DataFrame's columns)."""
+    """The schema of the batch read's table (the DataFrame's columns), as captured."""
     assert options.table is not None
-    return load_table(options, options.table)
+    return options.source.capture.schema(load_table(options, options.table))
 
 
 class SnapshotTask(InputPartition):
@@ -97,6 +98,7 @@ class SnapshotBatchReader(DataSourceReader):
                     at,
                     typed=True,
                 )
-                yield from result.rows.drop_columns(["key"]).to_batches(ARROW_BATCH_ROWS)
+                rows = captured_rows(self.options.source.capture, schema, result.rows)
+                yield from rows.drop_columns(["key"]).to_batches(ARROW_BATCH_ROWS)
         if partition.pin is not None:
             source.release_pin(partition.pin, worker)

@@ -101,7 +101,7 @@ class SnapshotPhase:
         stream bytes (empty: none)."""
         rows: list[SchemaRow] = []
         for name in end.announce:
-            schema = end.meta[name].schema
+            schema = self.options.source.capture.schema(end.meta[name].schema)
             text = json.dumps(schema.to_json(), separators=(",", ":"))
             rows.append((schema.db, schema.table, text, None, ANNOUNCE, schema.schema_id()))
         if not rows:

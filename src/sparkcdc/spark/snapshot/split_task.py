@@ -33,6 +33,7 @@ from sparkcdc.core.offset_events import chunk_event, snapshot_batch
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks.port import ChunkFiles, ChunkRef, ChunkWriter
 from sparkcdc.sinks.registry import chunk_writer
+from sparkcdc.snapshot.captured import captured_result
 from sparkcdc.snapshot.dialect import SnapshotDialect
 from sparkcdc.snapshot.scan import joinable, scan_run
 from sparkcdc.snapshot.split_store import SplitResult, SplitStore
@@ -84,7 +85,7 @@ def read_split_task(options: SourceOptions, task: SplitTask) -> Iterator[pa.Reco
                         keep_run,
                         store,
                         results,
-                        schema,
+                        options.source.capture.schema(schema),
                         typed,
                         bool(read),
                         database,
@@ -116,6 +117,7 @@ class _Reader:
         self.dialect: SnapshotDialect | None = None
         self.high: Offset | None = None
         self.name = f"task {task.value} pid {os.getpid()}"
+        self.capture = options.source.capture
 
     def read(
         self,
@@ -135,8 +137,9 @@ class _Reader:
         whole = self.typed and len(missing) == len(run) and joinable(run, schema, keys)
         read: list[SplitResult] = []
         for group in [run] if whole else [[split] for split in missing]:
-            read += scan_run(group, schema, keys, self.dialect, self._window, task=self.name,
-                             typed=self.typed, low=self.high)  # fmt: skip
+            scanned = scan_run(group, schema, keys, self.dialect, self._window,
+                               task=self.name, typed=self.typed, low=self.high)  # fmt: skip
+            read += [captured_result(self.capture, schema, r) for r in scanned]
             self.high = read[-1].high
             for result in read[-len(group) :]:
                 kept(result)

@@ -38,7 +38,14 @@ def changes_between(
 
     if high <= low:
         return []
-    only = dataclasses.replace(source, tables=(f"{re.escape(db)}\\.{re.escape(table)}",))
+    # every change as the log has it: the caller applies the capture rules, skipping none
+    only = dataclasses.replace(
+        source,
+        tables=(f"{re.escape(db)}\\.{re.escape(table)}",),
+        columns={},
+        skip_operations=(),
+        masks=(),
+    )
     store = EventStore(64 * 1024 * 1024, 1024)
     out: list[Change] = []
     with tempfile.TemporaryDirectory(prefix="sparkcdc-window-") as tmp:

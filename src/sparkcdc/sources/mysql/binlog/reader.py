@@ -89,7 +89,7 @@ class LogReader(LogThread):
         LogThread.__init__(
             self, f"{source.host}:{source.port}", store, reconnect_timeout=reconnect_timeout,
             progress_interval=progress_interval,
-            heartbeat=source.heartbeat if stop_at is None else None,
+            heartbeat=source.heartbeat if stop_at is None else None, capture=source.capture,
         )  # fmt: skip
         self.source = source
         self.start_offset = start

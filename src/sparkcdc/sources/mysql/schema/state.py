@@ -65,11 +65,14 @@ class SchemaState:
         ] = {}
 
     def captured(self, db: str, table: str) -> bool:
-        """Whether ``db.table`` fully matches one of ``source.tables``."""
+        """Whether ``db.table`` fully matches one of ``source.tables`` and none of
+        ``source.tables_exclude``."""
         hit = self._matches.get((db, table))
         if hit is None:
             name = str(TableName(db, table))
-            hit = self._matches[(db, table)] = any(p.fullmatch(name) for p in self._patterns)
+            hit = self._matches[(db, table)] = any(
+                p.fullmatch(name) for p in self._patterns
+            ) and not self.source.capture.excludes_table(name)
         return hit
 
     def _catalog(self) -> MySQLCatalog:
@@ -93,7 +96,7 @@ class SchemaState:
         schemas = self.history.schemas_at(start)
         with self._catalog() as cat:
             if schemas is None:
-                tables = cat.match_tables(self.source.tables)
+                tables = cat.match_tables(self.source.tables, exclude=self.source.tables_exclude)
                 cat.check_ready(sorted({db for db, _ in tables}))
                 keys = self.source.row_keys
                 schemas = {n: cat.load_schema(*n, keys.get(str(n), ())) for n in tables}
@@ -116,7 +119,11 @@ class SchemaState:
         """``schemas`` plus the tables ``source.tables`` matches now that the history does not
         hold (the filter was widened between two runs): their current schemas, recorded at
         ``start``, so they are announced and their changes decoded from here on."""
-        new = [t for t in cat.match_tables(self.source.tables) if t not in schemas]
+        new = [
+            t
+            for t in cat.match_tables(self.source.tables, exclude=self.source.tables_exclude)
+            if t not in schemas
+        ]
         if not new:
             return schemas
         cat.check_ready(sorted({db for db, _ in new}))

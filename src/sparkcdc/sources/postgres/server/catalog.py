@@ -126,12 +126,14 @@ class PostgresCatalog(SqlCatalog):
 
     # -- tables and schemas ------------------------------------------------------------------
 
-    def match_tables(self, patterns: Sequence[str], each: bool = False) -> list[TableName]:
+    def match_tables(
+        self, patterns: Sequence[str], each: bool = False, exclude: Sequence[str] = ()
+    ) -> list[TableName]:
         """The tables of ``source.database`` whose ``schema.table`` fully matches one of the
         regular expressions (unlogged tables, which logical decoding never sees, are left out
         with a warning); NoTablesMatched, naming the database, if none does, or with ``each``
         if one of them matches none."""
-        self._matched = super().match_tables(patterns, each)
+        self._matched = super().match_tables(patterns, each, exclude)
         return list(self._matched)
 
     def _listed_tables(self) -> Iterable[ListedTable]:

@@ -99,6 +99,7 @@ class PgLogReader(LogThread):
         super().__init__(
             f"{source.host}:{source.port}", store, reconnect_timeout=reconnect_timeout,
             progress_interval=progress_interval, heartbeat=source.heartbeat,
+            capture=source.capture,
         )  # fmt: skip
         self.source, self.start_offset, self.schemas = source, start, schemas
         self.slot, self.publication, self.typed = slot, publication, typed
@@ -109,7 +110,8 @@ class PgLogReader(LogThread):
         self.json_table = source.signal_table  # its rows are read as JSON (signals)
         database = PostgresSettings.of(source).database
         self.cutter = TransactionCutter(item_rows, self._put, LsnOffset, database)
-        self.tables = CapturedTables(schemas, source.tables)  # with the catalog: _prepare
+        # with the catalog: _prepare
+        self.tables = CapturedTables(schemas, source.tables, source.tables_exclude)
         self.history = RelationHistory(schema_history) if schema_history else None
         self._catalog: PostgresCatalog | None = None
         self._baselines = dict(baselines or {})
@@ -178,7 +180,7 @@ class PgLogReader(LogThread):
             states[name] = state
         self.schemas = {name: state.schema for name, state in states.items()}
         self.tables = CapturedTables(
-            self.schemas, self.source.tables, catalog,
+            self.schemas, self.source.tables, self.source.tables_exclude, catalog,
             {name: state.baseline for name, state in states.items()},
             {name: state.column_types() for name, state in states.items()},
         )  # fmt: skip

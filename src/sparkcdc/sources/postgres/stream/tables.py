@@ -127,6 +127,7 @@ class CapturedTables:
         self,
         schemas: Mapping[TableName, TableSchema],
         patterns: Sequence[str] = (),
+        exclude: Sequence[str] = (),
         catalog: RelationCatalog | None = None,
         baselines: Mapping[TableName, Baseline | None] | None = None,
         types: Mapping[TableName, PgTypes | None] | None = None,
@@ -134,10 +135,17 @@ class CapturedTables:
         self.by_name = {name: Captured.of(s) for name, s in schemas.items()}
         self.by_oid: dict[int, Captured | None] = {}  # None: a table not captured
         self.patterns = [re.compile(p) for p in patterns]
+        self.exclude = [re.compile(p) for p in exclude]
         self.catalog = catalog
         self.baselines: dict[TableName, Baseline | None] = dict(baselines or {})
         self.types: dict[TableName, PgTypes | None] = dict(types or {})
         self._lock = threading.Lock()  # a table's schema, baseline and types change together
+
+    def _matches(self, name: str) -> bool:
+        """Whether ``source.tables`` takes ``name`` and ``source.tables_exclude`` leaves it."""
+        return any(p.fullmatch(name) for p in self.patterns) and not any(
+            p.fullmatch(name) for p in self.exclude
+        )
 
     def state(self, name: TableName) -> TableState | None:
         """Table ``name``'s schema in force, baseline and types (None: not captured)."""
@@ -174,7 +182,7 @@ class CapturedTables:
                 "(startup: initial) with source.tables naming the new table."
             )
         if found is None:
-            if any(p.fullmatch(name) for p in self.patterns) and not self._partition(message):
+            if self._matches(name) and not self._partition(message):
                 raise SourceError(
                     f"{name} matches source.tables but was not captured when the stream "
                     "started (created, renamed or published since); restart the pipeline to "
