@@ -97,6 +97,18 @@ def test_each_pattern_must_match_when_asked(harness: Harness) -> None:
     assert repr(patterns[1]) in str(caught.value) and isinstance(caught.value, ConfigError)
 
 
+def test_tables_exclude_leaves_matched_tables_out(harness: Harness) -> None:
+    kept, left = harness.create("t"), harness.create("audit")
+    db, _, _ = kept.partition(".")
+    with harness.source(kept).catalog() as catalog:
+        assert catalog.match_tables([re.escape(db) + r"\..*"]) == [(db, "audit"), (db, "t")]
+        assert catalog.match_tables([re.escape(db) + r"\..*"], exclude=[re.escape(left)]) == [
+            (db, "t")
+        ]
+        with pytest.raises(NoTablesMatched):
+            catalog.match_tables([re.escape(left)], exclude=[re.escape(left)])
+
+
 def test_the_signal_table_is_checked(harness: Harness) -> None:
     table = harness.create("t")
     db, _, _ = table.partition(".")

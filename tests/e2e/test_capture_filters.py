@@ -18,7 +18,7 @@ import pytest
 from deltalake import DeltaTable
 
 from tests.cases.e2e_sources import E2ESource
-from tests.e2e.cli import run
+from tests.e2e.cli import available_now, run
 from tests.e2e.incremental_runs import Launch, notes, signal, stop, wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -132,3 +132,32 @@ def test_a_marker_in_left_out_and_masked_data_reaches_no_file(
     assert _holding(tmp_path / "lake", VISIBLE)  # the scan finds what is there
     code, out = run(cfg, command="verify")
     assert code == 0, out  # --quiet: nothing printed when every table is equal
+
+
+def test_skipped_deletes_and_truncates_stay_out_of_the_lake_and_verify_says_why(
+    source: E2ESource, tmp_path: Path
+) -> None:
+    """``skip_operations: [d, t]``, as Debezium's ``skipped.operations``: an archive that keeps
+    every row the source ever had."""
+    source.execute(
+        "CREATE TABLE kept (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO kept (id, v) VALUES (1, 1), (2, 2), (3, 3)",
+    )
+    extra = ", skip_operations: [d, t]" + source.snapshot_settings()
+    cfg = source.config(tmp_path, "kept", "initial", extra_source=extra)
+    available_now(cfg)
+    source.execute(
+        "UPDATE kept SET v = 20 WHERE id = 2",
+        "DELETE FROM kept WHERE id = 1",
+        "TRUNCATE TABLE kept",
+        "INSERT INTO kept (id, v) VALUES (4, 4)",
+    )
+    available_now(cfg)
+    lake = source.lake(tmp_path)
+    rows = DeltaTable(str(lake / "kept")).to_pyarrow_table().to_pylist()
+    assert sorted((r["id"], r["v"]) for r in rows) == [(1, 1), (2, 20), (3, 3), (4, 4)]
+    log = DeltaTable(str(lake / "kept__changelog")).to_pyarrow_table(columns=["op"])
+    ops = log.column("op").to_pylist()
+    assert sorted(ops) == ["c", "r", "r", "r", "u"]
+    code, out = run(cfg, command="verify")
+    assert code == 78 and "source.skip_operations" in out, out

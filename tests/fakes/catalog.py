@@ -33,10 +33,13 @@ class FakeCatalog:
         if reason:
             raise errors.LogNotReady(reason)
 
-    def match_tables(self, patterns: Sequence[str], each: bool = False) -> list[tuple[str, str]]:
-        compiled = compile_patterns(patterns)
+    def match_tables(
+        self, patterns: Sequence[str], each: bool = False, exclude: Sequence[str] = ()
+    ) -> list[tuple[str, str]]:
+        compiled, excluded = compile_patterns(patterns), compile_patterns(exclude)
         found = sorted((s.db, s.table) for s in self.db.schemas()
-                       if any(p.fullmatch(s.name) for p in compiled))  # fmt: skip
+                       if any(p.fullmatch(s.name) for p in compiled)
+                       and not any(p.fullmatch(s.name) for p in excluded))  # fmt: skip
         unmatched = unmatched_patterns(patterns, (f"{d}.{t}" for d, t in found))
         if not found or (each and unmatched):
             raise no_table_matches(patterns, unmatched, f"in {self.address}", "fix them")

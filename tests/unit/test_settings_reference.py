@@ -59,7 +59,10 @@ def test_every_setting_reaches_the_spark_source_unchanged(kind: str, tmp_path: P
         "  signal_table: a.signals, tls: disabled, heartbeat: {interval: 2s, action_query: X},\n"
         "  snapshot: {chunk_size: 9, parallelism: 3, chunk_key_columns: {a.b: [z]},\n"
         "    distribution_factor: {lower: 0.5, upper: 9}, batch_rows: 11,\n"
-        "    incremental_chunks: 4, incremental_window: 1s}}\n"
+        "    incremental_chunks: 4, incremental_window: 1s},\n"
+        "  tables_exclude: ['a\\.x'], columns: {exclude: ['a\\.b\\.s'], include: ['.*']},\n"
+        "  skip_operations: [d], masks: [{columns: ['a\\.b\\.e'], hash: md5, salt: pep},\n"
+        "    {columns: ['a\\.b\\.n'], mask: 3}, {columns: ['a\\.b\\.m'], truncate: 2}]}\n"
         f"sink: {{path: {tmp_path / 'lake'}}}\npipeline: {{checkpoint: {tmp_path / 'cp'}}}\n",
         str(tmp_path),
     )
