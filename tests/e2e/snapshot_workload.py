@@ -79,6 +79,9 @@ class Writer(threading.Thread):
         raise NotImplementedError
 
 
+COLUMNS = "(id, version, name, amount)"  # named: a column added meanwhile takes its default
+
+
 class Churn(Writer):
     """Random small transactions on ``items``: updates, deletes, inserts inside the key range,
     below the first key and beyond the last, and primary-key updates."""
@@ -127,9 +130,9 @@ class Churn(Writer):
     def _insert(self, cur: Any, key: int, name: str, amount: float) -> None:
         t = self.table
         if self.pg:
-            sql = f"INSERT INTO {t} VALUES (%s, 0, %s, %s) ON CONFLICT DO NOTHING"
+            sql = f"INSERT INTO {t} {COLUMNS} VALUES (%s, 0, %s, %s) ON CONFLICT DO NOTHING"
         else:
-            sql = f"INSERT IGNORE INTO {t} VALUES (%s, 0, %s, %s)"
+            sql = f"INSERT IGNORE INTO {t} {COLUMNS} VALUES (%s, 0, %s, %s)"
         cur.execute(sql, (key, name, amount))
 
 

@@ -120,6 +120,24 @@ def test_rename_drop_truncate_and_include() -> None:
     assert t.tables() == []
 
 
+def test_an_online_schema_change_cut_over_is_one_alter_read_again() -> None:
+    t = tracker(
+        "CREATE TABLE orders (id INT PRIMARY KEY)",
+        "CREATE TABLE _orders_gho LIKE orders",
+        "ALTER TABLE _orders_gho ADD note VARCHAR(9)",
+        include="orders",
+    )
+    [c] = t.apply_ddl("shop", "RENAME TABLE orders TO _orders_del, _orders_gho TO orders")
+    assert (c.kind, c.table, c.old_name) == ("alter", "orders", None)
+    assert c.schema is not None and c.schema.column_names() == ["id", "note"]
+    assert "swapped with shop._orders_gho" in str(c.existing.resnapshot)
+    changes = t.apply_ddl("shop", "RENAME TABLE orders TO orders_v2, orders_v2 TO orders_v3")
+    assert [(c.kind, c.table) for c in changes] == [
+        ("rename", "orders_v2"),
+        ("rename", "orders_v3"),
+    ]
+
+
 def test_create_like_and_database_charset() -> None:
     t = tracker(
         "CREATE DATABASE l1 DEFAULT CHARACTER SET latin1",

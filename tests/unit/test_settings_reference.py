@@ -61,7 +61,8 @@ def test_every_setting_reaches_the_spark_source_unchanged(kind: str, tmp_path: P
         "    distribution_factor: {lower: 0.5, upper: 9}, batch_rows: 11,\n"
         "    incremental_chunks: 4, incremental_window: 1s},\n"
         "  tables_exclude: ['a\\.x'], columns: {exclude: ['a\\.b\\.s'], include: ['.*']},\n"
-        "  skip_operations: [d], masks: [{columns: ['a\\.b\\.e'], hash: md5, salt: pep},\n"
+        "  skip_operations: [d], shadow_tables: capture,\n"
+        "  masks: [{columns: ['a\\.b\\.e'], hash: md5, salt: pep},\n"
         "    {columns: ['a\\.b\\.n'], mask: 3}, {columns: ['a\\.b\\.m'], truncate: 2}]}\n"
         f"sink: {{path: {tmp_path / 'lake'}}}\npipeline: {{checkpoint: {tmp_path / 'cp'}}}\n",
         str(tmp_path),

@@ -102,7 +102,7 @@ def check_signal_tables(source: SourceConfig, tables: Sequence[str], where: str 
     with opened.catalog() as catalog:
         captured = sorted(
             str(TableName(*t))
-            for t in catalog.match_tables(source.tables, exclude=source.tables_exclude)
+            for t in catalog.match_tables(source.tables, exclude=source.capture.excluded_tables)
         )
         address = catalog.address
     missing = [t for t in tables if t not in captured]

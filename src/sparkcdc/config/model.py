@@ -18,6 +18,7 @@ from sparkcdc.core.json_value import JSONObject, JSONValue
 SNAPSHOT_STARTUPS = ("initial", "snapshot")
 LOG_GONE_ACTIONS = ("fail", "resnapshot")  # source.on_log_gone: what a purged log position does
 UNMATCHED_ACTIONS = ("fail", "warn")  # source.on_unmatched: a table pattern matching nothing
+SHADOW_TABLES_ACTIONS = ("skip", "capture")  # source.shadow_tables: gh-ost's and pt-osc's tables
 
 
 DEFAULT_TYPE = "mysql"
@@ -185,6 +186,7 @@ class SourceConfig:
     columns: dict[str, tuple[str, ...]] = field(default_factory=dict)  # include / exclude
     skip_operations: tuple[str, ...] = ()
     masks: tuple[Mask, ...] = ()
+    shadow_tables: str = "skip"  # or "capture": see SHADOW_TABLES_ACTIONS
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "password", Secret.of(self.password))
@@ -198,6 +200,7 @@ class SourceConfig:
             columns_exclude=self.columns.get("exclude", ()),
             skip_operations=self.skip_operations,
             masks=self.masks,
+            shadow_tables=self.shadow_tables == "capture",
         )
 
     @property
@@ -229,6 +232,7 @@ class SourceConfig:
             "columns": {k: list(v) for k, v in self.columns.items()},
             "skip_operations": list(self.skip_operations),
             "masks": [f"{m.kind} {list(m.columns)}" for m in self.masks],
+            "shadow_tables": self.shadow_tables,
             **self.settings.redacted(),
         }
 

@@ -26,6 +26,7 @@ from sparkcdc.config.capture_values import (
 )
 from sparkcdc.config.model import (
     LOG_GONE_ACTIONS,
+    SHADOW_TABLES_ACTIONS,
     UNMATCHED_ACTIONS,
     HeartbeatConfig,
     SnapshotConfig,
@@ -314,6 +315,14 @@ SOURCE_SETTINGS: tuple[Setting, ...] = (
         decode=masks_from_option,
         encode=masks_option,
     ),  # fmt: skip
+    Setting(
+        "shadow_tables",
+        "shadow_tables",
+        _plain(lambda v, k: _shadow_tables(v, k)),
+        "skip",
+        "skip",
+        ("shadow_tables",),
+    ),  # fmt: skip
 )
 """Every source type's settings besides ``type`` and the password (which the loader and the
 options handle themselves: a secret, and sealed between processes)."""
@@ -324,6 +333,15 @@ def _on_log_gone(value: object, key: str) -> str:
     if text not in LOG_GONE_ACTIONS:
         fail(key, f"{value!r} is not one of {', '.join(LOG_GONE_ACTIONS)} (fail: stop with the "
                   "way out; resnapshot: read the tables again and stream on)")  # fmt: skip
+    return text
+
+
+def _shadow_tables(value: object, key: str) -> str:
+    text = as_text(value, key).strip().lower()
+    if text not in SHADOW_TABLES_ACTIONS:
+        choices = ", ".join(SHADOW_TABLES_ACTIONS)
+        fail(key, f"{text!r} is not one of {choices} (skip: leave the tables of gh-ost and "
+                  "pt-online-schema-change out; capture: take them too)")  # fmt: skip
     return text
 
 

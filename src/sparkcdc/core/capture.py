@@ -42,6 +42,10 @@ from sparkcdc.core.images import UNCHANGED_KEY
 from sparkcdc.core.schema import TableSchema
 
 MASK_KINDS = ("hash", "mask", "truncate")
+SHADOW_TABLES = r"[^.]+\._+[^.]+_(?:gho|ghc|del|new|old)"
+"""The tables online schema change tools make beside a table ``t`` (``db.t``): gh-ost's ghost,
+changelog and cut-over tables ``_t_gho``, ``_t_ghc``, ``_t_del``, pt-online-schema-change's
+``_t_new`` and ``_t_old`` (with more leading underscores when a name is taken)."""
 SKIPPABLE_OPERATIONS = ("c", "u", "d", "t")
 JSON_CHUNK = ("key", "after")  # the columns of a chunk read without typed=True
 
@@ -78,6 +82,12 @@ class CaptureRules:
     columns_exclude: tuple[str, ...] = ()
     skip_operations: tuple[str, ...] = ()
     masks: tuple[Mask, ...] = ()
+    shadow_tables: bool = False  # capture the online schema change tools' tables too
+
+    @property
+    def excluded_tables(self) -> tuple[str, ...]:
+        """``tables_exclude``, and the shadow tables unless they are captured."""
+        return self.tables_exclude if self.shadow_tables else (*self.tables_exclude, SHADOW_TABLES)
 
     @property
     def changes_values(self) -> bool:
@@ -89,8 +99,8 @@ class CaptureRules:
         return self.changes_values or bool(self.skip_operations)
 
     def excludes_table(self, name: str) -> bool:
-        """Whether ``db.table`` fully matches one of ``tables_exclude``."""
-        return any(re.fullmatch(p, name) for p in self.tables_exclude)
+        """Whether ``db.table`` fully matches one of :attr:`excluded_tables`."""
+        return any(re.fullmatch(p, name) for p in self.excluded_tables)
 
     def plan(self, db: str, table: str, columns: Sequence[str]) -> TablePlan | None:
         """What the rules do to the columns ``columns`` of ``db.table``; None: nothing."""

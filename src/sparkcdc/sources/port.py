@@ -254,6 +254,19 @@ class Source(ABC):
         """The reader numbered ``reader`` (from 0) is done with ``pin``."""
         return None
 
+    records_snapshot_schemas: ClassVar[bool] = False
+    """Whether :meth:`record_snapshot_schema` keeps anything (a source without a pin)."""
+
+    def record_snapshot_schema(
+        self, schema_history: str, at: Offset, read_at: Offset, schema: TableSchema
+    ) -> None:
+        """The snapshot read ``schema`` from the catalog between the log positions ``at`` and
+        ``read_at``: keep it in ``schema_history`` so the log reader, which starts at or after
+        ``at``, decodes the table as the snapshot read it and follows the DDL after that,
+        rather than the catalog's schema when the reader opens, which a DDL made meanwhile
+        would have changed already."""
+        return None
+
     def release_log(self) -> None:
         """The pipeline copied its tables (``startup: snapshot``) and reads no more of the log:
         let go of what the source keeps for it (a PostgreSQL slot would hold WAL for ever)."""

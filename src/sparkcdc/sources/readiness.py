@@ -36,7 +36,9 @@ log = logging.getLogger("sparkcdc.source")
 def captured_tables(source: Source) -> list[str]:
     """The names (text form) of the tables the source captures now, once the server is ready."""
     with source.catalog() as catalog:
-        tables = catalog.match_tables(source.config.tables, exclude=source.config.tables_exclude)
+        tables = catalog.match_tables(
+            source.config.tables, exclude=source.config.capture.excluded_tables
+        )
         catalog.check_ready(sorted({db for db, _ in tables}))
         return [str(TableName(*t)) for t in tables]
 
@@ -51,7 +53,9 @@ def check_source(source: Source, startup: bool = True) -> list[TableSchema]:
         catalog.check_ready()
         if config.signal_table:
             catalog.check_signal_table(config.signal_table)
-        tables = catalog.match_tables(list(config.tables), each=each, exclude=config.tables_exclude)
+        tables = catalog.match_tables(
+            list(config.tables), each=each, exclude=config.capture.excluded_tables
+        )
         if not each:
             _warn_unmatched(config, [str(TableName(*t)) for t in tables], catalog.address)
         catalog.check_ready(sorted({db for db, _ in tables}))

@@ -21,6 +21,7 @@ from __future__ import annotations
 from sparkcdc.core.errors import ConfigError
 from sparkcdc.core.event import Change
 from sparkcdc.core.offset import Offset
+from sparkcdc.core.schema import TableSchema
 from sparkcdc.sources.mysql.binlog.backfill import changes_between
 from sparkcdc.sources.mysql.binlog.reader import LogReader
 from sparkcdc.sources.mysql.chunks.dialect import MySQLChunks
@@ -73,6 +74,17 @@ class MySQLSource(Source):
             )
         server_id = ids[worker % len(ids)]
         return changes_between(self.config, db, table, _binlog(low), _binlog(high), server_id)
+
+    records_snapshot_schemas = True
+
+    def record_snapshot_schema(
+        self, schema_history: str, at: Offset, read_at: Offset, schema: TableSchema
+    ) -> None:
+        history = SchemaHistory(schema_history)
+        start = _binlog(at)
+        schemas = history.schemas_at(start) or {}
+        schemas[(schema.db, schema.table)] = schema
+        history.record(start, schemas, {(schema.db, schema.table): _binlog(read_at)})
 
     def chunks(self, pin: SnapshotPin | None = None) -> MySQLChunks:
         if pin is not None:

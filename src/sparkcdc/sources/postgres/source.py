@@ -70,7 +70,9 @@ class PostgresSource(Source):
         """Check readiness, make the publication and the slot; the captured tables' schemas
         and the slot."""
         slot, publication = self.settings.names()
-        tables = catalog.match_tables(self.config.tables, exclude=self.config.tables_exclude)
+        tables = catalog.match_tables(
+            self.config.tables, exclude=self.config.capture.excluded_tables
+        )
         catalog.check_ready(sorted({schema for schema, _ in tables}))
         ensure_publication(catalog.session, publication, tables, self.config.user)
         state = ensure_slot(catalog.session, slot, catalog.database)

@@ -70,7 +70,7 @@ def begin(config: Config, checkpoint: Path, gone: LogPositionGone) -> None:
     with source.catalog() as catalog:
         since = catalog.log_end().position()
         for table in catalog.match_tables(
-            list(config.source.tables), exclude=config.source.tables_exclude
+            list(config.source.tables), exclude=config.source.capture.excluded_tables
         ):
             name = str(TableName(*table))
             schema = catalog.load_schema(*table, config.source.row_keys.get(name, ()))

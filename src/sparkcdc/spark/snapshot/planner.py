@@ -155,7 +155,7 @@ class SnapshotPlanner:
             while len(splits) < want and current < len(tables):
                 name = tables[current]
                 if state is None:
-                    meta[name] = table_meta(self.options, dialect, name, self._pinned_schema(name))
+                    meta[name] = self._table_meta(dialect, name)
                     announce.append(name)
                 splitter = ChunkSplitter(dialect, name, meta[name].keys, self.settings, state)
                 if state is None:
@@ -227,6 +227,19 @@ class SnapshotPlanner:
             source = self.options.open_source()
             self._holder = source.pin_snapshot(self.options.schema_history)
         return self._holder
+
+    def _table_meta(self, dialect: SnapshotDialect, name: str) -> TableMeta:
+        """:func:`table_meta` of a table whose snapshot starts now; where the source keeps the
+        schema the snapshot reads in its schema history (no pin), kept there."""
+        pinned = self._pinned_schema(name)
+        source = self.options.open_source()
+        if pinned is not None or not source.records_snapshot_schemas:
+            return table_meta(self.options, dialect, name, pinned)
+        before = dialect.low_watermark()  # at or before any chunk's watermark
+        meta = table_meta(self.options, dialect, name)
+        after = dialect.watermark()
+        source.record_snapshot_schema(self.options.schema_history, before, after, meta.schema)
+        return meta
 
     def _pinned_schema(self, name: str) -> TableSchema | None:
         """The schema the pinned view reads ``name`` with (None: no view, the catalog's)."""

@@ -10,12 +10,14 @@ history does not hold, so a snapshot of the whole tracker is kept in memory afte
 statement: a reconnect rewinds to the snapshot at or before its resume offset (the history is
 the fallback, and the only source after a process restart).
 
-Limit: schemas read from the catalog at start are today's; a DDL on a captured table between
-the start offset and that read is applied on top of them again (the rows decoder then stops
-with a clear error when the column counts disagree). Start offsets close to "now" make this
-window small; a locked schema snapshot would close it. What such a DDL did to the table's rows
-cannot be told from today's schema either: its change asks for the table to be read again
-(the history keeps where the log ended when each table was read from the catalog).
+After an initial snapshot the history holds each table's schema as the snapshot read it
+(:meth:`~sparkcdc.sources.port.Source.record_snapshot_schema`). Limit: schemas read from the
+catalog at start otherwise are today's; a DDL on a captured table between the start offset and
+that read is applied on top of them again (the rows decoder then stops with a clear error when
+the column counts disagree). Start offsets close to "now" make this window small; a locked
+schema snapshot would close it. What such a DDL did to the table's rows cannot be told from
+today's schema either: its change asks for the table to be read again (the history keeps where
+the log ended when each table was read from the catalog).
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ class SchemaState:
 
     def captured(self, db: str, table: str) -> bool:
         """Whether ``db.table`` fully matches one of ``source.tables`` and none of
-        ``source.tables_exclude``."""
+        ``source.tables_exclude`` (and the shadow tables of online schema change tools)."""
         hit = self._matches.get((db, table))
         if hit is None:
             name = str(TableName(db, table))
@@ -96,7 +98,9 @@ class SchemaState:
         schemas = self.history.schemas_at(start)
         with self._catalog() as cat:
             if schemas is None:
-                tables = cat.match_tables(self.source.tables, exclude=self.source.tables_exclude)
+                tables = cat.match_tables(
+                    self.source.tables, exclude=self.source.capture.excluded_tables
+                )
                 cat.check_ready(sorted({db for db, _ in tables}))
                 keys = self.source.row_keys
                 schemas = {n: cat.load_schema(*n, keys.get(str(n), ())) for n in tables}
@@ -121,7 +125,9 @@ class SchemaState:
         ``start``, so they are announced and their changes decoded from here on."""
         new = [
             t
-            for t in cat.match_tables(self.source.tables, exclude=self.source.tables_exclude)
+            for t in cat.match_tables(
+                self.source.tables, exclude=self.source.capture.excluded_tables
+            )
             if t not in schemas
         ]
         if not new:

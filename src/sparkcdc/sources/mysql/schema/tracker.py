@@ -125,7 +125,7 @@ class SchemaTracker:
             changes: list[SchemaChange] = []
             for old, new in stmt.pairs:
                 changes += self._move(old, new, self._schemas.get(old), sql)
-            return changes
+            return _swapped(changes)
         if isinstance(stmt, DropTables):
             return [c for name in stmt.names for c in self._drop(name, sql)]
         if isinstance(stmt, Truncate):
@@ -272,3 +272,22 @@ class SchemaTracker:
         tracker = cls(schemas, include, loader, key_columns, charsets)
         tracker._db_charsets = dict(value.get("databases", {}))
         return tracker
+
+
+def _swapped(changes: list[SchemaChange]) -> list[SchemaChange]:
+    """One RENAME TABLE's changes, where a captured table renamed away and another renamed to
+    its name (the cut-over of gh-ost and pt-online-schema-change: ``t`` to ``_t_del``, ``_t_gho``
+    to ``t``) are one ``alter`` of the table, whose rows are read again: its replica is never
+    emptied by a drop."""
+    created = {(c.db, c.table): c for c in changes if c.kind == "create"}
+    gone = {(c.db, c.table) for c in changes if c.kind == "drop"}
+    out: list[SchemaChange] = []
+    for change in changes:
+        name = (change.db, change.table)
+        if name not in created or name not in gone:
+            out.append(change)
+        elif change.kind == "create" and change.old_name is not None:
+            why = f"it was swapped with {TableName(*change.old_name)} by one RENAME TABLE"
+            again = ExistingRows(resnapshot=why)
+            out.append(replace(change, kind="alter", old_name=None, existing=again))
+    return out

@@ -87,7 +87,7 @@ def read_states(source: SourceConfig, snapshot: str) -> dict[TableName, TableSta
     keys = source.row_keys
     with PostgresCatalog(source, session=SnapshotSession(source, database, snapshot)) as catalog:
         states = {}
-        for name in catalog.match_tables(source.tables, exclude=source.tables_exclude):
+        for name in catalog.match_tables(source.tables, exclude=source.capture.excluded_tables):
             schema = catalog.load_schema(*name, keys.get(str(name), ()))
             states[name] = TableState(schema, first_baseline(catalog, schema))
         return states

@@ -111,7 +111,7 @@ class PgLogReader(LogThread):
         database = PostgresSettings.of(source).database
         self.cutter = TransactionCutter(item_rows, self._put, LsnOffset, database)
         # with the catalog: _prepare
-        self.tables = CapturedTables(schemas, source.tables, source.tables_exclude)
+        self.tables = CapturedTables(schemas, source.tables, source.capture.excluded_tables)
         self.history = RelationHistory(schema_history) if schema_history else None
         self._catalog: PostgresCatalog | None = None
         self._baselines = dict(baselines or {})
@@ -180,7 +180,7 @@ class PgLogReader(LogThread):
             states[name] = state
         self.schemas = {name: state.schema for name, state in states.items()}
         self.tables = CapturedTables(
-            self.schemas, self.source.tables, self.source.tables_exclude, catalog,
+            self.schemas, self.source.tables, self.source.capture.excluded_tables, catalog,
             {name: state.baseline for name, state in states.items()},
             {name: state.column_types() for name, state in states.items()},
         )  # fmt: skip
