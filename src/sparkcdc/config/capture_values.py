@@ -7,34 +7,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 
 from sparkcdc.config.secret import seal, unseal
-from sparkcdc.config.values import as_int, as_text, fail
+from sparkcdc.config.values import as_int, as_regexes, as_text, fail
 from sparkcdc.core.capture import MASK_KINDS, SKIPPABLE_OPERATIONS, Mask
 
 ColumnPatterns = dict[str, tuple[str, ...]]  # {"include": (...), "exclude": (...)}
 
 
-def _regexes(value: object, key: str, what: str) -> tuple[str, ...]:
-    items = [value] if isinstance(value, str) else value
-    if not isinstance(items, list):
-        fail(key, f"must be a list of regular expressions over {what}")
-    out = []
-    for i, item in enumerate(items):
-        text = as_text(item, f"{key}[{i}]")
-        try:
-            re.compile(text)
-        except re.error as exc:
-            fail(f"{key}[{i}]", f"{text!r} is not a regular expression ({exc})")
-        out.append(text)
-    return tuple(out)
-
-
 def as_tables_exclude(value: object, key: str) -> tuple[str, ...]:
     """Regular expressions over ``db.table``: tables ``source.tables`` matches but the
     pipeline leaves out."""
-    return _regexes(value, key, "db.table, e.g. ['shop\\\\.audit_.*']")
+    return as_regexes(value, key, "db.table, e.g. ['shop\\\\.audit_.*']")
 
 
 def as_columns(value: object, key: str) -> ColumnPatterns:
@@ -45,7 +29,7 @@ def as_columns(value: object, key: str) -> ColumnPatterns:
     unknown = sorted(set(value) - {"include", "exclude"})
     if unknown:
         fail(f"{key}.{unknown[0]}", "is not one of its keys; use include or exclude")
-    return {k: _regexes(v, f"{key}.{k}", "db.table.column") for k, v in value.items()}
+    return {k: as_regexes(v, f"{key}.{k}", "db.table.column") for k, v in value.items()}
 
 
 def as_skip_operations(value: object, key: str) -> tuple[str, ...]:
@@ -89,7 +73,7 @@ def _mask(value: object, key: str) -> Mask:
     (kind,) = kinds
     if "columns" not in value:
         fail(f"{key}.columns", "is missing; give regular expressions over db.table.column")
-    columns = _regexes(value["columns"], f"{key}.columns", "db.table.column")
+    columns = as_regexes(value["columns"], f"{key}.columns", "db.table.column")
     if kind == "hash":
         algorithm = as_text(value["hash"], f"{key}.hash").strip().lower().replace("-", "")
         if algorithm not in hashlib.algorithms_available:

@@ -107,9 +107,17 @@ def as_duration(value: object, key: str) -> float:
 
 def as_patterns(value: object, key: str) -> tuple[str, ...]:
     """A list of regular expressions over ``db.table``, each of which must compile."""
-    items = [value] if isinstance(value, str) else value
-    if not isinstance(items, list) or not items:
+    if not value:
         fail(key, "must be a list of regular expressions over db.table, e.g. ['shop\\..*']")
+    return as_regexes(value, key, "db.table, e.g. ['shop\\..*']")
+
+
+def as_regexes(value: object, key: str, what: str) -> tuple[str, ...]:
+    """A list (maybe empty; one alone need not be listed) of regular expressions over
+    ``what``, each of which must compile."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list):
+        fail(key, f"must be a list of regular expressions over {what}")
     out = []
     for i, item in enumerate(items):
         text = as_text(item, f"{key}[{i}]")
