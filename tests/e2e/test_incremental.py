@@ -281,3 +281,36 @@ def test_tables_added_to_a_running_pipeline_are_snapshotted(
     check_progress(lake, f"{db}.extra")
     assert check_changelog(lake / db / "extra__changelog", 1) == 10000
     assert check_changelog(lake / db / "items__changelog", churn.changes + 1) == 0
+
+
+def test_a_column_added_while_the_windows_are_read(
+    source: E2ESource, tmp_path: Path, launch: Launch
+) -> None:
+    """Debezium's ``incremental.snapshot.allow.schema.changes``: a column added (and set on some
+    rows) while an incremental snapshot reads the table; the windows read before the DDL and
+    after it, and the DDL's fill, leave the replica equal to the source."""
+    schema, server, database = source.schema, source.server, source.database
+    load_items(server, database, 20000)
+    startup = source.start_capturing(["items"])
+    cfg = source.config(tmp_path, "items", startup,
+                        extra_source=incremental_source(chunk=500, window="0s"))  # fmt: skip
+    lake, columns = tmp_path / "lake", [*COLUMNS, "grade"]
+    proc = launch(cfg)
+    signal(cfg, "execute-snapshot", "--tables", f"{schema}.items")
+    wait_for(proc, lambda: len(notes(lake, "chunk")) >= 2, "the first windows")
+    source.execute(
+        "ALTER TABLE items ADD COLUMN grade INT DEFAULT 5",
+        "UPDATE items SET grade = 7, version = version + 1 WHERE id % 400 = 0",
+    )
+    chunks_before = len(notes(lake, "chunk"))
+    assert not notes(lake, "completed"), "the snapshot ended before the DDL"
+
+    def source_rows() -> Rows:
+        return sorted(source.query(f"SELECT {', '.join(columns)} FROM items"))
+
+    wait_for(proc, lambda: bool(notes(lake, "completed")), "the snapshot to complete", 240)
+    wait_for(proc, lambda: replica(lake / schema / "items", columns) == source_rows(),
+             "the replica to equal the source", 90)  # fmt: skip
+    stop(proc)
+    assert len(notes(lake, "chunk")) > chunks_before  # windows were read after the DDL
+    assert {r[4] for r in source_rows()} == {5, 7}
