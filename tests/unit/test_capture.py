@@ -173,3 +173,13 @@ def test_masked_struct_images_keep_nulls() -> None:
     struct = pa.array([{"email": "x", "ssn": "1"}, None, {"email": None, "ssn": None}])
     out = plan.struct(struct)
     assert out.to_pylist() == [{"email": _hash("x")}, None, {"email": None}]
+
+
+def test_a_masked_column_that_a_ddl_made_a_number_stops_with_a_sentence() -> None:
+    plan = RULES.plan("shop", "users", USERS.column_names())
+    assert plan is not None
+    with pytest.raises(ConfigError, match=r"shop.users.email holds values that are no text"):
+        plan.json_image(json.dumps({"id": 1, "email": 42}))
+    with pytest.raises(ConfigError, match=r"shop.users.note holds values that are no text"):
+        plan.struct(pa.array([{"note": 5}]))
+    assert plan.json_image(json.dumps({"id": 1, "email": None})) == '{"id":1,"email":null}'

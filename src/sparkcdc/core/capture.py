@@ -228,6 +228,15 @@ class TablePlan:
                     key="source.masks",
                 )
 
+    def _not_text(self, name: str) -> ConfigError:
+        """A masked column that holds other than text (a DDL changed it since the start)."""
+        return ConfigError(
+            f"source.masks: {self.table}.{name} holds values that are no text (a DDL changed "
+            "its type), so its mask cannot apply and its values are not let through; leave "
+            "the column out with source.columns.exclude, or narrow the pattern, and restart.",
+            key="source.masks",
+        )
+
     def schema(self, schema: TableSchema) -> TableSchema:
         kept = tuple(c for c in schema.columns if c.name not in self.dropped)
         return schema.with_columns(kept)
@@ -245,7 +254,9 @@ class TablePlan:
                 out[name] = [n for n in v if n not in self.dropped]
             elif name in self.dropped:
                 continue
-            elif name in self.masks and isinstance(v, str):
+            elif name in self.masks and v is not None:
+                if not isinstance(v, str):
+                    raise self._not_text(name)
                 out[name] = self.function(name)(v)
             else:
                 out[name] = v
@@ -253,6 +264,8 @@ class TablePlan:
 
     def array(self, name: str, values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
         """A masked column's values (a text column; nulls stay null)."""
+        if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+            raise self._not_text(name)
         mask = self.masks[name]
         if mask.kind == "truncate":
             return pc.utf8_slice_codeunits(values, 0, mask.length)
