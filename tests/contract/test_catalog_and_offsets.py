@@ -9,7 +9,7 @@ import pytest
 
 from sparkcdc.core.errors import ConfigError, NoTablesMatched, SourceError, TableWithoutKey
 from sparkcdc.core.offset import Offset
-from sparkcdc.sources.readiness import captured_tables
+from sparkcdc.sources.readiness import captured_tables, check_source
 from tests.contract.harness import Harness
 
 
@@ -107,6 +107,18 @@ def test_tables_exclude_leaves_matched_tables_out(harness: Harness) -> None:
         ]
         with pytest.raises(NoTablesMatched):
             catalog.match_tables([re.escape(left)], exclude=[re.escape(left)])
+
+
+def test_a_table_named_as_a_shadow_table_is_left_out_with_a_warning(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    kept, shadow = harness.create("t"), harness.create("_t_old")
+    source = harness.source(kept, shadow)
+    assert captured_tables(source) == [kept]
+    with pytest.raises(NoTablesMatched):  # its own pattern matches nothing else
+        check_source(source)
+    assert f"source.tables matches {shadow}" in caplog.text
+    assert "source.shadow_tables: capture" in caplog.text
 
 
 def test_the_signal_table_is_checked(harness: Harness) -> None:

@@ -27,7 +27,7 @@ from sparkcdc.config.model import SourceConfig
 from sparkcdc.core import errors
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.core.table_name import TableName
-from sparkcdc.sources.port import Source
+from sparkcdc.sources.port import Catalog, Source
 from sparkcdc.sources.table_filter import unmatched_patterns
 
 log = logging.getLogger("sparkcdc.source")
@@ -53,6 +53,7 @@ def check_source(source: Source, startup: bool = True) -> list[TableSchema]:
         catalog.check_ready()
         if config.signal_table:
             catalog.check_signal_table(config.signal_table)
+        _warn_shadow_tables(config, catalog)
         tables = catalog.match_tables(
             list(config.tables), each=each, exclude=config.capture.excluded_tables
         )
@@ -69,6 +70,26 @@ def check_source(source: Source, startup: bool = True) -> list[TableSchema]:
     if startup and not config.takes_snapshot:
         source.check_startup(config.startup)
     return schemas
+
+
+def _warn_shadow_tables(config: SourceConfig, catalog: Catalog) -> None:
+    """A warning naming the tables ``source.tables`` matches that are left out only for being
+    named as online schema change tools name their tables (``source.shadow_tables: skip``)."""
+    if config.capture.shadow_tables:
+        return
+    try:
+        named = catalog.match_tables(list(config.tables), exclude=config.tables_exclude)
+    except errors.NoTablesMatched:
+        return
+    shadows = [
+        str(TableName(*t)) for t in named if config.capture.excludes_table(str(TableName(*t)))
+    ]
+    if shadows:
+        log.warning(
+            "source.tables matches %s on %s, named as gh-ost's and pt-online-schema-change's "
+            "tables are; left out (source.shadow_tables: capture takes them)",
+            ", ".join(shadows), catalog.address,
+        )  # fmt: skip
 
 
 def _warn_unmatched(config: SourceConfig, names: list[str], address: str) -> None:
