@@ -9,7 +9,7 @@ pipeline mid initial snapshot and mid-stream (MariaDB and PostgreSQL) and mid in
 snapshot (MariaDB) leaves a replica equal to the source and a change log holding every change
 exactly once, also with the warehouse on S3 and the catalog in PostgreSQL.
 ``SPARKCDC_ICEBERG_*CRASH_TRIALS`` set the crashes (two here, five in
-``scripts/sink_trials.sh``)."""
+``scripts/crash_trials.sh``)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ equals the source row by row, the change log holds one ``r`` row per snapshotted
 change older than that key's snapshot row, and the splits of the table ran in two Spark tasks at
 the same time. MariaDB corrects chunks in watermark windows (which saw writes); PostgreSQL reads
 every chunk in one exported snapshot (no window to correct) and leaves only the checkpoint's slot.
-``kill -9`` mid-snapshot, five randomized crashes in one snapshot: each restart resumes without
+``kill -9`` mid-snapshot, randomized crashes in one snapshot (two here, five in
+``scripts/crash_trials.sh``): each restart resumes without
 reading finished splits again (on PostgreSQL in a new pin), and the end equals the source.
 ``startup: snapshot`` copies a table that transfers keep at a constant total: the copy is one
 consistent cut; on MariaDB with tables of every key shape (composite, case-insensitive strings,
