@@ -5,7 +5,9 @@ in the namespace ``db``, created and evolved from the schema's Arrow columns
 (:class:`IcebergTables`, the :class:`~sparkcdc.sinks.changes.lake.TableFormat`; pyiceberg maps
 the types: int8/int16 become ``int``, decimals keep their precision and scale, timestamps are
 ``timestamptz`` or ``timestamp``, arrays ``list``). A column the schema gains is added by
-Iceberg's schema evolution (a metadata commit); none is ever dropped or retyped.
+Iceberg's schema evolution (a metadata commit); one is retyped or dropped only when asked
+(:meth:`IcebergTables.retype`, :meth:`IcebergTables.drop_columns`, by
+:mod:`~sparkcdc.sinks.iceberg.reshape`).
 
 Every data commit's snapshot summary carries the pipeline's id (``sparkcdc.app``), the Spark
 batch id (``sparkcdc.batch``) and the source position of the batch's last change
@@ -36,6 +38,7 @@ from sparkcdc.config.model import SinkConfig
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.changes.lake import changelog_schema
 from sparkcdc.sinks.iceberg.reach import not_gone, reach
+from sparkcdc.sinks.iceberg.reshape import ROW_IMAGES, TOP, dropped, retyped
 from sparkcdc.sinks.port import TableKind
 
 APP_KEY = "sparkcdc.app"
@@ -107,6 +110,33 @@ class IcebergTables:
     def stored_columns(self, name: TableName) -> list[pa.Field] | None:
         table = self.table(replica_id(name))
         return None if table is None else plain_fields(table)
+
+    def retype(self, name: TableName, fields: list[pa.Field]) -> list[pa.Field]:
+        """Give the replica's columns named in ``fields`` those fields' types, and the change
+        log's ``before``/``after`` struct fields of those names the same types; every value kept
+        (cast exactly). The replica's columns afterwards.
+
+        By schema evolution where Iceberg promotes the type, else by rewriting the table
+        (:mod:`~sparkcdc.sinks.iceberg.reshape`). Both tables' changes are made before either is
+        committed: a value that does not fit (ValueError) leaves both as they were."""
+        staged = []
+        for ident, parents in ((replica_id(name), TOP), (changelog_id(name), ROW_IMAGES)):
+            table = self.table(ident)
+            tx = None if table is None else retyped(table, fields, parents)
+            if tx is not None:
+                staged.append((ident, tx))
+        for ident, tx in staged:
+            self.keep(ident, tx.commit_transaction())
+        return self.stored_columns(name) or []
+
+    def drop_columns(self, name: TableName, names: list[str]) -> list[pa.Field]:
+        """Remove the columns ``names`` from the replica only (the change log keeps them: its
+        earlier images hold their values). The replica's columns afterwards."""
+        table = self.table(replica_id(name))
+        if table is None:
+            return []
+        dropped(table, names)  # a commit updates the table object this class keeps
+        return plain_fields(table)
 
 
 def replica_id(name: TableName) -> Identifier:
