@@ -33,6 +33,7 @@ from sparkcdc.config.model import (
     SourceConfig,
     StoreConfig,
 )
+from sparkcdc.config.schema_changes import as_schema_changes
 from sparkcdc.config.secret import Secret
 from sparkcdc.config.settings import Setting, keys_at, settings_values, source_of
 from sparkcdc.config.storage import OBJECT_SCHEMES, as_storage_options
@@ -55,7 +56,7 @@ _ENV = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 SECTIONS = ("source", "sink", "pipeline")
 SINK_KEYS = ("type", "path", "maintenance", "storage_options", "snapshot_in_changelog")
 MAINTENANCE_KEYS = ("compact_every", "retain")
-PIPELINE_KEYS = ("checkpoint", "trigger", "store", "spark", "metrics")
+PIPELINE_KEYS = ("checkpoint", "trigger", "store", "spark", "metrics", "schema_changes")
 STORE_KEYS = ("max_bytes", "max_items", "batch_mode", "item_rows")
 METRICS_KEYS = ("port", "host")
 SPARK_KEYS = ("master", "ui", "conf")
@@ -364,6 +365,7 @@ def _pipeline(s: dict[str, Any], base: Path) -> PipelineConfig:
         trigger_seconds=_get(s, "trigger", p, as_duration, 1.0),
         store=store,
         metrics=_metrics(_section(s.get("metrics"), f"{p}.metrics", METRICS_KEYS)),
+        schema_changes=as_schema_changes(s.get("schema_changes")),
         spark_master=_get(sp, "master", f"{p}.spark", as_text, "local[*]"),
         spark_ui=_get(sp, "ui", f"{p}.spark", as_bool, True),
         spark_conf={

@@ -14,6 +14,7 @@ from typing import ClassVar, Self
 from sparkcdc.config.secret import Secret
 from sparkcdc.core.capture import CaptureRules, Mask
 from sparkcdc.core.json_value import JSONObject, JSONValue
+from sparkcdc.core.schema_policy import SchemaPolicy
 
 SNAPSHOT_STARTUPS = ("initial", "snapshot")
 LOG_GONE_ACTIONS = ("fail", "resnapshot")  # source.on_log_gone: what a purged log position does
@@ -312,6 +313,7 @@ class PipelineConfig:
     spark_ui: bool = True  # Spark's web UI (its Structured Streaming tab shows the stream)
     spark_conf: dict[str, str] = field(default_factory=dict)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    schema_changes: SchemaPolicy = field(default_factory=SchemaPolicy)
 
 
 @dataclass(frozen=True)

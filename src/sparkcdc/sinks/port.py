@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Literal, NotRequired, Protocol, TypedDict
 import pyarrow as pa
 
 from sparkcdc.core.json_value import JSONObject
+from sparkcdc.core.schema_policy import SchemaPolicy
 from sparkcdc.core.table_name import TableName
 
 if TYPE_CHECKING:
@@ -159,10 +160,12 @@ class SinkFigures:
 @dataclass(frozen=True)
 class SinkContext:
     """What the pipeline gives the sink it opens: the pipeline's id (asked for once the first
-    batch comes: it lives in Spark's checkpoint) and the batch mark."""
+    batch comes: it lives in Spark's checkpoint), the batch mark and what to do with schema
+    changes (``pipeline.schema_changes``)."""
 
     app_id: Callable[[], str]
     mark: Mark | None = None
+    schema_changes: SchemaPolicy = field(default_factory=SchemaPolicy)
 
 
 class Sink(ABC):

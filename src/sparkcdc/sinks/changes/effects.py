@@ -94,29 +94,25 @@ def effect_of(row: EnvelopeRow, at: int, lake: Lake, had: set[str]) -> Effect | 
     rows = ExistingRows.of_change(change)
     new = TableSchema.from_json(json.loads(text))
     name = TableName(row["db"], row["table"])
+    # the replica's columns; one pipeline.schema_changes left out gets no assignment
     by_name = {f.name.lower(): f for f in lake.columns(name, new)}
-
-    def target(column: str) -> pa.Field:
-        found = by_name.get(column.lower())
-        if found is None:
-            raise SinkError(f"the replica of {new.name} has no column {column}", table=new.name)
-        return found
-
     before = _json(row.get("before"))
     old_names = {c["name"].lower() for c in before.get("columns", [])}
     assign: dict[str, Value] = {}
     for c in new.columns:  # new to the schema: null, unless filled or copied below
-        if before and c.name.lower() not in old_names and c.name.lower() in had:
-            f = target(c.name)
+        f = by_name.get(c.name.lower())
+        if before and c.name.lower() not in old_names and c.name.lower() in had and f:
             assign[f.name] = Const(pa.nulls(1, f.type))
     for new_name, old_name in rows.copy.items():
-        assign[target(new_name).name] = Ref(target(old_name).name)
-    given = {**rows.fill, **rows.nulls}
-    typed = _typed_values(given, new, {n: target(n) for n in given})
-    for column in rows.fill:
-        assign[target(column).name] = typed[column]
-    for column in rows.nulls:
-        f = target(column)
+        to, of = by_name.get(new_name.lower()), by_name.get(old_name.lower())
+        if to is not None:
+            assign[to.name] = Ref(of.name) if of is not None else Const(pa.nulls(1, to.type))
+    given = {n: v for n, v in {**rows.fill, **rows.nulls}.items() if n.lower() in by_name}
+    typed = _typed_values(given, new, {n: by_name[n.lower()] for n in given})
+    for column in (c for c in rows.fill if c in given):
+        assign[by_name[column.lower()].name] = typed[column]
+    for column in (c for c in rows.nulls if c in given):
+        f = by_name[column.lower()]
         assign[f.name] = IfNull(assign.get(f.name, Ref(f.name)), typed[column])
     return Effect(name, at, assign) if assign else None
 

@@ -13,6 +13,7 @@ current columns.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Sequence
 from typing import Protocol
@@ -30,10 +31,15 @@ from sparkcdc.core.event import (
     TRANSACTION_TYPE,
     EnvelopeRow,
 )
+from sparkcdc.core.existing_rows import ExistingRows
 from sparkcdc.core.images import TypedImages, fill_untyped, images_of
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.core.schema_policy import TABLE_KINDS, SchemaChange, SchemaPolicy, column_changes
 from sparkcdc.core.table_name import TableName
+from sparkcdc.sinks.changes.replica_plan import ChangeRefused, plan_replica, refuse_changes
 from sparkcdc.sinks.storage import LakeStorage, as_storage
+
+log = logging.getLogger("sparkcdc.sink")
 
 
 def changelog_schema(columns: Sequence[pa.Field], source: pa.DataType) -> pa.Schema:
@@ -72,14 +78,28 @@ class TableFormat(Protocol):
     def stored_columns(self, name: TableName) -> list[pa.Field] | None:
         """The replica's columns as stored now; None if it has no replica yet."""
 
+    def retype(self, name: TableName, fields: list[pa.Field]) -> list[pa.Field]:
+        """Give the replica's columns named in ``fields`` those types, and the change log's
+        ``before``/``after`` fields of those names the same, every value kept (ValueError
+        naming a value the new type cannot hold); the replica's columns afterwards."""
+
+    def drop_columns(self, name: TableName, names: list[str]) -> list[pa.Field]:
+        """Remove the columns ``names`` from the replica (the change log keeps them); the
+        replica's columns afterwards."""
+
 
 class Lake:
     """The captured tables under one sink path (see the module docstring), kept in ``tables``."""
 
-    def __init__(self, lake: str | LakeStorage, tables: TableFormat) -> None:
+    def __init__(
+        self, lake: str | LakeStorage, tables: TableFormat, policy: SchemaPolicy | None = None
+    ) -> None:
         self.storage = as_storage(lake)
         self.path = self.storage.uri
         self.tables = tables
+        self.policy = policy or SchemaPolicy()  # pipeline.schema_changes
+        # columns to drop from replicas once the micro-batch's changes are written
+        self.dropping: dict[TableName, tuple[str, ...]] = {}
         self.source: pa.DataType = pa.struct([])  # the stream's ``source`` struct (per batch)
         self._schemas: dict[str, TableSchema] = {}  # schema_id -> schema
         self._columns: dict[TableName, list[pa.Field]] = {}
@@ -100,7 +120,11 @@ class Lake:
         """A schema row (the ``index``-th of the batch): keep its schema, create or evolve the
         table's Delta tables; a TRUNCATE or DROP is noted in ``resets``."""
         name = TableName(row["db"], row["table"])
-        if _empties_table(row):
+        change = _change(row)
+        table_kind = TABLE_KINDS.get(str(change.get("kind")))
+        if table_kind is not None:
+            self._refuse(str(name), [SchemaChange(table_kind, what=row.get("ddl") or "")], row)
+        if _empties_table(row) and self.policy.of(table_kind or "drop_table") != "ignore":
             resets[name] = index
         text = row.get("schema")
         if not text:
@@ -109,7 +133,80 @@ class Lake:
         schema_id = row.get("schema_id") or schema.schema_id()
         self._schemas[schema_id] = schema
         self._save_schema(schema, schema_id)
-        self._evolve(schema.table_name, schema)
+        changes: list[SchemaChange] = []
+        old = row.get("before")
+        if change.get("kind") in ("alter", "unknown") and old:
+            before = TableSchema.from_json(json.loads(old))
+            changes = column_changes(before, schema, ExistingRows.of_change(change))
+            self._refuse(str(name), changes, row)
+        self._reshape(schema.table_name, schema, changes)
+
+    def _refuse(self, table: str, changes: list[SchemaChange], row: EnvelopeRow) -> None:
+        try:
+            refuse_changes(table, changes, self.policy, row.get("ddl") or "")
+        except ChangeRefused as exc:
+            raise SinkError(str(exc), table=table) from exc
+
+    def _reshape(self, name: TableName, schema: TableSchema, changes: list[SchemaChange]) -> None:
+        """The replica's columns made what ``pipeline.schema_changes`` says for ``changes``
+        (:mod:`.replica_plan`): retyped now, added now, dropped at the batch's end."""
+        stored = self.tables.stored_columns(name)
+        if stored is None:
+            self._evolve(name, schema)
+            return
+        try:
+            plan = plan_replica(stored, schema, changes, self.policy)
+        except ChangeRefused as exc:
+            raise SinkError(str(exc), table=str(name)) from exc
+        columns = list(plan.columns)
+        if plan.retyped:
+            columns = self._retype(name, plan.retyped, stored, columns)
+        self._evolve_to(name, columns)
+        if plan.dropped:
+            self.dropping[name] = tuple(dict.fromkeys(self.dropping.get(name, ()) + plan.dropped))
+
+    def _retype(
+        self,
+        name: TableName,
+        retyped: tuple[tuple[pa.Field, bool], ...],
+        stored: list[pa.Field],
+        columns: list[pa.Field],
+    ) -> list[pa.Field]:
+        """``columns`` once the replica's ``retyped`` columns have their new types; where the
+        values do not fit and ``try_evolve`` decided, the types stay (a warning)."""
+        try:
+            self.tables.retype(name, [f for f, _ in retyped])
+            return columns
+        except ValueError as exc:
+            if not all(tried for _, tried in retyped):
+                setting = self.policy.setting("alter_column_type")
+                raise SinkError(
+                    f"the replica of {name} cannot take a column's new type ({exc}) as "
+                    f"{setting} asks; set it to try_evolve or lenient to keep the old type",
+                    table=str(name),
+                ) from exc
+            log.warning("the replica of %s keeps its column types: %s (try_evolve)", name, exc)
+            kept = {f.name.lower(): f for f in stored}
+            return [kept.get(f.name.lower(), f) for f in columns]
+        except Exception as exc:
+            raise SinkError(
+                f"could not retype the {self.tables.label} tables of {name}: {exc}",
+                table=str(name),
+            ) from exc
+
+    def drop_pending(self) -> None:
+        """Drop the columns the micro-batch's schema changes took from the replicas (after the
+        effects read them and the changes are written)."""
+        for name, names in list(self.dropping.items()):
+            try:
+                self._columns[name] = self.tables.drop_columns(name, list(names))
+            except Exception as exc:
+                raise SinkError(
+                    f"could not drop {', '.join(names)} from the {self.tables.label} replica "
+                    f"of {name}: {exc}",
+                    table=str(name),
+                ) from exc
+            del self.dropping[name]
 
     def read_with(self, row: EnvelopeRow) -> None:
         """A chunk of an incremental snapshot (a ``k`` row) read with the catalog's schema it
@@ -128,7 +225,7 @@ class Lake:
         schema = TableSchema.from_json(ref["schema"])
         self._schemas[schema_id] = schema
         self._save_schema(schema, schema_id)
-        self._evolve(name, schema)
+        self._reshape(name, schema, [])
 
     def _save_schema(self, schema: TableSchema, schema_id: str) -> None:
         target = self._schema_file(schema.db, schema.table, schema_id)
@@ -156,7 +253,9 @@ class Lake:
         return found
 
     def _evolve(self, name: TableName, schema: TableSchema) -> list[pa.Field]:
-        wanted = list(arrow_schema(schema))
+        return self._evolve_to(name, list(arrow_schema(schema)))
+
+    def _evolve_to(self, name: TableName, wanted: list[pa.Field]) -> list[pa.Field]:
         try:
             columns = self.tables.evolve(name, wanted, self.source)
         except Exception as exc:
@@ -255,10 +354,20 @@ def _check_images(name: TableName, rows: pa.Table) -> None:
 
 def _misfit(name: TableName, exc: Exception, label: str) -> SinkError:
     return SinkError(
-        f"a change to {name} does not fit the {label} column types ({exc}); column "
-        "type changes need a new table.",
+        f"a change to {name} does not fit the {label} replica's column types ({exc}); "
+        "pipeline.schema_changes decides them: alter_column_type: lenient or evolve widens a "
+        "column with the source's type.",
         table=str(name),
     )
+
+
+def _change(row: EnvelopeRow) -> dict[str, object]:
+    """The schema row's change JSON (``after``), {} if none."""
+    try:
+        change = json.loads(row.get("after") or "null")
+    except ValueError:
+        return {}
+    return change if isinstance(change, dict) else {}
 
 
 def _empties_table(row: EnvelopeRow) -> bool:

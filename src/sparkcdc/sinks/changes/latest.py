@@ -10,6 +10,8 @@ per row).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -82,9 +84,19 @@ def _one_per_key(actions: pa.Table, key_names: list[str]) -> bool:
     return column.null_count == 0 and bool(pc.count_distinct(column).as_py() == actions.num_rows)
 
 
-def check_key(schema: TableSchema) -> None:
-    """SinkError when a key column of ``schema`` is an array: no upsert can match rows on it."""
+def check_key(schema: TableSchema, columns: Sequence[pa.Field]) -> None:
+    """SinkError when a key column of ``schema`` is an array (no upsert can match rows on it)
+    or not among the replica's ``columns`` (``pipeline.schema_changes`` left it out)."""
     key = {k.lower() for k in schema.key}
+    missing = key - {f.name.lower() for f in columns}
+    if missing:
+        raise SinkError(
+            f"the key of {schema.name} is ({', '.join(schema.key)}), and its replica has no "
+            f"column {', '.join(sorted(missing))} (pipeline.schema_changes left it out), so "
+            "changes cannot be merged by key; let the column's change through "
+            "(lenient or evolve) and start again",
+            table=schema.name,
+        )
     for column in schema.columns:
         if column.name.lower() in key:
             try:

@@ -47,7 +47,7 @@ def open_sink(config: SinkConfig, context: SinkContext) -> Sink:
     return DeltaSink(
         lake, app_id=context.app_id, mark=context.mark,
         upkeep=schedule(lake, upkeep.compact_every, upkeep.retain),
-        snapshot_in_changelog=config.snapshot_in_changelog,
+        snapshot_in_changelog=config.snapshot_in_changelog, schema_changes=context.schema_changes,
     )  # fmt: skip
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from sparkcdc.core.schema_policy import SchemaPolicy
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.changes import lake
 from sparkcdc.sinks.delta import commits
@@ -41,6 +42,6 @@ class DeltaTables:
 class Lake(lake.Lake):
     """The captured tables of a Delta lake at ``path`` (a folder, a URI or its storage)."""
 
-    def __init__(self, path: str | LakeStorage) -> None:
+    def __init__(self, path: str | LakeStorage, policy: SchemaPolicy | None = None) -> None:
         storage = as_storage(path)
-        super().__init__(storage, DeltaTables(storage))
+        super().__init__(storage, DeltaTables(storage), policy)

@@ -83,6 +83,7 @@ import pyarrow.compute as pc
 
 from sparkcdc.core.event import OP_CHUNK, OP_NOTICE, OP_SCHEMA
 from sparkcdc.core.images import TypedImages
+from sparkcdc.core.schema_policy import SchemaPolicy
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.batch_events import per_table, read_batch
 from sparkcdc.sinks.changes import chunks
@@ -130,6 +131,7 @@ class DeltaSink(Sink):
         mark: Mark | None = None,
         upkeep: Schedule | None = None,
         snapshot_in_changelog: bool = True,
+        schema_changes: SchemaPolicy | None = None,
     ) -> None:
         self.storage = as_storage(path)
         self.path = self.storage.uri
@@ -137,7 +139,7 @@ class DeltaSink(Sink):
         self.mark = mark  # rewritten once the stream's changes of a batch are committed
         self._marked = False
         self._app_id = app_id
-        self.lake = Lake(self.storage)
+        self.lake = Lake(self.storage, schema_changes)
         self.batches = 0
         self.changes = 0
         self.last_event_ts_ms: int | None = None
@@ -225,6 +227,7 @@ class DeltaSink(Sink):
         for name in resets:
             if name not in {TableName.parse(t) for t in tables + skipped}:
                 writer.reset_only(name)
+        self.lake.drop_pending()
         self._touch_mark()
         noticed = notifications.record(self.storage, envelope, self.app_id, batch_id)
         count = sum(written.values())

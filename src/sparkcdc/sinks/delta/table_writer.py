@@ -57,8 +57,8 @@ class TableWriter:
         snapshot; ``effects``: of its schema changes on the rows before them); (whether anything
         was written, how many changes of each op)."""
         latest = self.lake.schema(name, rows.column("schema_id")[-1].as_py())
-        check_key(latest)
         columns = self.lake.columns(name, latest)
+        check_key(latest, columns)
         chunks_only = chunks.only_initial_chunks(rows)
         if not chunks_only:
             self.appends.streamed(*name, self.app_id)

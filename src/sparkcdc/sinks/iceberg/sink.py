@@ -42,6 +42,7 @@ from sparkcdc.core.convert import cast_struct
 from sparkcdc.core.errors import SinkError
 from sparkcdc.core.event import OP_CHUNK, OP_NOTICE, OP_READ, OP_SCHEMA
 from sparkcdc.core.images import TypedImages
+from sparkcdc.core.schema_policy import SchemaPolicy
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.batch_events import per_table, read_batch
 from sparkcdc.sinks.changes import chunks, notices, run_files, unchanged
@@ -76,10 +77,12 @@ class IcebergSink(Sink):
         mark: Mark | None = None,
         upkeep: Schedule | None = None,
         tables: IcebergTables | None = None,
+        schema_changes: SchemaPolicy | None = None,
     ) -> None:
         self.tables = tables or IcebergTables(open_catalog(config))
         self.upkeep = upkeep  # compaction and snapshot expiry between batches (module docstring)
-        self.lake = Lake(LakeStorage(config.path, config.storage_options), self.tables)
+        lake = LakeStorage(config.path, config.storage_options)
+        self.lake = Lake(lake, self.tables, schema_changes)
         self.snapshot_in_changelog = config.snapshot_in_changelog
         self.mark = mark
         self._app_id_of = app_id
@@ -156,6 +159,7 @@ class IcebergSink(Sink):
         for name in resets:
             if str(name) not in touched:
                 self._reset_only(name, batch_id)
+        self.lake.drop_pending()
         if self.mark is not None:
             self.mark.touch()
         notices.record(envelope, lambda found: self._notifications(found, batch_id))
@@ -171,8 +175,8 @@ class IcebergSink(Sink):
     ) -> dict[str, int]:
         """Write one table's changes of the batch: its change log, then its replica."""
         latest = self.lake.schema(name, rows.column("schema_id")[-1].as_py())
-        check_key(latest)
         columns = self.lake.columns(name, latest)
+        check_key(latest, columns)
         if chunks.only_initial_chunks(rows):
             refs = chunks.chunk_refs(rows)
             if run_files.adoptable(refs, columns, self.snapshot_in_changelog):  # tasks wrote them

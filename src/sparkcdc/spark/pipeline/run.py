@@ -219,7 +219,9 @@ def _stream(
     stop_file.unlink(missing_ok=True)  # a previous run's stop
     spark_checkpoint = checkpoint / "spark"
     context = SinkContext(
-        app_id=lambda: pipeline_id(spark_checkpoint), mark=BatchMark(own / "batch.mark")
+        app_id=lambda: pipeline_id(spark_checkpoint),
+        mark=BatchMark(own / "batch.mark"),
+        schema_changes=config.pipeline.schema_changes,
     )
     sink = open_sink(config.sink, context)
     metrics.watch(sink, status_path)
