@@ -9,7 +9,7 @@ import pyarrow as pa
 from sparkcdc.core.schema_policy import SchemaPolicy
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.changes import lake
-from sparkcdc.sinks.delta import commits
+from sparkcdc.sinks.delta import commits, reshape
 from sparkcdc.sinks.storage import LakeStorage, as_storage
 
 
@@ -37,6 +37,19 @@ class DeltaTables:
     def stored_columns(self, name: TableName) -> list[pa.Field] | None:
         table = commits.open_table(self.replica(name))
         return None if table is None else commits.arrow_fields(table)
+
+    def retype(self, name: TableName, fields: list[pa.Field]) -> list[pa.Field]:
+        """Give the replica's columns named in ``fields`` those fields' types, and the change
+        log's ``before``/``after`` struct fields of those names the same types; every value kept
+        (cast exactly). The replica's columns afterwards."""
+        found = reshape.retype_replica(self.replica(name), fields)
+        reshape.retype_changelog(self.changelog(name), fields)
+        return found
+
+    def drop_columns(self, name: TableName, names: list[str]) -> list[pa.Field]:
+        """Remove the columns ``names`` from the replica only (the change log keeps them: its
+        earlier images hold their values). The replica's columns afterwards."""
+        return reshape.drop_replica_columns(self.replica(name), names)
 
 
 class Lake(lake.Lake):
