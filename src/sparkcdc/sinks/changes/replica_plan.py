@@ -159,7 +159,7 @@ def widens(old: pa.DataType, new: pa.DataType) -> bool:
     if pa.types.is_integer(old) and pa.types.is_integer(new):
         if pa.types.is_signed_integer(old) and pa.types.is_unsigned_integer(new):
             return False
-        bits = old.bit_width + (1 if pa.types.is_unsigned_integer(old) and
+        bits = int(old.bit_width) + (1 if pa.types.is_unsigned_integer(old) and
                                 pa.types.is_signed_integer(new) else 0)  # fmt: skip
         return bits <= int(new.bit_width)
     if pa.types.is_integer(old) and pa.types.is_decimal(new):
