@@ -13,7 +13,6 @@ current columns.
 from __future__ import annotations
 
 import json
-import logging
 import re
 from collections.abc import Sequence
 from typing import Protocol
@@ -36,10 +35,8 @@ from sparkcdc.core.images import TypedImages, fill_untyped, images_of
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.core.schema_policy import TABLE_KINDS, SchemaChange, SchemaPolicy, column_changes
 from sparkcdc.core.table_name import TableName
-from sparkcdc.sinks.changes.replica_plan import ChangeRefused, plan_replica, refuse_changes
+from sparkcdc.sinks.changes.reshaping import Reshaper
 from sparkcdc.sinks.storage import LakeStorage, as_storage
-
-log = logging.getLogger("sparkcdc.sink")
 
 
 def changelog_schema(columns: Sequence[pa.Field], source: pa.DataType) -> pa.Schema:
@@ -98,8 +95,7 @@ class Lake:
         self.path = self.storage.uri
         self.tables = tables
         self.policy = policy or SchemaPolicy()  # pipeline.schema_changes
-        # columns to drop from replicas once the micro-batch's changes are written
-        self.dropping: dict[TableName, tuple[str, ...]] = {}
+        self.reshaper = Reshaper(tables, self.policy)
         self.source: pa.DataType = pa.struct([])  # the stream's ``source`` struct (per batch)
         self._schemas: dict[str, TableSchema] = {}  # schema_id -> schema
         self._columns: dict[TableName, list[pa.Field]] = {}
@@ -123,7 +119,8 @@ class Lake:
         change = _change(row)
         table_kind = TABLE_KINDS.get(str(change.get("kind")))
         if table_kind is not None:
-            self._refuse(str(name), [SchemaChange(table_kind, what=row.get("ddl") or "")], row)
+            changed = [SchemaChange(table_kind, what=row.get("ddl") or "")]
+            self.reshaper.refuse(str(name), changed, row.get("ddl") or "")
         if _empties_table(row) and self.policy.of(table_kind or "drop_table") != "ignore":
             resets[name] = index
         text = row.get("schema")
@@ -138,75 +135,22 @@ class Lake:
         if change.get("kind") in ("alter", "unknown") and old:
             before = TableSchema.from_json(json.loads(old))
             changes = column_changes(before, schema, ExistingRows.of_change(change))
-            self._refuse(str(name), changes, row)
+            self.reshaper.refuse(str(name), changes, row.get("ddl") or "")
         self._reshape(schema.table_name, schema, changes)
-
-    def _refuse(self, table: str, changes: list[SchemaChange], row: EnvelopeRow) -> None:
-        try:
-            refuse_changes(table, changes, self.policy, row.get("ddl") or "")
-        except ChangeRefused as exc:
-            raise SinkError(str(exc), table=table) from exc
 
     def _reshape(self, name: TableName, schema: TableSchema, changes: list[SchemaChange]) -> None:
         """The replica's columns made what ``pipeline.schema_changes`` says for ``changes``
-        (:mod:`.replica_plan`): retyped now, added now, dropped at the batch's end."""
+        (:mod:`.reshaping`): retyped and added now, dropped at the batch's end."""
         stored = self.tables.stored_columns(name)
         if stored is None:
             self._evolve(name, schema)
             return
-        try:
-            plan = plan_replica(stored, schema, changes, self.policy)
-        except ChangeRefused as exc:
-            raise SinkError(str(exc), table=str(name)) from exc
-        columns = list(plan.columns)
-        if plan.retyped:
-            columns = self._retype(name, plan.retyped, stored, columns)
-        self._evolve_to(name, columns)
-        if plan.dropped:
-            self.dropping[name] = tuple(dict.fromkeys(self.dropping.get(name, ()) + plan.dropped))
-
-    def _retype(
-        self,
-        name: TableName,
-        retyped: tuple[tuple[pa.Field, bool], ...],
-        stored: list[pa.Field],
-        columns: list[pa.Field],
-    ) -> list[pa.Field]:
-        """``columns`` once the replica's ``retyped`` columns have their new types; where the
-        values do not fit and ``try_evolve`` decided, the types stay (a warning)."""
-        try:
-            self.tables.retype(name, [f for f, _ in retyped])
-            return columns
-        except ValueError as exc:
-            if not all(tried for _, tried in retyped):
-                setting = self.policy.setting("alter_column_type")
-                raise SinkError(
-                    f"the replica of {name} cannot take a column's new type ({exc}) as "
-                    f"{setting} asks; set it to try_evolve or lenient to keep the old type",
-                    table=str(name),
-                ) from exc
-            log.warning("the replica of %s keeps its column types: %s (try_evolve)", name, exc)
-            kept = {f.name.lower(): f for f in stored}
-            return [kept.get(f.name.lower(), f) for f in columns]
-        except Exception as exc:
-            raise SinkError(
-                f"could not retype the {self.tables.label} tables of {name}: {exc}",
-                table=str(name),
-            ) from exc
+        self._evolve_to(name, self.reshaper.columns(name, stored, schema, changes))
 
     def drop_pending(self) -> None:
         """Drop the columns the micro-batch's schema changes took from the replicas (after the
         effects read them and the changes are written)."""
-        for name, names in list(self.dropping.items()):
-            try:
-                self._columns[name] = self.tables.drop_columns(name, list(names))
-            except Exception as exc:
-                raise SinkError(
-                    f"could not drop {', '.join(names)} from the {self.tables.label} replica "
-                    f"of {name}: {exc}",
-                    table=str(name),
-                ) from exc
-            del self.dropping[name]
+        self._columns.update(self.reshaper.drop_pending())
 
     def read_with(self, row: EnvelopeRow) -> None:
         """A chunk of an incremental snapshot (a ``k`` row) read with the catalog's schema it

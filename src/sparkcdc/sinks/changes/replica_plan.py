@@ -44,9 +44,7 @@ class ReplicaPlan:
     dropped: tuple[str, ...] = ()
 
 
-def refuse_changes(
-    table: str, changes: list[SchemaChange], policy: SchemaPolicy, ddl: str
-) -> None:
+def refuse_changes(table: str, changes: list[SchemaChange], policy: SchemaPolicy, ddl: str) -> None:
     """ChangeRefused naming the first change whose policy is ``exception``."""
     for change in changes:
         if policy.of(change.kind) == "exception":
@@ -130,7 +128,10 @@ def type_target(have: pa.DataType, new: pa.DataType, policy: str) -> pa.DataType
 
 def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
     """The least type holding the values of both (lenient's retype): text where either is text,
-    a decimal holding both numbers' integer digits and scale; None if there is none."""
+    a decimal holding both numbers' integer digits and scale; None if there is none (an array
+    and a scalar)."""
+    if any(pa.types.is_nested(t) for t in (a, b)):
+        return None
     if pa.types.is_string(a) or pa.types.is_string(b):
         return pa.string()
     digits = [_digits(t) for t in (a, b)]
