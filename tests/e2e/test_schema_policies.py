@@ -31,7 +31,7 @@ def _replica(source: E2ESource, tmp_path: Path) -> pa.Table:
 
 def _policy(cfg: Path, policy: str) -> None:
     """The pipeline file with ``pipeline.schema_changes: policy`` (written over)."""
-    text = re.sub(r"(, )?schema_changes: \w+", "", cfg.read_text())
+    text = re.sub(r"schema_changes: \w+, ", "", cfg.read_text())
     cfg.write_text(text.replace("pipeline: {", f"pipeline: {{schema_changes: {policy}, ", 1))
 
 

@@ -259,3 +259,17 @@ def _cast(name: str, values: pa.Array, target: pa.DataType) -> pa.Array:
 
 def _is_list(t: pa.DataType) -> bool:
     return bool(pa.types.is_list(t) or pa.types.is_large_list(t))
+
+
+_INT_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
+
+
+def decimal_shape(kind: pa.DataType) -> tuple[int, int] | None:
+    """(integer digits, scale) of an integer or decimal type (an unsigned 64-bit integer has
+    20 digits); None for any other."""
+    if pa.types.is_integer(kind):
+        wide = pa.types.is_unsigned_integer(kind) and kind.bit_width == 64
+        return 20 if wide else _INT_DIGITS[kind.bit_width], 0
+    if pa.types.is_decimal(kind):
+        return int(kind.precision - kind.scale), int(kind.scale)
+    return None

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from sparkcdc.core.chunk import KeyColumn, KeyValue
-from sparkcdc.core.convert import arrow_schema
+from sparkcdc.core.convert import arrow_schema, decimal_shape
 from sparkcdc.core.errors import SinkError
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.snapshot.dialect import SnapshotDialect
@@ -80,7 +80,7 @@ def compare_type(source: pa.DataType, replica: pa.DataType) -> pa.DataType | Non
         return source
     if pa.types.is_signed_integer(source) and pa.types.is_signed_integer(replica):
         return max(source, replica, key=lambda t: t.bit_width)
-    ours, theirs = _decimal_shape(source), _decimal_shape(replica)
+    ours, theirs = decimal_shape(source), decimal_shape(replica)
     if ours is not None and theirs is not None:
         digits, scale = max(ours[0], theirs[0]), max(ours[1], theirs[1])
         return pa.decimal128(digits + scale, scale) if digits + scale <= 38 else None
@@ -95,16 +95,6 @@ def compare_type(source: pa.DataType, replica: pa.DataType) -> pa.DataType | Non
 
 _STRINGS = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
 _BINARIES = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_binary_view)
-_INT_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
-
-
-def _decimal_shape(kind: pa.DataType) -> tuple[int, int] | None:
-    """(integer digits, scale) of an integer or decimal type; None for any other."""
-    if pa.types.is_integer(kind):
-        return _INT_DIGITS[kind.bit_width], 0
-    if pa.types.is_decimal(kind):
-        return kind.precision - kind.scale, kind.scale
-    return None
 
 
 def chunk_indexes(

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from sparkcdc.core.convert import arrow_schema
+from sparkcdc.core.convert import arrow_schema, decimal_shape
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.core.schema_policy import FOLLOWING, SchemaChange, SchemaPolicy
 
@@ -134,24 +134,12 @@ def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
         return None
     if pa.types.is_string(a) or pa.types.is_string(b):
         return pa.string()
-    digits = [_digits(t) for t in (a, b)]
+    digits = [decimal_shape(t) for t in (a, b)]
     if digits[0] is None or digits[1] is None:
         return None
     whole = max(d[0] for d in digits if d is not None)
     scale = max(d[1] for d in digits if d is not None)
     return pa.decimal128(whole + scale, scale) if whole + scale <= 38 else None
-
-
-def _digits(t: pa.DataType) -> tuple[int, int] | None:
-    """(integer digits, scale) of an integer or decimal type."""
-    if pa.types.is_integer(t):
-        return _INT_DIGITS[t.bit_width], 0
-    if pa.types.is_decimal(t):
-        return t.precision - t.scale, t.scale
-    return None
-
-
-_INT_DIGITS = {8: 3, 16: 5, 32: 10, 64: 20}
 
 
 def widens(old: pa.DataType, new: pa.DataType) -> bool:
@@ -164,7 +152,8 @@ def widens(old: pa.DataType, new: pa.DataType) -> bool:
                                 pa.types.is_signed_integer(new) else 0)  # fmt: skip
         return bits <= int(new.bit_width)
     if pa.types.is_integer(old) and pa.types.is_decimal(new):
-        return int(new.precision - new.scale) >= _INT_DIGITS[old.bit_width]
+        digits = decimal_shape(old)
+        return digits is not None and int(new.precision - new.scale) >= digits[0]
     if pa.types.is_integer(old) and pa.types.is_float64(new):
         return int(old.bit_width) <= 32
     if pa.types.is_float32(old) and pa.types.is_float64(new):
