@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,12 @@ STEPS = [
     Step("widen", "ALTER TABLE t MODIFY id BIGINT NOT NULL",
          "ALTER TABLE t ALTER COLUMN id TYPE bigint",
          f"INSERT INTO t (id, note, amount, gone, code, tag) VALUES ({BIG}, 'd', 4.50, 40, 8, 8)"),
+    Step("widen more",
+         "ALTER TABLE t MODIFY price DECIMAL(16,4), MODIFY f DOUBLE, MODIFY d DATETIME",
+         "ALTER TABLE t ALTER COLUMN price TYPE numeric(16,4), "
+         "ALTER COLUMN f TYPE double precision, ALTER COLUMN d TYPE timestamp",
+         "INSERT INTO t (id, note, amount, gone, code, tag, price, f, d) VALUES (4, 'dd', 4.00, "
+         "40, 8, 8, 123456789012.3456, 0.1, '2024-05-06 07:08:09')"),
     Step("rename", "ALTER TABLE t RENAME COLUMN note TO remark",
          "ALTER TABLE t RENAME COLUMN note TO remark", "UPDATE t SET remark = 'aa' WHERE id = 1"),
     Step("drop", "ALTER TABLE t DROP COLUMN gone", "ALTER TABLE t DROP COLUMN gone",
@@ -69,11 +76,14 @@ STEPS = [
 ]  # fmt: skip
 CREATE = {
     "mysql": "CREATE TABLE t (id INT PRIMARY KEY, note VARCHAR(10), amount DECIMAL(10,2), "
-    "gone INT, code INT)",
+    "gone INT, code INT, price DECIMAL(10,2), f FLOAT, d DATE)",
     "postgres": "CREATE TABLE t (id int PRIMARY KEY, note varchar(10), amount numeric(10,2), "
-    "gone int, code int)",
+    "gone int, code int, price numeric(10,2), f real, d date)",
 }
-FIRST_ROWS = "INSERT INTO t VALUES (1, 'a', 1.50, 10, 5), (2, 'b', 2.50, 20, 6)"
+FIRST_ROWS = (
+    "INSERT INTO t (id, note, amount, gone, code, price, f, d) VALUES "
+    "(1, 'a', 1.50, 10, 5, 1.25, 0.5, '2020-01-02'), (2, 'b', 2.50, 20, 6, NULL, NULL, NULL)"
+)
 _server_ids = itertools.count(7300)
 
 
@@ -208,7 +218,7 @@ def check_stage(step: str, policy: str, replica: pa.Table, error: str | None, so
     ignore = policy == "ignore"
     if step == "primary key" and source == "postgres":
         ignore = False
-    if step == "widen" and ignore or step == "change type" and ignore:
+    if ignore and step in ("widen", "widen more", "change type"):
         assert error is not None and "does not fit" in error, error  # a value the type lacks
     elif step == "primary key" and ignore:  # ignore left remark out: no key to merge by
         assert error is not None and "leaves column remark out of its replica" in error, error
@@ -221,6 +231,17 @@ def check_stage(step: str, policy: str, replica: pa.Table, error: str | None, so
     elif step == "widen":
         assert cols["id"] == (pa.int32() if ignore else pa.int64())
         assert (BIG in rows) is not ignore
+    elif step == "widen more":  # beyond DECIMAL(10,2), FLOAT and DATE right after the DDL
+        kinds = [pa.decimal128(16, 4), pa.float64(), pa.timestamp("us")]
+        if ignore:
+            kinds = [pa.decimal128(10, 2), pa.float32(), pa.date32()]
+        assert [cols[c] for c in ("price", "f", "d")] == kinds
+        assert (4 in rows) is not ignore
+        if not ignore:
+            four, one = rows[4], rows[1]
+            assert (str(four["price"]), four["f"]) == ("123456789012.3456", 0.1)
+            assert four["d"] == datetime(2024, 5, 6, 7, 8, 9)
+            assert (str(one["price"]), one["f"], one["d"]) == ("1.2500", 0.5, datetime(2020, 1, 2))
     elif step == "rename":
         assert ("note" in cols) is (policy not in FOLLOW)
         assert ("remark" in cols) is not ignore
