@@ -184,19 +184,19 @@ class Lake:
             return str(exc)
         return None
 
-    def tables(self, db: str) -> tuple[pa.Table, pa.Table]:
-        """The replica of ``db.t`` and its change log."""
+    def tables(self, db: str, table: str = "t") -> tuple[pa.Table, pa.Table]:
+        """The replica of ``db.table`` and its change log."""
         if self.config.type == "delta":
             from deltalake import DeltaTable
 
             root = Path(self.config.path) / db
-            return (DeltaTable(str(root / "t")).to_pyarrow_table(),
-                    DeltaTable(str(root / "t__changelog")).to_pyarrow_table())  # fmt: skip
+            return (DeltaTable(str(root / table)).to_pyarrow_table(),
+                    DeltaTable(str(root / f"{table}__changelog")).to_pyarrow_table())  # fmt: skip
         from sparkcdc.sinks.iceberg.catalog import open_catalog
 
         catalog = open_catalog(self.config)
-        return (catalog.load_table((db, "t")).scan().to_arrow(),
-                catalog.load_table((db, "t__changelog")).scan().to_arrow())  # fmt: skip
+        return (catalog.load_table((db, table)).scan().to_arrow(),
+                catalog.load_table((db, f"{table}__changelog")).scan().to_arrow())  # fmt: skip
 
 
 def types(table: pa.Table) -> dict[str, pa.DataType]:
@@ -372,3 +372,68 @@ def test_exception_for_some_kinds_lets_the_rest_through(
     expected = (["drop", "nullability", "truncate", "primary key"] if source == "mariadb"
                 else ["drop", "truncate"])  # fmt: skip
     assert stops == expected
+
+
+TABLE_STEPS = [  # MariaDB's DROP TABLE and RENAME TABLE (captured: t and v)
+    ("first rows", "INSERT INTO t VALUES (1, 'a'), (2, 'b')"),
+    ("drop table", "DROP TABLE t; CREATE TABLE t (id INT PRIMARY KEY, note VARCHAR(10)); "
+                   "INSERT INTO t VALUES (20, 'x')"),
+    ("rename table", "RENAME TABLE t TO v; INSERT INTO v VALUES (21, 'y')"),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def table_script(mariadb: ThrowawayMariaDB, tmp_path_factory: pytest.TempPathFactory
+                 ) -> tuple[str, list[Stage]]:  # fmt: skip
+    from tests.integration.test_reader import Harness, latest, source_for
+
+    db = "t_table_policies"
+    mariadb.execute(f"DROP DATABASE IF EXISTS `{db}`", f"CREATE DATABASE `{db}`",
+                    f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, note VARCHAR(10))")  # fmt: skip
+    history = tmp_path_factory.mktemp("history") / "h.jsonl"
+    harness = Harness(source_for(mariadb, rf"{db}\.(t|v)"), latest(mariadb), history)
+    stages, seen = [], 0
+    try:
+        for n, (_, sql) in enumerate(TABLE_STEPS, 1):
+            mariadb.execute(*sql.split("; "), database=db)
+            harness.until(lambda got, n=n: row_changes(got) >= 2 + n - 1)
+            stages.append(batches(harness.items[seen:]))
+            seen = len(harness.items)
+    finally:
+        harness.close()
+    return db, stages
+
+
+@pytest.mark.mariadb
+@pytest.mark.parametrize("sink", SINKS)
+@pytest.mark.parametrize("policy", ["lenient", "ignore", "exception"])
+def test_a_dropped_and_a_renamed_table_under_each_policy(
+    table_script: tuple[str, list[Stage]], tmp_path: Path, sink: str, policy: str
+) -> None:
+    """DROP TABLE empties the replica but under ``ignore``; RENAME TABLE starts the new name's
+    tables under every policy but ``exception``, which stops at each (let through one by one,
+    as a team would)."""
+    db, stages = table_script
+    config = SinkConfig(path=str(tmp_path / "lake"), type=sink)
+    kinds = (
+        {"drop_table": "exception", "rename_table": "exception"} if policy == "exception" else {}
+    )
+    lake = Lake(config, SchemaPolicy("lenient" if kinds else policy, kinds), itertools.count())
+    stops = []
+    for (step, _), stage in zip(TABLE_STEPS, stages, strict=True):
+        for batch in stage:
+            error = lake.write(batch)
+            if error is not None:
+                kind = "drop_table" if step == "drop table" else "rename_table"
+                assert f"({kind}: " in error and "refused by" in error, error
+                stops.append(step)
+                kinds.pop(kind)
+                lake = Lake(
+                    config, SchemaPolicy("lenient", kinds), itertools.count(100 * len(stops))
+                )
+                assert lake.write(batch) is None
+        if step == "drop table":
+            kept = set(by_id(lake.tables(db)[0]))
+            assert kept == ({1, 2, 20} if policy == "ignore" else {20})
+    assert set(by_id(lake.tables(db, "v")[0])) == {21}
+    assert stops == (["drop table", "rename table"] if policy == "exception" else [])
