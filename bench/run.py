@@ -50,6 +50,7 @@ from bench import (
     pg_snapshot,
     postgres,
     profile,
+    retype,
     snapshot,
     stream,
     tables,
@@ -280,7 +281,8 @@ def write_report(results: dict[str, Any]) -> None:
 
     markdown = pg_snapshot.with_section(render(results), results)
     markdown = tables.with_section(markdown, results)
-    (HERE / "RESULTS.md").write_text(formats.with_section(markdown, results))
+    markdown = formats.with_section(markdown, results)
+    (HERE / "RESULTS.md").write_text(retype.with_section(markdown, results))
 
 
 SECTIONS = {
@@ -296,6 +298,7 @@ SECTIONS = {
     "pg-snapshot": pg_snapshot.pg_snapshot_section,
     "tables": tables_section,
     "formats": formats_section,
+    "retype": retype.retype_section,
 }
 
 
@@ -325,6 +328,7 @@ def main() -> int:
     parser.add_argument("--table-rows", type=int, default=30_000)
     parser.add_argument("--table-updates", type=int, default=30_000)
     parser.add_argument("--incremental-rows", type=int, default=2_000_000)
+    parser.add_argument("--retype-rows", type=int, default=2_000_000)
     parser.add_argument("--incremental-chunks", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--incremental-idle-seconds", type=float, default=30.0)
     parser.add_argument("--incremental-lead-seconds", type=float, default=10.0)
