@@ -5,8 +5,8 @@ written in 8 appends as the sink's batches would leave it) is made fresh for eac
 then one column is retyped through the sink's own table formats (``TableFormat.retype``):
 INT→BIGINT (Delta: a rewrite of the table as one version; Iceberg: schema evolution) and
 DATE→TIMESTAMP (a rewrite in both). The baseline, measured in the same run on the same rows, is
-a plain copy: the Delta table's Parquet files read and written again by pyarrow with the column
-cast, which is the least a rewrite can cost. Each figure is the median of ``--repeats`` runs,
+a plain copy: the Delta table's Parquet files read and written again by pyarrow's dataset
+writer with the column cast, no table format involved. Each figure is the median of ``--repeats`` runs,
 the measurements taken in turn.
 """
 
