@@ -6,8 +6,8 @@ then one column is retyped through the sink's own table formats (``TableFormat.r
 INT→BIGINT (Delta: a rewrite of the table as one version; Iceberg: schema evolution) and
 DATE→TIMESTAMP (a rewrite in both). The baseline, measured in the same run on the same rows, is
 a plain copy: the Delta table's Parquet files read and written again by pyarrow's dataset
-writer with the column cast, no table format involved. Each figure is the median of ``--repeats`` runs,
-the measurements taken in turn.
+writer with the column cast, no table format involved. Each figure is the median of
+``--repeats`` runs, the measurements taken in turn.
 """
 
 from __future__ import annotations
