@@ -319,11 +319,8 @@ def _empties_table(row: EnvelopeRow) -> bool:
     ddl = row.get("ddl") or ""
     if _RENAME.match(ddl):
         return False  # the old name's tables stay as they were
-    try:
-        change = json.loads(row.get("after") or "null")
-    except ValueError:
-        change = None
-    if isinstance(change, dict) and "kind" in change:
+    change = _change(row)
+    if "kind" in change:
         return change["kind"] in ("truncate", "drop")
     return bool(_EMPTYING.match(ddl))
 
