@@ -1,6 +1,8 @@
 """``spark.readStream.format("mysql-cdc").option("table", …)``: one table's change events with
 ``before``/``after`` as typed structs of its columns, against a real MariaDB: the snapshot's
-rows, then inserts, updates and deletes from the binlog, then a column added mid-stream."""
+rows, then inserts, updates and deletes from the binlog, then a column added mid-stream. With
+``option("changelog", "flink")``, against MariaDB and PostgreSQL: Flink's row kinds, an update
+as two adjacent rows, and what a partial before image gives."""
 
 from __future__ import annotations
 
@@ -11,7 +13,9 @@ from typing import Any
 
 import pytest
 
+import sparkcdc.spark
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
+from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.spark]
 
@@ -124,3 +128,178 @@ def test_a_batch_read_with_schema_history_is_told_the_option_means_a_stream(
             .load()
             .collect()
         )
+
+
+def flink_run(spark: Any, fmt: str, options: dict[str, str], tmp: Path) -> list[dict[str, Any]]:
+    """One ``availableNow`` run of a table's stream with ``changelog`` ``flink``: every row of
+    every micro-batch as a dict, in the order each batch holds them."""
+    got: list[dict[str, Any]] = []
+    reader = spark.readStream.format(fmt).option("changelog", "flink")
+    for key, value in {**options, "schema_history": str(tmp / "history.jsonl"),
+                       "snapshot_dir": str(tmp / "snapshot")}.items():  # fmt: skip
+        reader = reader.option(key, value)
+    df = reader.load()
+    flink_run.schema = df.schema  # type: ignore[attr-defined]
+
+    def collect(batch: Any, batch_id: int) -> None:
+        got.extend(r.asDict(recursive=True) for r in batch.collect())
+
+    query = (
+        df.writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(tmp / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    return got
+
+
+def kinds_and_columns(rows: list[dict[str, Any]], *columns: str) -> list[tuple[Any, ...]]:
+    return [(r["row_kind"], *(r[c] for c in columns)) for r in rows]
+
+
+def in_log_order(rows: list[dict[str, Any]]) -> bool:
+    positions = [r["source"]["position"] for r in rows]
+    return positions == sorted(positions)
+
+
+def test_flink_rows_of_a_mariadb_table_an_update_as_two_adjacent_rows(
+    spark: Any, mariadb: ThrowawayMariaDB, db: str, tmp_path: Path
+) -> None:
+    mariadb.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(20), amount DECIMAL(12,2))",
+        "INSERT INTO t VALUES (1, 'one', 10.25)",
+        database=db,
+    )
+    options = {"host": "127.0.0.1", "port": str(mariadb.port), "user": "root",
+               "server_id": "7411-7415", "table": f"{db}.t"}  # fmt: skip
+    snapshot = flink_run(spark, "mysql-cdc", options, tmp_path)
+    schema = flink_run.schema  # type: ignore[attr-defined]
+    assert schema.fieldNames() == [
+        "row_kind", "id", "name", "amount", "database_name", "schema_name", "table_name",
+        "op_ts", "source", "transaction",
+    ]  # fmt: skip
+    assert [f.dataType.simpleString() for f in schema.fields[:8]] == [
+        "string", "int", "string", "decimal(12,2)", "string", "string", "string", "timestamp"
+    ]  # fmt: skip
+    assert kinds_and_columns(snapshot, "id", "name", "amount") == [
+        ("+I", 1, "one", Decimal("10.25"))
+    ]
+    (read,) = snapshot
+    assert (read["database_name"], read["schema_name"], read["table_name"]) == (db, None, "t")
+    assert read["source"]["snapshot"] is True
+
+    mariadb.execute(
+        "INSERT INTO t VALUES (2, 'two', NULL)",
+        "BEGIN",
+        "UPDATE t SET amount = amount + 1, name = 'uno' WHERE id = 1",
+        "UPDATE t SET id = 3 WHERE id = 2",
+        "COMMIT",
+        "DELETE FROM t WHERE id = 3",
+        database=db,
+    )
+    changes = flink_run(spark, "mysql-cdc", options, tmp_path)
+    assert kinds_and_columns(changes, "id", "name", "amount") == [
+        ("+I", 2, "two", None),
+        ("-U", 1, "one", Decimal("10.25")),
+        ("+U", 1, "uno", Decimal("11.25")),
+        ("-U", 2, "two", None),
+        ("+U", 3, "two", None),
+        ("-D", 3, "two", None),
+    ]
+    assert in_log_order(changes)
+    update = changes[1:3]  # an update's two rows share its place in the log and transaction
+    assert update[0]["source"] == update[1]["source"]
+    assert update[0]["transaction"] == update[1]["transaction"]
+    assert update[0]["transaction"]["total_order"] == 1
+    assert changes[3]["transaction"]["total_order"] == 2
+    ids = [r["transaction"]["id"] for r in changes]
+    assert ids[1] is not None and ids[1:5] == [ids[1]] * 4 and len(set(ids)) == 3
+    assert all(r["source"]["snapshot"] is False for r in changes)
+    assert [round(r["op_ts"].timestamp() * 1000) for r in changes] == [
+        r["source"]["ts_ms"] for r in changes
+    ]
+    assert {(r["database_name"], r["table_name"]) for r in changes} == {(db, "t")}
+
+
+@pytest.mark.postgres
+def test_flink_rows_of_a_postgres_table_and_a_before_image_it_does_not_log(
+    spark: Any, postgres: ThrowawayPostgres, pgdb: str, tmp_path: Path
+) -> None:
+    sparkcdc.spark.register(spark, "postgres")
+    postgres.execute(
+        "CREATE TABLE full_t (id INT PRIMARY KEY, name TEXT, born DATE)",
+        "ALTER TABLE full_t REPLICA IDENTITY FULL",
+        "CREATE TABLE keyed (id INT PRIMARY KEY, name TEXT)",
+        "INSERT INTO full_t VALUES (1, 'one', '2001-02-03')",
+        "INSERT INTO keyed VALUES (1, 'one'), (2, 'two')",
+        database=pgdb,
+    )
+    server = {"host": "127.0.0.1", "port": str(postgres.port), "user": postgres.user,
+              "password": postgres.password, "database": pgdb}  # fmt: skip
+    full = {**server, "table": "public.full_t", "slot": "flink_full"}
+    keyed = {**server, "table": "public.keyed", "slot": "flink_keyed"}
+    snapshot = flink_run(spark, "postgres-cdc", full, tmp_path / "full")
+    assert kinds_and_columns(snapshot, "id", "name", "born") == [
+        ("+I", 1, "one", dt.date(2001, 2, 3))
+    ]
+    assert kinds_and_columns(flink_run(spark, "postgres-cdc", keyed, tmp_path / "keyed"),
+                             "id", "name") == [("+I", 1, "one"), ("+I", 2, "two")]  # fmt: skip
+
+    postgres.execute(
+        "INSERT INTO full_t VALUES (2, 'two', NULL)",
+        "UPDATE full_t SET name = 'uno', born = '2001-02-04' WHERE id = 1",
+        "DELETE FROM full_t WHERE id = 2",
+        "DELETE FROM keyed WHERE id = 2",
+        database=pgdb,
+    )
+    changes = flink_run(spark, "postgres-cdc", full, tmp_path / "full")
+    assert kinds_and_columns(changes, "id", "name", "born") == [
+        ("+I", 2, "two", None),
+        ("-U", 1, "one", dt.date(2001, 2, 3)),
+        ("+U", 1, "uno", dt.date(2001, 2, 4)),
+        ("-D", 2, "two", None),
+    ]
+    assert in_log_order(changes)
+    assert {(r["database_name"], r["schema_name"], r["table_name"]) for r in changes} == {
+        (pgdb, "public", "full_t")
+    }
+    # REPLICA IDENTITY DEFAULT logs a delete's key only: the -D row holds it, the rest null
+    deleted = flink_run(spark, "postgres-cdc", keyed, tmp_path / "keyed")
+    assert kinds_and_columns(deleted, "id", "name") == [("-D", 2, None)]
+    # ... and no before image of an update that keeps the key: no -U row is made up
+    postgres.execute("UPDATE keyed SET name = 'uno' WHERE id = 1", database=pgdb)
+    with pytest.raises(Exception, match=r"came without its before image.*REPLICA IDENTITY FULL"):
+        flink_run(spark, "postgres-cdc", keyed, tmp_path / "keyed")
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"table": "{db}.t", "changelog": "upsert"},
+         r"option 'changelog': 'upsert' is not one of debezium, flink\."),
+        ({"tables": r"{db}\.t", "changelog": "flink"},
+         r"option 'changelog': it shapes the typed change stream of one table; set the options "
+         r"'table' and 'schema_history'"),
+    ],
+)  # fmt: skip
+def test_the_changelog_option_is_checked(
+    spark: Any,
+    mariadb: ThrowawayMariaDB,
+    db: str,
+    tmp_path: Path,
+    options: dict[str, str],
+    error: str,
+) -> None:
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=db)
+    reader = (
+        spark.readStream.format("mysql-cdc")
+        .option("host", "127.0.0.1")
+        .option("port", str(mariadb.port))
+        .option("user", "root")
+        .option("schema_history", str(tmp_path / "history.jsonl"))
+    )
+    for key, value in options.items():
+        reader = reader.option(key, value.format(db=db))
+    with pytest.raises(Exception, match=error):
+        reader.load()

@@ -42,7 +42,8 @@ class ChangeDataSource(DataSource):
             if options.table_stream:
                 from sparkcdc.spark.stream.table_stream import TableStream
 
-                return TableStream(table_schema(options), options.kind.offsets).ddl()
+                stream = TableStream(table_schema(options), options.kind.offsets, options.changelog)
+                return stream.ddl()
             return table_schema(options).spark_ddl()
         return envelope_ddl(options.kind.offsets)
 
@@ -69,7 +70,8 @@ class ChangeDataSource(DataSource):
 
         options = self._options()
         if options.table_stream:
-            return ChangeStreamReader(options, TableStream.of_spark(schema, options.kind.offsets))
+            table = TableStream.of_spark(schema, options.kind.offsets, options.changelog)
+            return ChangeStreamReader(options, table)
         return ChangeStreamReader(options)
 
 

@@ -38,15 +38,18 @@ from sparkcdc.sources.registry import canonical, source_type
 
 T = TypeVar("T")
 DELIVERIES = ("rows", "store")
+CHANGELOGS = ("debezium", "flink")
 OTHER_OPTIONS = (
     "password", "password_sealed", "table", "max_bytes", "max_items", "batch_mode", "item_rows",
     "schema_history", "status_file", "snapshot_dir", "snapshot_delivery", "signal_dir",
     "batch_mark", "log_dir", "stop_file", "start_file", "sink_type", "snapshot_in_changelog",
+    "changelog",
 )  # fmt: skip
 """The options besides those of the common settings (:data:`SOURCE_SETTINGS`) and of the source
 type's own (:attr:`~sparkcdc.config.model.SourceSettings.KEYS`): the password, a batch read's
 table, the event store's limits, the paths the pipeline keeps beside its checkpoint and the sink
-type whose chunk writer a snapshot's tasks run, and whether that writes the change log's file."""
+type whose chunk writer a snapshot's tasks run, and whether that writes the change log's file;
+the row shape of a typed table stream (``changelog``)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ class SourceOptions:
     log_dir: str | None = None  # micro-batches as files (:mod:`sparkcdc.store.batch_files`)
     stop_file: str | None = None  # once it exists, no micro-batch is planned (a run stopping)
     start_file: str | None = None  # the new stream's first offset, kept (:mod:`.first_offset`)
+    changelog: str = "debezium"  # a table stream's rows: envelopes, or Flink's row kinds
 
     @property
     def table_stream(self) -> bool:
@@ -106,6 +110,7 @@ class SourceOptions:
                 "rows itself; leave log_dir out",
             )
         return cls(
+            changelog=_changelog(opts, table),
             source=_source_config(opts, table),
             # a batch read (``table`` alone) reads no log history: only streams need the file
             schema_history=opts.given("schema_history") or ""
@@ -211,6 +216,24 @@ def _batch_mode(opts: _Options) -> str:
     if mode not in ("MEMSIZE", "ITEMSIZE"):
         opts.fail("batch_mode", f"{mode!r} is not one of MEMSIZE, ITEMSIZE")
     return mode
+
+
+def _changelog(opts: _Options, table: str | None) -> str:
+    """The ``changelog`` option: the rows of a typed stream of one table (``table`` and
+    ``schema_history``), ``debezium`` envelopes (default) or ``flink`` row kinds."""
+    given = opts.given("changelog")
+    if given is None:
+        return "debezium"
+    changelog = given.strip().lower()
+    if changelog not in CHANGELOGS:
+        opts.fail("changelog", f"{given!r} is not one of {', '.join(CHANGELOGS)}")
+    if table is None or not opts.given("schema_history"):
+        opts.fail(
+            "changelog",
+            "it shapes the typed change stream of one table; set the options 'table' and "
+            "'schema_history' with it (on spark.readStream)",
+        )
+    return changelog
 
 
 def _option_name(key: str) -> str:

@@ -13,6 +13,9 @@ micro-batch of the query reads the same ones). Images of another schema version 
 every column they hold is one of those (an added column is null in older rows); a change that
 would lose a value (a column the stream does not have, a value its type cannot hold) stops the
 stream with a sentence: a restarted query reads the table's columns again.
+
+With ``option("changelog", "flink")`` the same events come as Flink's changelog rows
+(:mod:`~.flink_changelog`): ``row_kind``, the table's columns, metadata.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from sparkcdc.core.images import (
     struct_maker,
 )
 from sparkcdc.core.schema import TableSchema
+from sparkcdc.spark.stream.flink_changelog import ROW_KIND, flink_rows, flink_schema, metadata_ddl
 
 IMAGES = ("before", "after")
 COMMENT_PREFIX = "sparkcdc table schema "
@@ -53,14 +57,22 @@ CHANGE_OPS = pa.array([OP_READ, OP_CREATE, OP_UPDATE, OP_DELETE])
 class TableStream:
     """The typed change events of the table ``schema`` names (see the module docstring)."""
 
-    def __init__(self, schema: TableSchema, offsets: OffsetType) -> None:
+    def __init__(
+        self, schema: TableSchema, offsets: OffsetType, changelog: str = "debezium"
+    ) -> None:
         self.schema = schema
         self.offsets = offsets
+        self.changelog = changelog
         self.schema_id = schema.schema_id()
         self.fields = struct_maker(schema).fields
         image = pa.struct(self.fields)
         self.arrow_schema = pa.schema(
             [pa.field(f.name, image) if f.name in IMAGES else f for f in envelope_schema(offsets)]
+        )
+        self.flink = (
+            flink_schema(self.fields, self.arrow_schema, schema.name)
+            if changelog == "flink"
+            else None
         )
 
     @property
@@ -68,12 +80,17 @@ class TableStream:
         return self.schema.name
 
     def ddl(self) -> str:
-        """The stream's Spark schema: the envelope's, the images as structs of the columns;
-        the table's schema rides in the comment of ``after`` (:meth:`of_spark` reads it), so
-        every process of the query agrees on the columns the query started with."""
-        inner = ", ".join(f"`{c.name}`: {c.spark_type()}" for c in self.schema.columns)
+        """The stream's Spark schema: the envelope's, the images as structs of the columns
+        (Flink rows: ``row_kind``, the columns, the metadata); the table's schema rides in the
+        comment of ``after`` (``row_kind``) that :meth:`of_spark` reads, so every process of
+        the query agrees on the columns the query started with."""
         packed = base64.b64encode(json.dumps(self.schema.to_json()).encode()).decode()
-        comment = {"before": "", "after": f" COMMENT '{COMMENT_PREFIX}{packed}'"}
+        said = f" COMMENT '{COMMENT_PREFIX}{packed}'"
+        if self.flink is not None:
+            columns = ", ".join(f"`{c.name}` {c.spark_type()}" for c in self.schema.columns)
+            return f"`{ROW_KIND}` STRING{said}, {columns}, {metadata_ddl(self.flink)}"
+        inner = ", ".join(f"`{c.name}`: {c.spark_type()}" for c in self.schema.columns)
+        comment = {"before": "", "after": said}
         return ", ".join(
             f"`{f.name}` STRUCT<{inner}>{comment[f.name]}"
             if f.name in IMAGES
@@ -82,9 +99,13 @@ class TableStream:
         )
 
     @classmethod
-    def of_spark(cls, schema: StructType, offsets: OffsetType) -> TableStream:
+    def of_spark(
+        cls, schema: StructType, offsets: OffsetType, changelog: str = "debezium"
+    ) -> TableStream:
         """The table stream whose :meth:`ddl` gave the Spark ``schema``."""
-        comment = str(schema["after"].metadata.get("comment", ""))
+        carrier = ROW_KIND if changelog == "flink" else "after"
+        field = schema[carrier] if carrier in schema.fieldNames() else None
+        comment = "" if field is None else str(field.metadata.get("comment", ""))
         if not comment.startswith(COMMENT_PREFIX):
             raise ConfigError(
                 "a typed stream of one table takes the schema sparkcdc gives it; leave out "
@@ -92,7 +113,7 @@ class TableStream:
                 key="table",
             )
         packed = base64.b64decode(comment.removeprefix(COMMENT_PREFIX))
-        return cls(TableSchema.from_json(json.loads(packed)), offsets)
+        return cls(TableSchema.from_json(json.loads(packed)), offsets, changelog)
 
     def rows(self, batch: pa.RecordBatch, typed: Sequence[TypedImages] = ()) -> pa.RecordBatch:
         """The table's change events of the envelope ``batch``, images typed: from ``typed``
@@ -116,7 +137,10 @@ class TableStream:
             images[IMAGES.index(f.name)] if f.name in IMAGES else rows.column(f.name)
             for f in self.arrow_schema
         ]
-        return pa.RecordBatch.from_arrays(columns, schema=self.arrow_schema)
+        events = pa.RecordBatch.from_arrays(columns, schema=self.arrow_schema)
+        if self.flink is not None:
+            return flink_rows(events, self.flink, self.name)
+        return events
 
     def _fitting(self, images: TypedImages) -> TypedImages:
         """``images`` if every value they hold has a column in the stream."""
