@@ -274,13 +274,15 @@ def test_flink_rows_of_a_postgres_table_and_a_before_image_it_does_not_log(
 
 
 @pytest.mark.parametrize(
-    ("options", "error"),
+    ("columns", "options", "error"),
     [
-        ({"table": "{db}.t", "changelog": "upsert"},
+        ("id INT PRIMARY KEY", {"table": "{db}.t", "changelog": "upsert"},
          r"option 'changelog': 'upsert' is not one of debezium, flink\."),
-        ({"tables": r"{db}\.t", "changelog": "flink"},
+        ("id INT PRIMARY KEY", {"tables": r"{db}\.t", "changelog": "flink"},
          r"option 'changelog': it shapes the typed change stream of one table; set the options "
          r"'table' and 'schema_history'"),
+        ("id INT PRIMARY KEY, source INT", {"table": "{db}.t", "changelog": "flink"},
+         r"option 'changelog': \S+\.t has a column named 'source', which a flink row takes"),
     ],
 )  # fmt: skip
 def test_the_changelog_option_is_checked(
@@ -288,10 +290,11 @@ def test_the_changelog_option_is_checked(
     mariadb: ThrowawayMariaDB,
     db: str,
     tmp_path: Path,
+    columns: str,
     options: dict[str, str],
     error: str,
 ) -> None:
-    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY)", database=db)
+    mariadb.execute(f"CREATE TABLE t ({columns})", database=db)
     reader = (
         spark.readStream.format("mysql-cdc")
         .option("host", "127.0.0.1")

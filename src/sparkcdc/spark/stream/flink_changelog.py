@@ -12,12 +12,12 @@ then the metadata Flink CDC's connectors give (``database_name``, ``schema_name`
 ``table_name``, ``op_ts``) and the envelope's ``source`` and ``transaction`` to order and
 deduplicate by. Other events of the table (schema changes, snapshot notices) give no rows.
 
-An image the source logged partially is passed as logged: PostgreSQL's REPLICA IDENTITY DEFAULT
-and MySQL's ``binlog_row_image=MINIMAL`` log the key columns of a delete's (or a key-changing
-update's) before image only, so its -D (-U) row holds the key with the other columns null, as
-Flink CDC's. An update or delete without a before image (PostgreSQL's REPLICA IDENTITY DEFAULT
-when the key did not change) stops the stream with a sentence, as Flink CDC's
-``PostgresValueValidator`` does: a -U row of nulls would be invented.
+A before image is passed as the source logged it. MySQL and MariaDB log whole images (the
+source requires ``binlog_row_image=FULL``). PostgreSQL under REPLICA IDENTITY DEFAULT logs only
+the key of a delete's (or a key-changing update's) before image: its -D (-U) row holds the key
+columns, the others null, as Flink CDC's. An update without a before image (REPLICA IDENTITY
+DEFAULT when the key did not change) stops the stream with a sentence, as Flink CDC's
+``PostgresValueValidator`` does: a -U row of nulls would be made up.
 """
 
 from __future__ import annotations
