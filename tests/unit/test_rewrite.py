@@ -116,14 +116,17 @@ def test_deletes_given_by_their_key_alone_delete_and_partial_upserts_are_merged(
     assert replica(path) == {1: "a", 3: "c"}
 
 
-def test_a_table_with_the_change_data_feed_is_merged_by_delta_rs(tmp_path: Path) -> None:
+def test_a_table_with_the_change_data_feed_is_written_by_the_copy_on_write(tmp_path: Path) -> None:
+    """Its commit names a change data file (tests/unit/test_change_data.py reads it back)."""
     path = tmp_path / "t"
     write_deltalake(str(path), pa.table({"id": [1, 2]}, schema=pa.schema([FIELDS[0]])),
                     configuration={"delta.enableChangeDataFeed": "true"})  # fmt: skip
     batch = pa.table({"id": [2], OP_COLUMN: ["d"], ORDER_COLUMN: [1]})
     assert commits.merge_replica(str(path), batch, ("id",), "app", 0)
-    assert DeltaTable(str(path)).history(1)[0]["operation"] == "MERGE"
+    assert last_operation(path) == "MERGE"
+    assert DeltaTable(str(path)).history(1)[0]["operation"] == "WRITE"
     assert replica_ids(path) == [1]
+    assert len(list((path / "_change_data").iterdir())) == 1
 
 
 def replica_ids(path: Path) -> list[int]:

@@ -27,11 +27,25 @@ if TYPE_CHECKING:
     from sparkcdc.snapshot.split_store import SplitResult, SplitStore
 
 
+CHANGE_DATA_FEED = "change_data_feed"  # the sink's own key: the replicas' change data feed
+
+
+def change_data_feed(config: SinkConfig) -> bool:
+    """``sink.change_data_feed`` (default true): whether the replicas the sink creates get
+    Delta's change data feed; ConfigError naming the key for a value neither true nor false."""
+    from sparkcdc.config.values import as_bool
+
+    given = config.settings.get(CHANGE_DATA_FEED)
+    return True if given is None else as_bool(given, f"sink.{CHANGE_DATA_FEED}")
+
+
 def check(config: SinkConfig) -> None:
-    """A lake on object storage written to, before Spark starts (:mod:`.lake_check`)."""
+    """The sink's own keys, and a lake on object storage written to, before Spark starts
+    (:mod:`.lake_check`)."""
     from sparkcdc.sinks.delta.lake_check import check_lake
     from sparkcdc.sinks.storage import LakeStorage
 
+    change_data_feed(config)
     check_lake(LakeStorage(config.path, config.storage_options))
 
 
@@ -48,6 +62,7 @@ def open_sink(config: SinkConfig, context: SinkContext) -> Sink:
         lake, app_id=context.app_id, mark=context.mark,
         upkeep=schedule(lake, upkeep.compact_every, upkeep.retain),
         snapshot_in_changelog=config.snapshot_in_changelog, schema_changes=context.schema_changes,
+        change_data_feed=change_data_feed(config),
     )  # fmt: skip
 
 
@@ -125,5 +140,5 @@ def gone_keys(config: SinkConfig) -> GoneKeys:
 
 
 SINK_TYPE = SinkType("delta", check=check, open=open_sink, chunk_writer=write_chunk_files,
-                     open_ahead=open_ahead, reader=reader, keeper=keeper,
+                     keys=(CHANGE_DATA_FEED,), open_ahead=open_ahead, reader=reader, keeper=keeper,
                      gone_keys=gone_keys)  # fmt: skip

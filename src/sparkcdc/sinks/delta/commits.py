@@ -31,7 +31,7 @@ from deltalake.transaction import AddAction
 from sparkcdc.sinks import storage
 from sparkcdc.sinks.changes.lake import changelog_schema
 from sparkcdc.sinks.changes.latest import OP_COLUMN, ORDER_COLUMN
-from sparkcdc.sinks.delta import log_commit, opened, rewrite
+from sparkcdc.sinks.delta import change_data, log_commit, opened, rewrite
 from sparkcdc.sinks.delta.data_files import write_data_file
 
 log = logging.getLogger("sparkcdc.sink")
@@ -96,11 +96,14 @@ def _is_list(t: pa.DataType) -> bool:
     return any(kind(t) for kind in kinds)
 
 
-def ensure_replica(path: str, columns: Sequence[pa.Field]) -> list[pa.Field]:
-    """Create the replica or add the columns it lacks; returns its columns afterwards."""
+def ensure_replica(
+    path: str, columns: Sequence[pa.Field], change_data_feed: bool = True
+) -> list[pa.Field]:
+    """Create the replica (with Delta's change data feed unless ``change_data_feed`` is false)
+    or add the columns it lacks (its properties left as they are); its columns afterwards."""
     table = open_table(path)
     if table is None:
-        _create(path, pa.schema(list(columns)))
+        _create(path, pa.schema(list(columns)), change_data_feed)
         return list(columns)
     have = arrow_fields(table)
     names = {f.name.lower() for f in have}
@@ -125,10 +128,12 @@ def ensure_changelog(path: str, columns: Sequence[pa.Field], source: pa.DataType
                         storage_options=storage.delta_options(path))  # fmt: skip
 
 
-def _create(path: str, schema: pa.Schema) -> None:
+def _create(path: str, schema: pa.Schema, change_data_feed: bool = False) -> None:
     lake = storage.at(path)
     lake.mkdir(path)
     config = {log_commit.CHECKPOINT_KEY: str(log_commit.CHECKPOINT_EVERY)}
+    if change_data_feed:  # protocol writer version 4 (:mod:`.change_data`)
+        config[change_data.ENABLE_KEY] = "true"
     DeltaTable.create(path, schema=schema, mode="ignore", configuration=config,
                       storage_options=lake.delta_options())  # fmt: skip
 

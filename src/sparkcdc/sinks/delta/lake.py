@@ -18,8 +18,9 @@ class DeltaTables:
 
     label = "Delta"
 
-    def __init__(self, storage: LakeStorage) -> None:
+    def __init__(self, storage: LakeStorage, change_data_feed: bool = True) -> None:
         self.storage = storage
+        self.change_data_feed = change_data_feed  # of the replicas it creates
 
     def replica(self, name: TableName) -> str:
         return self.storage.join(name[0], name[1])
@@ -30,7 +31,7 @@ class DeltaTables:
     def evolve(
         self, name: TableName, columns: list[pa.Field], source: pa.DataType
     ) -> list[pa.Field]:
-        found = commits.ensure_replica(self.replica(name), columns)
+        found = commits.ensure_replica(self.replica(name), columns, self.change_data_feed)
         commits.ensure_changelog(self.changelog(name), found, source)
         return found
 
@@ -53,8 +54,14 @@ class DeltaTables:
 
 
 class Lake(lake.Lake):
-    """The captured tables of a Delta lake at ``path`` (a folder, a URI or its storage)."""
+    """The captured tables of a Delta lake at ``path`` (a folder, a URI or its storage);
+    ``change_data_feed``: of the replicas it creates (``sink.change_data_feed``)."""
 
-    def __init__(self, path: str | LakeStorage, policy: SchemaPolicy | None = None) -> None:
+    def __init__(
+        self,
+        path: str | LakeStorage,
+        policy: SchemaPolicy | None = None,
+        change_data_feed: bool = True,
+    ) -> None:
         storage = as_storage(path)
-        super().__init__(storage, DeltaTables(storage), policy)
+        super().__init__(storage, DeltaTables(storage, change_data_feed), policy)

@@ -5,13 +5,15 @@ the state after it), about 8 ms for a young table and growing with every commit 
 checkpoint (bench/history.md); a micro-batch pays it twice per table it touches (bench section
 9). A commit is, by the Delta protocol, the file ``_delta_log/<version>.json`` holding the
 commit's actions, one JSON object per line, created only if absent: the version's first writer
-wins. Here the actions are ``commitInfo``, the ``txn`` of the batch (:mod:`.commits`) and the
-data files' ``add`` and ``remove``, the file made under a temporary name and linked to its final
-one (``link`` fails if that exists, as delta-rs's rename without replace does on a folder).
+wins. Here the actions are ``commitInfo``, the ``txn`` of the batch (:mod:`.commits`), the
+data files' ``add`` and ``remove`` and the change data files' ``cdc`` (:mod:`.change_data`), the
+file made under a temporary name and linked to its final one (``link`` fails if that exists, as
+delta-rs's rename without replace does on a folder).
 
 Only where that is all a commit must do: a lake that is a folder (object storage commits
 through delta-rs, whose conditional PUT this does not have), and a table of protocol writer
-version 2 at most, with no table feature and no constraint or invariant to check (:func:`usable`).
+version 2 at most (4 where it is for the change data feed), with no table feature and no
+constraint, invariant or generated column to check (:func:`usable`).
 Every :data:`CHECKPOINT_EVERY` versions (the table's ``delta.checkpointInterval``) delta-rs
 writes a checkpoint, as its own commits do. The kept table object (:mod:`.opened`) is left at
 the version it held: the next call that needs it current opens the table anew.
@@ -32,7 +34,8 @@ from deltalake.transaction import AddAction, RemoveAction
 
 from sparkcdc.core.json_value import JSONObject
 from sparkcdc.sinks import storage
-from sparkcdc.sinks.delta import opened
+from sparkcdc.sinks.delta import change_data, opened
+from sparkcdc.sinks.delta.change_data import ChangeFile
 
 CHECKPOINT_EVERY = 10  # delta.checkpointInterval of the tables the sink makes (Delta's default)
 CHECKPOINT_KEY = "delta.checkpointInterval"
@@ -47,17 +50,24 @@ class Removed:
     size: int
 
 
+_FIELD_RULES = ("delta.invariants", "delta.generationExpression")  # checked on every write
+
+
 def usable(path: str, table: DeltaTable) -> bool:
     """Whether a commit of this table may be written here (module docstring)."""
     if storage.at(path).remote:
         return False
     protocol = table.protocol()
-    if protocol.min_writer_version > 2 or protocol.writer_features or protocol.reader_features:
+    if protocol.writer_features or protocol.reader_features or protocol.min_reader_version > 1:
         return False
     config = table.metadata().configuration
+    # writer version 4 for the change data feed alone, whose files the commit names itself
+    if protocol.min_writer_version > (4 if change_data.enabled(config) else 2):
+        return False
     if any(k.startswith("delta.constraints.") for k in config):
         return False
-    return not any(f.metadata and "delta.invariants" in f.metadata for f in table.schema().fields)
+    fields = table.schema().fields
+    return not any(f.metadata and any(r in f.metadata for r in _FIELD_RULES) for f in fields)
 
 
 OPERATION_KEY = "sparkcdc.operation"  # in the commit info: what a commit did, where Delta names
@@ -78,13 +88,17 @@ def commit_files(
     removes: Sequence[Removed],
     txn: tuple[str, int],
     operation: str | None = None,
+    changes: Sequence[ChangeFile] = (),
 ) -> None:
-    """Commit ``adds`` and ``removes`` with the transaction identifier ``txn``: written here
-    where :func:`usable`, else by delta-rs (the kept ``table`` moved to the new version)."""
+    """Commit ``adds``, ``removes`` and the change data files ``changes`` with the transaction
+    identifier ``txn``: written here where :func:`usable`, else by delta-rs (the kept ``table``
+    moved to the new version; given no ``changes``: its commits cannot name them)."""
     if usable(path, table):
         tag = {OPERATION_KEY: operation} if operation else None
-        commit(path, table, adds, removes, txn, tag, blind=operation is None)
+        commit(path, table, adds, removes, txn, tag, blind=operation is None, changes=changes)
         return
+    if changes:
+        raise ValueError(f"a commit of {path} with change data files must be written here")
     now = int(time.time() * 1000)
     actions: list[AddAction | RemoveAction] = [
         RemoveAction(r.path, True, now, r.size) for r in removes
@@ -104,11 +118,13 @@ def commit(
     txn: tuple[str, int],
     extra: Mapping[str, str] | None = None,
     blind: bool = True,
+    changes: Sequence[ChangeFile] = (),
 ) -> int:
     """Commit ``adds`` and ``removes`` with the transaction identifier ``txn`` (app id, batch)
     as the version after the table's last (``table``'s, or the sink's own commit past it,
     :func:`.opened.head`); ``extra``: entries of the commit info; ``blind``: the commit adds
-    rows without having read the table (an append). The new version;
+    rows without having read the table (an append); ``changes``: its change data files. The
+    new version;
     ``CommitFailedError`` if another writer made that version first."""
     version = opened.head(path, table) + 1
     now = int(time.time() * 1000)
@@ -126,6 +142,7 @@ def commit(
     ]
     lines += [{"remove": _remove(r, now)} for r in removes]
     lines += [{"add": _add(a)} for a in adds]
+    lines += [{"cdc": _cdc(c)} for c in changes]
     text = "\n".join(json.dumps(line, separators=(",", ":")) for line in lines) + "\n"
     _create(path, version, text.encode("utf-8"))
     opened.advanced(path, version)
@@ -147,6 +164,11 @@ def _add(action: AddAction) -> JSONObject:
         "dataChange": action.data_change,
         "stats": action.stats,
     }
+
+
+def _cdc(change: ChangeFile) -> JSONObject:
+    """A ``cdc`` action (Delta protocol, *Add CDC File*): no data change of its own."""
+    return {"path": change.path, "partitionValues": {}, "size": change.size, "dataChange": False}
 
 
 def _remove(removed: Removed, now: int) -> JSONObject:

@@ -12,9 +12,12 @@ transaction identifier (:mod:`.commits`). A TRUNCATE or DROP in the batch (``res
 every file. Delta's history names the commit a ``WRITE`` (delta-rs names a commit of given
 actions so); its ``sparkcdc.operation`` says ``MERGE``.
 
-Only where it is the same: a table with deletion vectors, column mapping, the change data feed,
-partitions or data files outside its folder, candidates over :data:`MAX_BYTES`, or a key type
-the anti-join cannot match, is left to the MERGE (:func:`upsert` returns False before writing).
+A table with the change data feed gets its change data file in the same commit (the rows the
+commit drops and adds, as MERGE writes them: :mod:`.change_data`; a reset reads the old rows for
+it). Only where it is the same: a table with deletion vectors, column mapping, partitions or data
+files outside its folder, the change data feed where the sink cannot write the commit itself
+(:func:`.log_commit.usable`), candidates over :data:`MAX_BYTES`, or a key type the lookup cannot
+match, is left to the MERGE (:func:`upsert` returns False before writing).
 """
 
 from __future__ import annotations
@@ -26,13 +29,11 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from sparkcdc.sinks import storage
-from sparkcdc.sinks.delta import log_commit
+from sparkcdc.sinks.delta import change_data, log_commit
 from sparkcdc.sinks.delta.data_files import write_data_file
 
 MAX_BYTES = 64 * 1024 * 1024  # the candidates' data files read into memory at most
-_ROW = "_sparkcdc_row"
-_UNSUPPORTED_CONFIG = ("delta.enableChangeDataFeed", "delta.columnMapping.mode",
-                       "delta.enableDeletionVectors")  # fmt: skip
+_UNSUPPORTED_CONFIG = ("delta.columnMapping.mode", "delta.enableDeletionVectors")
 
 
 def upsert(
@@ -49,7 +50,7 @@ def upsert(
     row per key) to the table at ``path`` as one commit of the transaction identifier ``txn``
     (app id, batch; :mod:`.log_commit`); False (nothing written) where the MERGE must do it
     (module docstring)."""
-    if not _plain(table):
+    if not _plain(path, table):
         return False
     schema = pa.schema(list(fields))
     names = schema.names
@@ -67,6 +68,7 @@ def upsert(
     if sum(candidates.column("size_bytes").to_pylist()) > MAX_BYTES:
         return False
     lake = storage.at(path)
+    feed = change_data.enabled(table.metadata().configuration)
     try:
         upserts = changes.filter(pc.not_equal(changes.column(op_column), "d"))
         if all(n in upserts.column_names for n in names):
@@ -75,17 +77,22 @@ def upsert(
             return False  # upserts of some columns only: the MERGE keeps the others' values
         else:
             upserts = schema.empty_table()  # deletes given by their key alone
-        kept = schema.empty_table()
-        if not reset and paths:
-            kept = _kept_rows(_read(lake, path, paths, schema), _keys(changes, key_names, schema))
+        kept, dropped = schema.empty_table(), schema.empty_table()
+        if paths and (feed or not reset):  # a reset's old rows are read for the feed alone
+            old = _read(lake, path, paths, schema)
+            kept, dropped = _split(old, None if reset else _keys(changes, key_names, schema))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError):
         return False  # a type the anti-join or the cast cannot take, a key column missing
     rows = pa.concat_tables([kept, upserts])
     sizes = candidates.column("size_bytes").to_pylist()
     removes = [log_commit.Removed(p, int(s)) for p, s in zip(paths, sizes, strict=True)]
     adds = [write_data_file(lake, path, rows)] if rows.num_rows else []
+    feed_rows = change_data.change_rows(dropped, upserts, key_names) if feed else None
+    cdc = []  # the change data feed's file, where the table has it and the commit changes rows
+    if feed_rows is not None and feed_rows.num_rows:
+        cdc = [change_data.write_change_file(lake, path, feed_rows)]
     # committed even with no action: the batch's identifier says the table holds it
-    log_commit.commit_files(path, table, adds, removes, txn, "MERGE")
+    log_commit.commit_files(path, table, adds, removes, txn, "MERGE", cdc)
     return True
 
 
@@ -94,9 +101,22 @@ def _keys(changes: pa.Table, key_names: list[str], schema: pa.Schema) -> pa.Tabl
     return changes.select(key_names).cast(pa.schema([schema.field(n) for n in key_names]))
 
 
-def _plain(table: DeltaTable) -> bool:
-    """No table feature the copy-on-write would have to write as well."""
+def _split(old: pa.Table, keys: pa.Table | None) -> tuple[pa.Table, pa.Table]:
+    """``old``'s rows whose key is none of ``keys`` and the others (each in ``old``'s order;
+    ``keys`` None: every row is the batch's): a set lookup for a one-column key (a tenth of a
+    join's cost on a small file), else a join (:func:`.change_data.has_key`)."""
+    if keys is None:
+        return old.schema.empty_table(), old
+    changed = change_data.has_key(old, keys, keys.column_names)
+    return old.filter(pc.invert(changed)), old.filter(changed)
+
+
+def _plain(path: str, table: DeltaTable) -> bool:
+    """No table feature the copy-on-write would have to write as well; the change data feed
+    where the sink writes the commit itself (else delta-rs's MERGE writes the feed)."""
     config = table.metadata().configuration
+    if change_data.enabled(config) and not log_commit.usable(path, table):
+        return False
     if any(str(config.get(k, "")).lower() not in ("", "false", "none") for k in
            _UNSUPPORTED_CONFIG):  # fmt: skip
         return False
@@ -141,16 +161,3 @@ def _read(lake: storage.LakeStorage, path: str, paths: list[str], schema: pa.Sch
         ]  # fmt: skip
         parts.append(pa.Table.from_arrays(columns, schema=schema))
     return pa.concat_tables(parts) if parts else schema.empty_table()
-
-
-def _kept_rows(old: pa.Table, keys: pa.Table) -> pa.Table:
-    """The rows of ``old`` whose key is none of ``keys`` (in ``old``'s order): a set lookup
-    for a one-column key (a tenth of the join's cost on a small file), else an anti-join."""
-    names = keys.column_names
-    if len(names) == 1:
-        found = pc.is_in(old.column(names[0]), value_set=keys.column(0).combine_chunks(),
-                          skip_nulls=True)  # fmt: skip
-        return old.filter(pc.invert(found))
-    numbered = old.select(names).append_column(_ROW, pa.array(range(old.num_rows), pa.int64()))
-    left = numbered.join(keys, keys=names, join_type="left anti").column(_ROW)
-    return old.take(pc.take(left, pc.sort_indices(left)))

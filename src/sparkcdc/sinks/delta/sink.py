@@ -122,7 +122,8 @@ class BatchReport:
 class DeltaSink(Sink):
     """``writeStream.foreachBatch(DeltaSink(path, app_id))``; see the module docstring.
     ``path``: the lake's folder, or its :class:`~.storage.LakeStorage` (object storage).
-    ``snapshot_in_changelog`` false: the snapshots' ``r`` rows go to the replica only."""
+    ``snapshot_in_changelog`` false: the snapshots' ``r`` rows go to the replica only;
+    ``change_data_feed`` false: the replicas it creates have no change data feed."""
 
     def __init__(
         self,
@@ -132,6 +133,7 @@ class DeltaSink(Sink):
         upkeep: Schedule | None = None,
         snapshot_in_changelog: bool = True,
         schema_changes: SchemaPolicy | None = None,
+        change_data_feed: bool = True,
     ) -> None:
         self.storage = as_storage(path)
         self.path = self.storage.uri
@@ -139,7 +141,7 @@ class DeltaSink(Sink):
         self.mark = mark  # rewritten once the stream's changes of a batch are committed
         self._marked = False
         self._app_id = app_id
-        self.lake = Lake(self.storage, schema_changes)
+        self.lake = Lake(self.storage, schema_changes, change_data_feed)
         self.batches = 0
         self.changes = 0
         self.last_event_ts_ms: int | None = None
