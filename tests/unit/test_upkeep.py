@@ -90,11 +90,15 @@ def test_vacuum_keeps_the_versions_within_retain_and_files_about_to_be_committed
 
     kept = upkeep_table("shop.accounts", str(replica), retain=3600, small_files=10)
     assert (kept.vacuumed, staged.exists(), left.exists()) == (1, True, False)
+    changes = list((replica / "_change_data").glob("*.parquet"))
+    assert changes  # the replica's change data feed (sinks/delta/change_data.py)
     assert {v: rows(replica, v) for v in versions} == before  # removed less than an hour ago
 
     done = upkeep_table("shop.accounts", str(replica), retain=0, small_files=10)
     live = {Path(u).name for u in DeltaTable(str(replica)).file_uris()}
-    assert done.vacuumed == len(ever - live) + 1 and done.vacuumed_bytes > 0  # + staged: 0s old
+    # + the change data files (named by removed versions alone) + staged: 0s old
+    assert done.vacuumed == len(ever - live) + len(changes) + 1 and done.vacuumed_bytes > 0
+    assert not list((replica / "_change_data").glob("*.parquet"))
     assert rows(replica) == before[versions[-1]] and on_disk(replica) == live
     with pytest.raises(Exception, match="(?i)not found|no such file|no files in log segment"):
         rows(replica, versions[-2])  # older than retain: its files are gone
