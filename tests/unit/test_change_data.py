@@ -9,17 +9,26 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
+from deltalake.exceptions import DeltaError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sparkcdc.config.load import load_config_text
 from sparkcdc.config.model import SinkConfig
 from sparkcdc.core.errors import ConfigError
+from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks import delta
 from sparkcdc.sinks.changes.latest import OP_COLUMN, ORDER_COLUMN
 from sparkcdc.sinks.delta import change_data, commits, log_commit
+from sparkcdc.sinks.port import SinkContext
+from sparkcdc.sinks.registry import open_sink
+from sparkcdc.sources.mysql.schema.column_types import column
+from tests.cases.envelopes import Changes
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string())])
 Feed = set[tuple[int, str | None, str]]  # (key, name, _change_type)
+ITEMS = TableSchema("shop", "items", (column("id", "int"), column("v", "varchar")), ("id",))
+BASE = "source: {host: h, user: u, tables: [x]}\npipeline: {checkpoint: /c}\n"
 
 
 def rows(values: dict[int, str | None]) -> pa.Table:
@@ -184,3 +193,30 @@ def test_replicas_get_the_feed_unless_the_sink_s_key_turns_it_off(tmp_path: Path
     assert delta.change_data_feed(given(None)) and not delta.change_data_feed(given("False"))
     with pytest.raises(ConfigError, match=r"^sink\.change_data_feed: 'sometimes' is neither"):
         delta.change_data_feed(given("sometimes"))
+
+
+def test_with_change_data_feed_false_the_sink_s_replicas_have_none(tmp_path: Path) -> None:
+    """``sink: {change_data_feed: false}`` read from a pipeline file: the replicas the sink
+    creates lack the property, delta-rs refuses ``load_cdf`` of them, and their upserts are still
+    the sink's own commits; a replica made before keeps its feed (nothing is changed on it)."""
+    older = tmp_path / "lake" / "shop" / "accounts"
+    commits.ensure_replica(str(older), [pa.field("id", pa.int32())])
+    text = f"{BASE}sink: {{path: {tmp_path / 'lake'}, change_data_feed: false}}\n"
+    config = load_config_text(text, str(tmp_path))
+    sink = open_sink(config.sink, SinkContext(app_id=lambda: "app"))
+    for batch in range(3):
+        changes = Changes(pos=1000 + 100 * batch)
+        if batch == 0:
+            changes.schema(ITEMS)
+        changes.change("c", ITEMS, after={"id": batch, "v": f"v{batch}"})
+        if batch:
+            changes.change("u", ITEMS, {"id": 0, "v": "v0"}, {"id": 0, "v": f"w{batch}"})
+        sink.write(changes.table(), batch)  # type: ignore[attr-defined]
+    made = DeltaTable(str(tmp_path / "lake" / "shop" / "items"))
+    assert change_data.ENABLE_KEY not in made.metadata().configuration
+    assert made.protocol().min_writer_version == 2
+    assert made.history(1)[0]["operation"] == "WRITE"  # the copy-on-write, no feed file
+    assert sorted(made.to_pyarrow_table().column("v").to_pylist()) == ["v1", "v2", "w2"]
+    with pytest.raises(DeltaError, match="does not have change data enabled"):
+        pa.table(made.load_cdf())
+    assert DeltaTable(str(older)).metadata().configuration[change_data.ENABLE_KEY] == "true"

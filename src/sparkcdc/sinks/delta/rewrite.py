@@ -83,8 +83,10 @@ def upsert(
             kept, dropped = _split(old, None if reset else _keys(changes, key_names, schema))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError):
         return False  # a type the anti-join or the cast cannot take, a key column missing
-    rows = pa.concat_tables([kept, upserts])
-    sizes = candidates.column("size_bytes").to_pylist()
+    if not reset and dropped.num_rows == upserts.num_rows == 0:
+        paths = []  # deletes of keys the table lacks: no file rewritten (read as a change)
+    rows = pa.concat_tables([kept, upserts]) if paths else upserts
+    sizes = candidates.column("size_bytes").to_pylist()[: len(paths)]
     removes = [log_commit.Removed(p, int(s)) for p, s in zip(paths, sizes, strict=True)]
     adds = [write_data_file(lake, path, rows)] if rows.num_rows else []
     feed_rows = change_data.change_rows(dropped, upserts, key_names) if feed else None
