@@ -56,7 +56,9 @@ _ENV = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 SECTIONS = ("source", "sink", "pipeline")
 SINK_KEYS = ("type", "path", "maintenance", "storage_options", "snapshot_in_changelog")
 MAINTENANCE_KEYS = ("compact_every", "retain")
-PIPELINE_KEYS = ("checkpoint", "trigger", "store", "spark", "metrics", "schema_changes")
+PIPELINE_KEYS = (
+    "checkpoint", "trigger", "store", "spark", "metrics", "schema_changes", "transactions"
+)  # fmt: skip
 STORE_KEYS = ("max_bytes", "max_items", "batch_mode", "item_rows")
 METRICS_KEYS = ("port", "host")
 SPARK_KEYS = ("master", "ui", "conf")
@@ -126,6 +128,11 @@ def load_config_text(
     pipeline = _pipeline(
         _section(root.get("pipeline"), "pipeline", PIPELINE_KEYS, required=True), base
     )
+    if pipeline.transactions and set(source.skip_operations) & {"c", "u", "d"}:
+        fail("pipeline.transactions", "the transaction records count every row change of a "
+             "transaction, and source.skip_operations leaves some out of the change log; take "
+             "c, u and d out of source.skip_operations, or turn pipeline.transactions "
+             "off")  # fmt: skip
     settings = source.settings.for_pipeline(str(pipeline.checkpoint))
     return Config(source=replace(source, settings=settings), sink=sink, pipeline=pipeline)
 
@@ -366,6 +373,7 @@ def _pipeline(s: dict[str, Any], base: Path) -> PipelineConfig:
         store=store,
         metrics=_metrics(_section(s.get("metrics"), f"{p}.metrics", METRICS_KEYS)),
         schema_changes=as_schema_changes(s.get("schema_changes")),
+        transactions=_get(s, "transactions", p, as_bool, False),
         spark_master=_get(sp, "master", f"{p}.spark", as_text, "local[*]"),
         spark_ui=_get(sp, "ui", f"{p}.spark", as_bool, True),
         spark_conf={

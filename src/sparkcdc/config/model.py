@@ -314,6 +314,7 @@ class PipelineConfig:
     spark_conf: dict[str, str] = field(default_factory=dict)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     schema_changes: SchemaPolicy = field(default_factory=SchemaPolicy)
+    transactions: bool = False  # BEGIN/END records of each source transaction
 
 
 @dataclass(frozen=True)

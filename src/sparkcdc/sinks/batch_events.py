@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import cast
 
 import pyarrow as pa
@@ -32,10 +33,29 @@ from sparkcdc.store import batch_files
 _TRUNCATE = re.compile(r"\s*TRUNCATE\b", re.IGNORECASE)
 
 
+@dataclass(frozen=True)
+class MicroBatch:
+    """A micro-batch as a sink reads it: its envelope rows (each ``f`` event replaced by its
+    file's events), the typed row images kept beside them, and whether it ends inside a
+    transaction that goes on in the next batch (:mod:`sparkcdc.sinks.changes.transactions`)."""
+
+    envelope: pa.Table
+    images: list[TypedImages]
+    open_end: bool = False
+
+
+def read_micro_batch(batch: BatchFrame) -> MicroBatch:
+    """The micro-batch ``foreachBatch`` handed over, read (:class:`MicroBatch`)."""
+    raw = batch.toArrow()
+    envelope, images = batch_files.expand(raw)
+    return MicroBatch(envelope, images, batch_files.ends_inside_transaction(raw))
+
+
 def read_batch(batch: BatchFrame) -> tuple[pa.Table, list[TypedImages]]:
     """The micro-batch's envelope rows with each ``f`` event replaced by its file's events,
     and the typed row images kept beside them."""
-    return batch_files.expand(batch.toArrow())
+    read = read_micro_batch(batch)
+    return read.envelope, read.images
 
 
 def chunk_table(after: str | None) -> pa.Table:

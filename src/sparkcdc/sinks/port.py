@@ -160,12 +160,14 @@ class SinkFigures:
 @dataclass(frozen=True)
 class SinkContext:
     """What the pipeline gives the sink it opens: the pipeline's id (asked for once the first
-    batch comes: it lives in Spark's checkpoint), the batch mark and what to do with schema
-    changes (``pipeline.schema_changes``)."""
+    batch comes: it lives in Spark's checkpoint), the batch mark, what to do with schema
+    changes (``pipeline.schema_changes``) and whether to keep transaction records
+    (``pipeline.transactions``: :mod:`.changes.transactions`)."""
 
     app_id: Callable[[], str]
     mark: Mark | None = None
     schema_changes: SchemaPolicy = field(default_factory=SchemaPolicy)
+    transactions: bool = False
 
 
 class Sink(ABC):

@@ -74,7 +74,10 @@ class BatchFiles:
             n = _write(where, parts)
             refs.append({"path": str(where), "db": db, "table": table, "schema_id": schema_id,
                          "rows": n})  # fmt: skip
-        return file_event({"path": str(path), "rows": rows, "images": refs}, end)
+        ref: dict[str, object] = {"path": str(path), "rows": rows, "images": refs}
+        if not end.at_boundary:
+            ref["open"] = True  # the batch ends inside a transaction (a split one)
+        return file_event(ref, end)
 
     def release(self, end: Offset) -> int:
         """Remove the files of micro-batches ending at or before ``end`` (committed by Spark);
@@ -89,6 +92,16 @@ class BatchFiles:
                 path.unlink(missing_ok=True)
                 removed += 1
         return removed
+
+
+def ends_inside_transaction(envelope: pa.Table) -> bool:
+    """Whether a micro-batch (before :func:`expand`) ends inside a transaction: its ``f``
+    event's end offset holds a resume counter (the transaction goes on in the next batch). A
+    batch without an ``f`` event cannot tell: False."""
+    if envelope.num_rows == 0:
+        return False
+    found = envelope.filter(pc.equal(envelope.column("op"), OP_FILE))
+    return any(bool(json.loads(ref or "{}").get("open")) for ref in found["after"].to_pylist())
 
 
 def expand(envelope: pa.Table) -> tuple[pa.Table, list[TypedImages]]:

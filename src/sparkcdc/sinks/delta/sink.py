@@ -57,7 +57,9 @@ whose file holds them, :mod:`sparkcdc.store.batch_files`):
    nothing but chunks of an incremental snapshot after all others: before them the sink touches
    its mark (the pipeline's batch mark, :mod:`sparkcdc.spark.incremental.batch_mark`), which
    lets the next window's reads start.
-5. Notifications of the incremental snapshots (``op = 'n'``) are no changes: they are logged and
+5. With ``pipeline.transactions``, each source transaction's ``BEGIN`` and ``END`` rows are
+   appended to ``<sink>/_sparkcdc/transactions`` (:mod:`.transactions`).
+6. Notifications of the incremental snapshots (``op = 'n'``) are no changes: they are logged and
    appended to ``<sink>/_sparkcdc/notifications`` (:mod:`.notifications`).
 
 All commits carry the Delta transaction identifier (pipeline id, batch id), so a replay of batch
@@ -85,11 +87,11 @@ from sparkcdc.core.event import OP_CHUNK, OP_NOTICE, OP_SCHEMA
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.schema_policy import SchemaPolicy
 from sparkcdc.core.table_name import TableName
-from sparkcdc.sinks.batch_events import per_table, read_batch
+from sparkcdc.sinks.batch_events import per_table, read_micro_batch
 from sparkcdc.sinks.changes import chunks
 from sparkcdc.sinks.changes.effects import Effect
 from sparkcdc.sinks.changes.schema_rows import read_schema_rows
-from sparkcdc.sinks.delta import chunk_rows, commits, notifications, opened
+from sparkcdc.sinks.delta import chunk_rows, commits, notifications, opened, transactions
 from sparkcdc.sinks.delta.lake import Lake
 from sparkcdc.sinks.delta.table_writer import TableWriter
 from sparkcdc.sinks.port import (
@@ -116,6 +118,7 @@ class BatchReport:
     skipped: list[str]  # tables whose commits this batch had already made (a replay)
     last_event_ts_ms: int | None
     notifications: int = 0  # op 'n' rows: kept and logged, not changes
+    transactions: int = 0  # BEGIN/END records (pipeline.transactions)
     ops: dict[tuple[str, str], int] = field(default_factory=dict)  # (table, op) -> changes
 
 
@@ -123,7 +126,8 @@ class DeltaSink(Sink):
     """``writeStream.foreachBatch(DeltaSink(path, app_id))``; see the module docstring.
     ``path``: the lake's folder, or its :class:`~.storage.LakeStorage` (object storage).
     ``snapshot_in_changelog`` false: the snapshots' ``r`` rows go to the replica only;
-    ``change_data_feed`` false: the replicas it creates have no change data feed."""
+    ``change_data_feed`` false: the replicas it creates have no change data feed;
+    ``transactions``: keep each source transaction's ``BEGIN``/``END`` records."""
 
     def __init__(
         self,
@@ -134,8 +138,10 @@ class DeltaSink(Sink):
         snapshot_in_changelog: bool = True,
         schema_changes: SchemaPolicy | None = None,
         change_data_feed: bool = True,
+        transactions: bool = False,
     ) -> None:
         self.storage = as_storage(path)
+        self.transactions = transactions
         self.path = self.storage.uri
         self.upkeep = upkeep  # compaction and vacuum between batches (module docstring)
         self.mark = mark  # rewritten once the stream's changes of a batch are committed
@@ -165,9 +171,10 @@ class DeltaSink(Sink):
             if self.upkeep is not None and self.batches and self.upkeep.due():
                 self.upkeep.run()  # Spark committed the batch before this one
             started = time.perf_counter()
-            envelope, images = read_batch(batch)
+            read = read_micro_batch(batch)
             read_s = time.perf_counter() - started
-            self.write(envelope, int(batch_id), read_s=read_s, images=images)
+            self.write(read.envelope, int(batch_id), read_s=read_s, images=read.images,
+                       open_end=read.open_end)  # fmt: skip
         except BaseException as exc:
             self.error = exc
             raise
@@ -189,9 +196,11 @@ class DeltaSink(Sink):
         batch_id: int,
         read_s: float | None = None,
         images: Sequence[TypedImages] = (),
+        open_end: bool = False,
     ) -> BatchReport:
         """Write one micro-batch (see the module docstring); idempotent per ``batch_id``.
-        ``images``: the typed images of changes whose JSON images are null."""
+        ``images``: the typed images of changes whose JSON images are null; ``open_end``: the
+        batch ends inside a transaction (its ``END`` record comes with a later batch)."""
         started = time.perf_counter()
         writer = TableWriter(self.storage, self.lake, self._appends, self.app_id, batch_id,
                              self.snapshot_in_changelog, images)  # fmt: skip
@@ -231,9 +240,14 @@ class DeltaSink(Sink):
                 writer.reset_only(name)
         self.lake.drop_pending()
         self._touch_mark()
+        records = 0
+        if self.transactions:
+            records = transactions.write_transactions(
+                self.storage, envelope, open_end, self.app_id, batch_id
+            )
         noticed = notifications.record(self.storage, envelope, self.app_id, batch_id)
         count = sum(written.values())
-        report = BatchReport(batch_id, count, tables, skipped, last_ts, noticed, written)
+        report = BatchReport(batch_id, count, tables, skipped, last_ts, noticed, records, written)
         took = f"read {read_s:.2f}s, " if read_s is not None else ""
         self._account(report, f" ({took}written in {time.perf_counter() - started:.2f}s)")
         return report

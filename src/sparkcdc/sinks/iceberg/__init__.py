@@ -58,7 +58,8 @@ def open_sink(config: SinkConfig, context: SinkContext) -> Sink:
     lake, every = LakeStorage(config.path, config.storage_options), config.maintenance
     schedule = Schedule(lake, IcebergKeeper(tables), every.compact_every, every.retain)
     return IcebergSink(config, app_id=context.app_id, mark=context.mark, upkeep=schedule,
-                       tables=tables, schema_changes=context.schema_changes)  # fmt: skip
+                       tables=tables, schema_changes=context.schema_changes,
+                       transactions=context.transactions)  # fmt: skip
 
 
 def keeper(config: SinkConfig) -> TableKeeper:

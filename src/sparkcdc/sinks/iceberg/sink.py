@@ -16,7 +16,9 @@ per table, one after the other:
    copy-on-write of the data files those keys reach (pyiceberg writes no delete files).
 
 Each commit's snapshot summary carries the pipeline id and batch id, so a batch replayed after a
-crash writes nothing twice (:mod:`.tables`). Notifications of the incremental snapshots go to
+crash writes nothing twice (:mod:`.tables`). With ``pipeline.transactions`` each source
+transaction's ``BEGIN`` and ``END`` rows go to the Iceberg table ``_sparkcdc.transactions``
+(:mod:`sparkcdc.sinks.changes.transactions`). Notifications of the incremental snapshots go to
 the Iceberg table ``_sparkcdc.notifications``. With an upkeep schedule (``sink.maintenance``), a
 micro-batch that comes when the upkeep is due first compacts the tables and expires their old
 snapshots (:mod:`.upkeep`), on the sink's own tables, once Spark committed the batch before.
@@ -44,8 +46,8 @@ from sparkcdc.core.event import OP_CHUNK, OP_NOTICE, OP_READ, OP_SCHEMA
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.schema_policy import SchemaPolicy
 from sparkcdc.core.table_name import TableName
-from sparkcdc.sinks.batch_events import per_table, read_batch
-from sparkcdc.sinks.changes import chunks, notices, run_files, unchanged
+from sparkcdc.sinks.batch_events import per_table, read_micro_batch
+from sparkcdc.sinks.changes import chunks, notices, run_files, transactions, unchanged
 from sparkcdc.sinks.changes.effects import (
     TXN_SUFFIX,
     Effect,
@@ -64,6 +66,7 @@ from sparkcdc.sinks.upkeep import Schedule
 log = logging.getLogger("sparkcdc.sink")
 
 NOTIFICATIONS = ("_sparkcdc", "notifications")
+TRANSACTIONS = ("_sparkcdc", "transactions")
 COMMIT_ATTEMPTS = 5  # a commit that lost a race with another writer, tried again
 
 
@@ -78,8 +81,10 @@ class IcebergSink(Sink):
         upkeep: Schedule | None = None,
         tables: IcebergTables | None = None,
         schema_changes: SchemaPolicy | None = None,
+        transactions: bool = False,
     ) -> None:
         self.tables = tables or IcebergTables(open_catalog(config))
+        self.transactions = transactions  # BEGIN/END records (module docstring)
         self.upkeep = upkeep  # compaction and snapshot expiry between batches (module docstring)
         lake = LakeStorage(config.path, config.storage_options)
         self.lake = Lake(lake, self.tables, schema_changes)
@@ -106,8 +111,9 @@ class IcebergSink(Sink):
             if self.upkeep is not None and self.batches and self.upkeep.due():
                 self.upkeep.run()  # Spark committed the batch before this one
             started = time.perf_counter()
-            envelope, images = read_batch(batch)
-            self.write(envelope, batch_id, images, time.perf_counter() - started)
+            read = read_micro_batch(batch)
+            self.write(read.envelope, batch_id, read.images, time.perf_counter() - started,
+                       open_end=read.open_end)  # fmt: skip
         except BaseException as exc:
             self.error = exc
             raise
@@ -129,9 +135,10 @@ class IcebergSink(Sink):
         batch_id: int,
         images: Sequence[TypedImages] = (),
         read_s: float = 0.0,
+        open_end: bool = False,
     ) -> None:
         """Write one micro-batch (module docstring); idempotent per ``batch_id``; ``read_s``:
-        how long reading it took."""
+        how long reading it took; ``open_end``: the batch ends inside a transaction."""
         started = time.perf_counter()
         self._images = images
         self.lake.source = envelope.schema.field("source").type
@@ -162,6 +169,9 @@ class IcebergSink(Sink):
         self.lake.drop_pending()
         if self.mark is not None:
             self.mark.touch()
+        if self.transactions:
+            records = transactions.transaction_records(envelope, open_end)
+            self._append_own(TRANSACTIONS, transactions.with_batch_id(records, batch_id), batch_id)
         notices.record(envelope, lambda found: self._notifications(found, batch_id))
         self._account(batch_id, written, touched, (read_s, time.perf_counter() - started))
 
@@ -318,8 +328,13 @@ class IcebergSink(Sink):
     def _notifications(self, rows: pa.Table, batch_id: int) -> bool:
         if rows.num_rows == 0:
             return False
-        found = notices.with_batch_id(rows, batch_id)
-        ident: Identifier = NOTIFICATIONS
+        return self._append_own(NOTIFICATIONS, notices.with_batch_id(rows, batch_id), batch_id)
+
+    def _append_own(self, ident: Identifier, found: pa.Table, batch_id: int) -> bool:
+        """Append ``found`` to one of the sink's own tables once per batch (made if missing);
+        False if there are none or this batch was appended before."""
+        if found.num_rows == 0:
+            return False
         if self.tables.table(ident) is None:
             self.tables.catalog.create_namespace_if_not_exists(ident[0])
             self.tables.keep(

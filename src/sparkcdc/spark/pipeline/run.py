@@ -222,6 +222,7 @@ def _stream(
         app_id=lambda: pipeline_id(spark_checkpoint),
         mark=BatchMark(own / "batch.mark"),
         schema_changes=config.pipeline.schema_changes,
+        transactions=config.pipeline.transactions,
     )
     sink = open_sink(config.sink, context)
     metrics.watch(sink, status_path)
