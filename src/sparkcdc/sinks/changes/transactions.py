@@ -90,9 +90,7 @@ def transaction_records(envelope: pa.Table, open_end: bool = False) -> pa.Table:
 def with_batch_id(rows: pa.Table, batch_id: int) -> pa.Table:
     """``rows`` (:func:`transaction_records`) with their micro-batch's id: rows of the table."""
     ids = pa.repeat(pa.scalar(batch_id, pa.int64()), rows.num_rows)
-    return rows.add_column(0, TRANSACTIONS_SCHEMA.field("batch_id"), ids).cast(
-        TRANSACTIONS_SCHEMA
-    )
+    return rows.add_column(0, TRANSACTIONS_SCHEMA.field("batch_id"), ids).cast(TRANSACTIONS_SCHEMA)
 
 
 def _parts(envelope: pa.Table) -> list[_Part]:
