@@ -1,0 +1,95 @@
+"""``examples/declarative_pipeline`` run by the real ``spark-pipelines`` CLI (Spark Connect
+local, a Parquet streaming table) against a real MariaDB: the run takes the table's snapshot,
+exits 0 (the pyspark workaround of :mod:`sparkcdc.spark.declarative`) and the streaming table
+holds each row with its values."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
+
+pytestmark = [pytest.mark.mariadb, pytest.mark.spark]
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "declarative_pipeline"
+# a catalog that outlives the run (Hive's, on Derby in the folder): the second run finds the table
+HIVE_CATALOG = ("--conf", "spark.sql.catalogImplementation=hive")
+
+
+def project(tmp: Path) -> Path:
+    """The example copied under ``tmp``, its storage there (the spec wants an absolute URI)."""
+    folder = tmp / "project"
+    shutil.copytree(EXAMPLE, folder)
+    spec = folder / "spark-pipeline.yml"
+    lines = spec.read_text().splitlines()
+    storage = (tmp / "storage").as_uri()
+    spec.write_text("\n".join(f"storage: {storage}" if ln.startswith("storage:") else ln
+                              for ln in lines) + "\n")  # fmt: skip
+    return folder
+
+
+def spark_pipelines_run(folder: Path, settings: dict[str, str]) -> str:
+    """``spark-pipelines run`` in ``folder`` with ``settings`` in its environment: its output
+    (the test fails with it unless the exit code is 0)."""
+    bin_dir = Path(sys.executable).parent
+    src = str(Path(__file__).parents[2] / "src")
+    env = {
+        **os.environ,
+        **settings,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")])),
+    }
+    proc = subprocess.Popen(
+        [str(bin_dir / "spark-pipelines"), *HIVE_CATALOG, "run"], cwd=folder, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        out, _ = proc.communicate(timeout=240)
+    finally:  # a run that hangs takes its Spark Connect server and Python workers with it
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, out[-6000:]
+    assert "UNKNOWN_RESPONSE" not in out
+    return out
+
+
+def changes(folder: Path) -> list[dict[str, Any]]:
+    """The row changes in the pipeline's Parquet table, in log order."""
+    rows = pq.read_table(folder / "spark-warehouse" / "orders_changes").to_pylist()
+    rows = [r for r in rows if r["op"] in ("r", "c", "u", "d")]
+    return sorted(rows, key=lambda r: (r["source"]["position"], (r["after"] or {}).get("id", 0)))
+
+
+def test_a_streaming_table_of_a_declarative_pipeline_holds_the_snapshot(
+    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path
+) -> None:
+    mariadb.execute(
+        "CREATE TABLE orders (id INT PRIMARY KEY, item VARCHAR(400), qty INT)",
+        "INSERT INTO orders VALUES (1, 'apple', 3), (2, 'pear', 5), (3, 'plum', 7)",
+        database=db,
+    )
+    user, password = mariadb.create_cdc_user("sdp", "sdp-secret")
+    folder = project(tmp_path)
+    settings = {
+        "SPARKCDC_PORT": str(mariadb.port), "SPARKCDC_USER": user, "SPARKCDC_PASSWORD": password,
+        "SPARKCDC_TABLE": f"{db}.orders", "SPARKCDC_SERVER_ID": "7601-7605",
+        "SPARKCDC_STATE": str(tmp_path / "sparkcdc"), "SPARKCDC_MAX_BYTES": "2KB",
+    }  # fmt: skip
+    out = spark_pipelines_run(folder, settings)
+    assert "sdp-secret" not in out
+    row = {1: ("apple", 3), 2: ("pear", 5), 3: ("plum", 7)}
+    snapshot = [{"op": "r", "before": None, "after": {"id": k, "item": v[0], "qty": v[1]}}
+                for k, v in row.items()]  # fmt: skip
+    got = changes(folder)
+    assert [{k: r[k] for k in ("op", "before", "after")} for r in got] == snapshot
