@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from sparkcdc.config.history import as_history, check_captured
 from sparkcdc.config.model import (
     DEFAULT_TYPE,
     Config,
@@ -47,6 +48,7 @@ from sparkcdc.config.values import (
     ranged,
 )
 from sparkcdc.core.errors import ConfigError
+from sparkcdc.core.history_spec import HistorySpec
 from sparkcdc.sinks.registry import canonical as canonical_sink
 from sparkcdc.sinks.registry import sink_type
 from sparkcdc.sources.registry import canonical, source_type
@@ -54,7 +56,9 @@ from sparkcdc.sources.registry import canonical, source_type
 _ENV = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 SECTIONS = ("source", "sink", "pipeline")
-SINK_KEYS = ("type", "path", "maintenance", "storage_options", "snapshot_in_changelog")
+SINK_KEYS = (
+    "type", "path", "maintenance", "storage_options", "snapshot_in_changelog", "history"
+)  # fmt: skip
 MAINTENANCE_KEYS = ("compact_every", "retain")
 PIPELINE_KEYS = (
     "checkpoint", "trigger", "store", "spark", "metrics", "schema_changes", "transactions"
@@ -125,6 +129,7 @@ def load_config_text(
         fail("source.on_log_gone", "resnapshot finds the keys gone at the source by the "
              "re-snapshot's rows in the change log, and sink.snapshot_in_changelog is false; use "
              "on_log_gone: fail, or leave sink.snapshot_in_changelog out")  # fmt: skip
+    check_captured(sink.history, source.tables, source.tables_exclude)
     pipeline = _pipeline(
         _section(root.get("pipeline"), "pipeline", PIPELINE_KEYS, required=True), base
     )
@@ -304,6 +309,7 @@ def _sink(section: Any, base: Path) -> SinkConfig:
                                           MAINTENANCE_KEYS)),
         storage_options=as_storage_options(s.get("storage_options"), path),
         snapshot_in_changelog=_get(s, "snapshot_in_changelog", "sink", as_bool, True),
+        history=_get(s, "history", "sink", as_history, HistorySpec()),
         settings=own,
     )  # fmt: skip
 

@@ -13,6 +13,7 @@ from typing import ClassVar, Self
 
 from sparkcdc.config.secret import Secret
 from sparkcdc.core.capture import CaptureRules, Mask
+from sparkcdc.core.history_spec import HistorySpec
 from sparkcdc.core.json_value import JSONObject, JSONValue
 from sparkcdc.core.schema_policy import SchemaPolicy
 
@@ -269,6 +270,7 @@ class SinkConfig:
     # the snapshots' rows (initial and incremental) as ``r`` rows of the change log too, as
     # Debezium and Flink CDC emit them; False: in the replica only
     snapshot_in_changelog: bool = True
+    history: HistorySpec = field(default_factory=HistorySpec)  # sink.history: SCD type 2 tables
 
     def redacted(self) -> JSONObject:
         """The settings with every secret option shown as ``***``, for logs (the sink type's
