@@ -196,6 +196,18 @@ class Lake:
             self._schemas[schema_id] = found
         return found
 
+    def key_of(self, name: TableName) -> tuple[str, ...]:
+        """The key of ``name`` in a schema announced for it (here, else in its files); () if
+        none is known."""
+        found = [s for s in self._schemas.values() if s.table_name == name]
+        if not found:
+            folder = self.storage.join("_sparkcdc", "schemas")
+            prefix = f"{name}."
+            ids = [n[len(prefix) : -len(".json")] for n in self.storage.names(folder)
+                   if n.startswith(prefix) and n.endswith(".json")]  # fmt: skip
+            found = [self.schema(name, i) for i in ids[-1:]]
+        return found[-1].key if found else ()
+
     def _evolve(self, name: TableName, schema: TableSchema) -> list[pa.Field]:
         return self._evolve_to(name, list(arrow_schema(schema)))
 

@@ -63,7 +63,7 @@ def open_sink(config: SinkConfig, context: SinkContext) -> Sink:
         upkeep=schedule(lake, upkeep.compact_every, upkeep.retain),
         snapshot_in_changelog=config.snapshot_in_changelog, schema_changes=context.schema_changes,
         change_data_feed=change_data_feed(config),
-        transactions=context.transactions,
+        transactions=context.transactions, history=config.history,
     )  # fmt: skip
 
 

@@ -57,6 +57,8 @@ whose file holds them, :mod:`sparkcdc.store.batch_files`):
    nothing but chunks of an incremental snapshot after all others: before them the sink touches
    its mark (the pipeline's batch mark, :mod:`sparkcdc.spark.incremental.batch_mark`), which
    lets the next window's reads start.
+   With ``sink.history``, a table's versions go to ``<db>/<t>__history`` after its change log
+   and replica, in a commit of the same transaction identifier (:mod:`.history`).
 5. With ``pipeline.transactions``, each source transaction's ``BEGIN`` and ``END`` rows are
    appended to ``<sink>/_sparkcdc/transactions`` (:mod:`.transactions`).
 6. Notifications of the incremental snapshots (``op = 'n'``) are no changes: they are logged and
@@ -84,11 +86,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkcdc.core.event import OP_CHUNK, OP_NOTICE, OP_SCHEMA
+from sparkcdc.core.history_spec import HistorySpec
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.schema_policy import SchemaPolicy
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.batch_events import per_table, read_micro_batch
-from sparkcdc.sinks.changes import chunks
+from sparkcdc.sinks.changes import chunks, history_plan
 from sparkcdc.sinks.changes.effects import Effect
 from sparkcdc.sinks.changes.schema_rows import read_schema_rows
 from sparkcdc.sinks.delta import chunk_rows, commits, notifications, opened, transactions
@@ -127,7 +130,8 @@ class DeltaSink(Sink):
     ``path``: the lake's folder, or its :class:`~.storage.LakeStorage` (object storage).
     ``snapshot_in_changelog`` false: the snapshots' ``r`` rows go to the replica only;
     ``change_data_feed`` false: the replicas it creates have no change data feed;
-    ``transactions``: keep each source transaction's ``BEGIN``/``END`` records."""
+    ``transactions``: keep each source transaction's ``BEGIN``/``END`` records; ``history``:
+    the tables whose versions go to a history table (``sink.history``)."""
 
     def __init__(
         self,
@@ -139,8 +143,10 @@ class DeltaSink(Sink):
         schema_changes: SchemaPolicy | None = None,
         change_data_feed: bool = True,
         transactions: bool = False,
+        history: HistorySpec | None = None,
     ) -> None:
         self.storage = as_storage(path)
+        self.history = history or HistorySpec()  # sink.history: the tables' SCD type 2 tables
         self.transactions = transactions
         self.path = self.storage.uri
         self.upkeep = upkeep  # compaction and vacuum between batches (module docstring)
@@ -202,13 +208,14 @@ class DeltaSink(Sink):
         ``images``: the typed images of changes whose JSON images are null; ``open_end``: the
         batch ends inside a transaction (its ``END`` record comes with a later batch)."""
         started = time.perf_counter()
-        writer = TableWriter(self.storage, self.lake, self._appends, self.app_id, batch_id,
-                             self.snapshot_in_changelog, images)  # fmt: skip
         self.lake.source = envelope.schema.field("source").type
         ops = envelope.column("op").to_pylist() if envelope.num_rows else []
         self._open_tables(envelope)
         schema_rows = read_schema_rows(envelope, ops, self.lake)
         envelope, resets, effects = schema_rows.envelope, schema_rows.resets, schema_rows.effects
+        writer = TableWriter(self.storage, self.lake, self._appends, self.app_id, batch_id,
+                             self.snapshot_in_changelog, images, self.history,
+                             history_plan.resets_of(envelope, resets))  # fmt: skip
         for name, found_effects in effects.items():  # the rows held before this batch
             writer.existing_rows(name, found_effects)
         for i in (i for i, op in enumerate(ops) if op == OP_CHUNK):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import pyarrow as pa
@@ -15,13 +15,16 @@ import pyarrow.compute as pc
 
 from sparkcdc.core.errors import SinkError
 from sparkcdc.core.event import OP_CREATE, OP_READ
+from sparkcdc.core.history_spec import HistorySpec
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.changes import chunks, run_files, unchanged
 from sparkcdc.sinks.changes.effects import Effect, apply_to_images
+from sparkcdc.sinks.changes.history import Reset
+from sparkcdc.sinks.changes.history_plan import HistoryBatch
 from sparkcdc.sinks.changes.lake import changelog_schema
 from sparkcdc.sinks.changes.latest import check_key, latest_changes
-from sparkcdc.sinks.delta import chunk_files, chunk_rows, commits, existing
+from sparkcdc.sinks.delta import chunk_files, chunk_rows, commits, existing, history
 from sparkcdc.sinks.delta.lake import Lake
 from sparkcdc.sinks.delta.replica_rows import Replica
 from sparkcdc.sinks.port import ChunkRef, TableKind
@@ -35,7 +38,9 @@ class TableWriter:
     """Writes the tables of micro-batch ``batch_id``, each table's commits carrying the
     transaction identifier (``app_id``, ``batch_id``): a replay writes nothing twice.
     ``snapshot_in_changelog`` false: the snapshots' ``r`` rows go to the replica only;
-    ``images``: the typed images of the batch's changes whose JSON images are null."""
+    ``images``: the typed images of the batch's changes whose JSON images are null;
+    ``history``: the tables whose versions go to a history table (after the replica's commit:
+    :mod:`.history`), ``resets``: each table's TRUNCATE or DROP of the batch."""
 
     storage: LakeStorage
     lake: Lake
@@ -44,6 +49,8 @@ class TableWriter:
     batch_id: int
     snapshot_in_changelog: bool = True
     images: Sequence[TypedImages] = ()
+    history: HistorySpec = field(default_factory=HistorySpec)
+    resets: dict[TableName, Reset] = field(default_factory=dict)
 
     def changes(
         self,
@@ -66,7 +73,11 @@ class TableWriter:
             refs = chunks.chunk_refs(rows)
             if run_files.adoptable(refs, columns, self.snapshot_in_changelog):  # tasks wrote them
                 read = sum(int(r["rows"]) for r in refs)
-                return self._adopt(name, refs), {OP_READ: read}
+                adopted = self._adopt(name, refs)
+                if self.history.of(name) is not None:  # the chunks' rows read back for it
+                    typed, before, after = self._typed(name, rows, columns)
+                    self._history(name, latest.key, columns, typed, before, _whole(after))
+                return adopted, {OP_READ: read}
         left = unchanged.marked(rows)  # values an update left out of the log (TOAST)
         rows, before, after = self._typed(name, rows, columns)
         label = str(name)
@@ -96,15 +107,35 @@ class TableWriter:
                 wrote = chunk_rows.append_chunks(
                     log_path, changelog, replica_path, merged_after, self.app_id, self.batch_id
                 )
+                self._history(name, latest.key, columns, rows, before, _whole(merged_after))
                 return wrote, _op_counts(rows)
             merged = partial(latest_changes, rows, before, _whole(merged_after), columns,
                              latest.key, reset_at)  # fmt: skip
             wrote = self._log_and_merge(name, changelog, merged, latest.key, reset_at)
+            self._history(name, latest.key, columns, rows, before, _whole(merged_after))
+        except SinkError:
+            raise
         except Exception as exc:
             raise SinkError(
                 f"writing batch {self.batch_id} of {label} to Delta failed: {exc}", table=label
             ) from exc
         return wrote, _op_counts(rows)
+
+    def _history(
+        self,
+        name: TableName,
+        key: tuple[str, ...],
+        columns: list[pa.Field],
+        rows: pa.Table,
+        before: pa.StructArray,
+        after: pa.StructArray,
+    ) -> bool:
+        """The table's versions of the batch to its history table, if it keeps one."""
+        if self.history.of(name) is None:
+            return False
+        found = HistoryBatch(name, key, columns, rows, before, after, self.resets.get(name))
+        return history.write_history(self.storage, self.history, found, self.app_id,
+                                     self.batch_id)  # fmt: skip
 
     def _typed(
         self, name: TableName, rows: pa.Table, columns: list[pa.Field]
@@ -201,6 +232,15 @@ class TableWriter:
             return
         empty = pa.table({})
         commits.merge_replica(path, empty, (), self.app_id, self.batch_id, reset=True)
+        columns = self.lake.stored_columns(name) or []
+        if self.history.of(name) is not None and columns:
+            nothing = pa.nulls(0, pa.struct(columns))
+            assert isinstance(nothing, pa.StructArray)
+            rows = pa.table({"op": pa.array([], pa.string()),
+                             "source": pa.nulls(0, pa.struct([("ts_ms", pa.int64()),
+                                                              ("position", pa.string())])),
+                             "_pos": pa.array([], pa.int64())})  # fmt: skip
+            self._history(name, self.lake.key_of(name), columns, rows, nothing, nothing)
 
 
 def _op_counts(rows: pa.Table) -> dict[str, int]:

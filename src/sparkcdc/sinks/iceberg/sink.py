@@ -15,6 +15,8 @@ per table, one after the other:
    the batch changed (every row after a TRUNCATE) and appending the rows upserted: Iceberg's
    copy-on-write of the data files those keys reach (pyiceberg writes no delete files).
 
+4. with ``sink.history``, the table's versions to ``<db>.<t>__history`` (:mod:`.history`).
+
 Each commit's snapshot summary carries the pipeline id and batch id, so a batch replayed after a
 crash writes nothing twice (:mod:`.tables`). With ``pipeline.transactions`` each source
 transaction's ``BEGIN`` and ``END`` rows go to the Iceberg table ``_sparkcdc.transactions``
@@ -47,16 +49,25 @@ from sparkcdc.core.images import TypedImages
 from sparkcdc.core.schema_policy import SchemaPolicy
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.batch_events import per_table, read_micro_batch
-from sparkcdc.sinks.changes import chunks, notices, run_files, transactions, unchanged
+from sparkcdc.sinks.changes import (
+    chunks,
+    history_plan,
+    notices,
+    run_files,
+    transactions,
+    unchanged,
+)
 from sparkcdc.sinks.changes.effects import (
     TXN_SUFFIX,
     Effect,
     apply_to_images,
 )
+from sparkcdc.sinks.changes.history import Reset
+from sparkcdc.sinks.changes.history_plan import HistoryBatch
 from sparkcdc.sinks.changes.lake import Lake, changelog_schema
 from sparkcdc.sinks.changes.latest import OP_COLUMN, ORDER_COLUMN, check_key, latest_changes
 from sparkcdc.sinks.changes.schema_rows import read_schema_rows
-from sparkcdc.sinks.iceberg import tables
+from sparkcdc.sinks.iceberg import history, tables
 from sparkcdc.sinks.iceberg.catalog import open_catalog
 from sparkcdc.sinks.iceberg.tables import IcebergTables, Identifier
 from sparkcdc.sinks.port import BatchFrame, ChunkRef, Mark, Sink, SinkFigures, TableKind
@@ -84,6 +95,8 @@ class IcebergSink(Sink):
         transactions: bool = False,
     ) -> None:
         self.tables = tables or IcebergTables(open_catalog(config))
+        self.history = config.history  # sink.history: the tables' SCD type 2 tables
+        self._resets: dict[TableName, Reset] = {}  # the batch's TRUNCATEs and DROPs
         self.transactions = transactions  # BEGIN/END records (module docstring)
         self.upkeep = upkeep  # compaction and snapshot expiry between batches (module docstring)
         lake = LakeStorage(config.path, config.storage_options)
@@ -145,6 +158,7 @@ class IcebergSink(Sink):
         ops = envelope.column("op").to_pylist() if envelope.num_rows else []
         schema_rows = read_schema_rows(envelope, ops, self.lake)
         envelope, resets, effects = schema_rows.envelope, schema_rows.resets, schema_rows.effects
+        self._resets = history_plan.resets_of(envelope, resets)
         for name, found_effects in effects.items():
             self._existing_rows(name, found_effects, batch_id)
         for i in (i for i, op in enumerate(ops) if op == OP_CHUNK):
@@ -191,6 +205,11 @@ class IcebergSink(Sink):
             refs = chunks.chunk_refs(rows)
             if run_files.adoptable(refs, columns, self.snapshot_in_changelog):  # tasks wrote them
                 self._adopt(name, refs, columns, latest.key, batch_id)
+                if self.history.of(name) is not None:  # the chunks' rows read back for it
+                    typed, before, after = self._typed(name, rows, columns, batch_id)
+                    found = HistoryBatch(name, latest.key, columns, typed, before, after,
+                                         self._resets.get(name))  # fmt: skip
+                    self._history(found, batch_id)
                 return {OP_READ: sum(int(r["rows"]) for r in refs)}
         left = unchanged.marked(rows)  # values an update left out of the log (TOAST)
         rows, before, after = self._typed(name, rows, columns, batch_id)
@@ -220,6 +239,8 @@ class IcebergSink(Sink):
                          lambda t: tables.append_once(t, changelog, props))  # fmt: skip
             self._commit(tables.replica_id(name), lambda t: tables.upsert_once(
                 t, upserts, actions.select(key), key, reset_at is not None, props))  # fmt: skip
+            self._history(HistoryBatch(name, latest.key, columns, rows, before, merged_after,
+                                       self._resets.get(name)), batch_id)  # fmt: skip
         except SinkError:
             raise
         except Exception as exc:
@@ -324,6 +345,31 @@ class IcebergSink(Sink):
         empty = pa.table({})
         self._commit(tables.replica_id(name),
                      lambda t: tables.upsert_once(t, empty, empty, (), True, props))  # fmt: skip
+        columns = self.lake.stored_columns(name) or []
+        if self.history.of(name) is not None and columns:
+            nothing = pa.nulls(0, pa.struct(columns))
+            assert isinstance(nothing, pa.StructArray)
+            source = pa.struct([("ts_ms", pa.int64()), ("position", pa.string())])
+            rows = pa.table({"op": pa.array([], pa.string()), "source": pa.nulls(0, source),
+                             "_pos": pa.array([], pa.int64())})  # fmt: skip
+            self._history(HistoryBatch(name, self.lake.key_of(name), columns, rows, nothing,
+                                       nothing, self._resets.get(name)), batch_id)  # fmt: skip
+
+    def _history(self, batch: HistoryBatch, batch_id: int) -> None:
+        """The table's versions of the batch to its history table, after its replica."""
+        if self.history.of(batch.name) is None:
+            return
+        props = tables.marks(self.app_id, batch_id, None)
+        label = str(batch.name)
+        try:
+            history.write_history(self.tables, self.history, batch, props, self._commit)
+        except SinkError:
+            raise
+        except Exception as exc:
+            raise SinkError(
+                f"writing batch {batch_id} of the history of {label} to Iceberg failed: {exc}",
+                table=label,
+            ) from exc
 
     def _notifications(self, rows: pa.Table, batch_id: int) -> bool:
         if rows.num_rows == 0:
