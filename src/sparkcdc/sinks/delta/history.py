@@ -23,7 +23,6 @@ from sparkcdc.core.history_spec import HistorySpec
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.changes import history_plan
 from sparkcdc.sinks.changes.history import (
-    CURRENT,
     HISTORY_SUFFIX,
     START_POSITION,
     history_schema,
@@ -91,24 +90,22 @@ def _ensure(path: str, columns: list[pa.Field]) -> pa.Schema:
     return pa.schema(held)
 
 
-def _open_versions(
-    path: str, schema: pa.Schema, batch: HistoryBatch, key: list[str]
-) -> pa.Table:
+def _open_versions(path: str, schema: pa.Schema, batch: HistoryBatch, key: list[str]) -> pa.Table:
     """The open versions of the keys ``batch`` touches (of every key after a TRUNCATE)."""
     table = commits.open_table(path)
     if table is None:
         return schema.empty_table()
-    current = ds.field(CURRENT) == True  # noqa: E712 - a dataset expression
+    # no filter on __current read by the files: their boolean statistics skip every file
+    wanted = None
     keys = None if batch.closes_all else history_plan.touched_keys(batch, key)
     if keys is not None:
         if keys.num_rows == 0:
             return schema.empty_table()
         first = keys.column(key[0]).cast(schema.field(key[0]).type)
-        current = current & ds.field(key[0]).isin(pc.unique(first))
-    found = table.to_pyarrow_dataset().to_table(filter=current)
+        wanted = ds.field(key[0]).isin(pc.unique(first))
+    found = table.to_pyarrow_dataset().to_table(filter=wanted)
     found = pa.Table.from_arrays(
         [found.column(f.name).cast(f.type) if f.name in found.column_names
          else pa.nulls(found.num_rows, f.type) for f in schema], schema=schema,
     )  # fmt: skip
     return history_plan.open_of(found, keys)
-
