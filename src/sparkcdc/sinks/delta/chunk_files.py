@@ -8,7 +8,6 @@ Delta readers use them to skip files.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Sequence
@@ -19,7 +18,7 @@ from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks import storage
 from sparkcdc.sinks.changes.run_files import place_file, write_run
 from sparkcdc.sinks.delta import commits
-from sparkcdc.sinks.delta.data_files import file_stats
+from sparkcdc.sinks.delta.file_stats import file_stats, stats_text
 from sparkcdc.sinks.port import ChunkFiles, ChunkRef, TableKind
 from sparkcdc.snapshot.split_store import SplitResult, SplitStore
 
@@ -57,6 +56,6 @@ def commit(
         place_file(lake, found["path"], path, name)
         adds.append(
             AddAction(name, int(found["size"]), {}, int(time.time() * 1000), True,
-                      json.dumps(found["stats"], separators=(",", ":")))
+                      stats_text(found["stats"]))
         )  # fmt: skip
     return commits.commit_files(path, adds, app_id, batch_id)

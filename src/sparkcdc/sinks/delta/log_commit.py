@@ -143,7 +143,8 @@ def commit(
     lines += [{"remove": _remove(r, now)} for r in removes]
     lines += [{"add": _add(a)} for a in adds]
     lines += [{"cdc": _cdc(c)} for c in changes]
-    text = "\n".join(json.dumps(line, separators=(",", ":")) for line in lines) + "\n"
+    text = "\n".join(json.dumps(line, separators=(",", ":"), ensure_ascii=False) for line in lines)
+    text += "\n"  # UTF-8 as it is: see file_stats.stats_text
     _create(path, version, text.encode("utf-8"))
     opened.advanced(path, version)
     opened.committed(path, version, txn[0], txn[1])
