@@ -1,7 +1,9 @@
 """``examples/declarative_pipeline`` run by the real ``spark-pipelines`` CLI (Spark Connect
-local, a Parquet streaming table) against a real MariaDB: the run takes the table's snapshot,
-exits 0 (the pyspark workaround of :mod:`sparkcdc.spark.declarative`) and the streaming table
-holds each row with its values."""
+local, a Parquet streaming table) against a real MariaDB: the first run takes the table's
+snapshot, a second run the log's changes since, each exiting 0 (the pyspark workaround of
+:mod:`sparkcdc.spark.declarative`); the streaming table holds each change with its values, and
+the second run's changes, larger than the source's ``max_bytes``, came in several micro-batches
+(available-now honours the read limit)."""
 
 from __future__ import annotations
 
@@ -71,7 +73,13 @@ def changes(folder: Path) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (r["source"]["position"], (r["after"] or {}).get("id", 0)))
 
 
-def test_a_streaming_table_of_a_declarative_pipeline_holds_the_snapshot(
+def micro_batches(tmp: Path) -> int:
+    """How many micro-batches the streaming table's flow has committed."""
+    commits = list((tmp / "storage").glob("_checkpoints/**/commits/[0-9]*"))
+    return len(commits)
+
+
+def test_a_streaming_table_of_a_declarative_pipeline_holds_the_snapshot_then_the_changes(
     mariadb: ThrowawayMariaDB, db: str, tmp_path: Path
 ) -> None:
     mariadb.execute(
@@ -93,3 +101,32 @@ def test_a_streaming_table_of_a_declarative_pipeline_holds_the_snapshot(
                 for k, v in row.items()]  # fmt: skip
     got = changes(folder)
     assert [{k: r[k] for k in ("op", "before", "after")} for r in got] == snapshot
+    first_batches = micro_batches(tmp_path)
+
+    wide = "x" * 300
+    mariadb.execute(
+        "INSERT INTO orders VALUES (4, 'fig', 1)",
+        "UPDATE orders SET qty = 4 WHERE id = 1",
+        "DELETE FROM orders WHERE id = 2",
+        *[f"UPDATE orders SET item = '{wide}{i}' WHERE id = 3" for i in range(30)],
+        # one transaction of 5,000 rows, many times the 2KB a micro-batch may read
+        "INSERT INTO orders SELECT 100 + seq, 'bulk', seq FROM seq_1_to_5000",
+        database=db,
+    )
+    spark_pipelines_run(folder, settings)
+    got = changes(folder)
+    items = ["plum", *(f"{wide}{i}" for i in range(30))]
+    expected = [
+        *snapshot,
+        {"op": "c", "before": None, "after": {"id": 4, "item": "fig", "qty": 1}},
+        {"op": "u", "before": {"id": 1, "item": "apple", "qty": 3},
+         "after": {"id": 1, "item": "apple", "qty": 4}},
+        {"op": "d", "before": {"id": 2, "item": "pear", "qty": 5}, "after": None},
+        *({"op": "u", "before": {"id": 3, "item": old, "qty": 7},
+           "after": {"id": 3, "item": new, "qty": 7}}
+          for old, new in zip(items, items[1:], strict=False)),
+        *({"op": "c", "before": None, "after": {"id": 100 + n, "item": "bulk", "qty": n}}
+          for n in range(1, 5001)),
+    ]  # fmt: skip
+    assert [{k: r[k] for k in ("op", "before", "after")} for r in got] == expected
+    assert micro_batches(tmp_path) - first_batches >= 3  # the read limit: several micro-batches

@@ -236,3 +236,24 @@ def test_fill_waits_out_a_pause_of_a_reader_still_reading(
     end = queue.fill(start, 1 << 20, target, 30.0, reading=lambda: still_reading)
     thread.join()
     assert (end == target) == still_reading
+
+
+def test_an_announcement_filling_a_small_store_leaves_room_for_the_log_s_next_item() -> None:
+    """A stream resumed with a store (``max_bytes``) smaller than its schema announcement and
+    the next transaction together: the announcement waits in the ready queue for the next
+    micro-batch, and held the store's bytes while it waited, so the log reader could never put
+    that transaction and the run planned nothing, for ever (seen in a declarative pipeline)."""
+    start = BinlogOffset(F, 4)
+    announcement = LogItem(start, rows(0, 4), is_ddl=True)
+    change = LogItem(BinlogOffset(F, 100), rows(4, 4))
+    store = EventStore(max_bytes=announcement.size + change.size // 2, max_items=16)
+    store.put(announcement)
+    queue = DeliveryQueue(store, start)
+    assert queue.plan(start, store.max_bytes) == start
+    assert store.put(change, timeout=1.0)  # the announcement no longer holds the store
+    end = queue.plan(start, store.max_bytes)
+    assert end == change.after
+    taken = queue.take(end, never)
+    assert ids(taken.batches) == [0, 1, 2, 3, 4, 5, 6, 7]
+    queue.commit(end)
+    assert queue.idle and store.stats().ack_seq == 1

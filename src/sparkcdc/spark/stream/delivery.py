@@ -23,7 +23,8 @@ and this module holds the bookkeeping behind them (no Spark here, so it is teste
     the store.
 
 Items whose ``after`` equals the start (the schema announcement a log reader sends first) ride
-along with the next micro-batch. Row counting for slices follows the resume counter of
+along with the next micro-batch; their store batches are acked as soon as nothing lies past the
+start, so they never hold the store the next transaction needs. Row counting for slices follows the resume counter of
 :class:`~sparkcdc.core.offset.Offset`: ``skip`` counts the transaction's delivered rows.
 """
 
@@ -105,7 +106,19 @@ class DeliveryQueue:
             size += entry.size
             if entry.key > end_key:
                 end, end_key = entry.item.after, entry.key
+        if end == start:
+            self._free_riders(start)
         return end
+
+    def _free_riders(self, start: Offset) -> None:
+        """Ack the store batches that end at ``start`` (a schema announcement riding along with
+        the next micro-batch): they stay in the ready queue, and a store they filled takes the
+        log's next item (else a store smaller than both waits for ever)."""
+        last: Batch | None = None
+        while self._unacked and self._unacked[0][0].end <= start:
+            last = self._unacked.popleft()[0]
+        if last is not None:
+            self.store.ack(last)
 
     def fill(
         self,
