@@ -24,8 +24,9 @@ and this module holds the bookkeeping behind them (no Spark here, so it is teste
 
 Items whose ``after`` equals the start (the schema announcement a log reader sends first) ride
 along with the next micro-batch; their store batches are acked as soon as nothing lies past the
-start, so they never hold the store the next transaction needs. Row counting for slices follows the resume counter of
-:class:`~sparkcdc.core.offset.Offset`: ``skip`` counts the transaction's delivered rows.
+start, so they never hold the store the next transaction needs. Row counting for slices follows
+the resume counter of :class:`~sparkcdc.core.offset.Offset`: ``skip`` counts the transaction's
+delivered rows.
 """
 
 from __future__ import annotations
