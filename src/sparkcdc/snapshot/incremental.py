@@ -107,13 +107,16 @@ class Run:
 class Window:
     """The chunks one window read, delivered by the micro-batch whose end offset holds it: the
     table, its raw chunk file, and the schema the chunks were read in (``row_key``: the
-    columns that identify a row, to drop the keys the batch's log events touched)."""
+    columns that identify a row, to drop the keys the batch's log events touched);
+    ``read_at_ms``: when the window was read, its rows' ``source.ts_ms``, kept so that a batch
+    replayed after a crash carries the same (None: a window of an older offset)."""
 
     table: str
     path: str
     schema_id: str
     schema: TableSchema | None
     row_key: tuple[str, ...]
+    read_at_ms: int | None = None
 
     def to_json(self) -> JSONObject:
         return {
@@ -122,6 +125,7 @@ class Window:
             "schema_id": self.schema_id,
             "schema": None if self.schema is None else self.schema.to_json(),
             "row_key": list(self.row_key),
+            "read_at_ms": self.read_at_ms,
         }
 
     @classmethod
@@ -133,6 +137,7 @@ class Window:
             str(value.get("schema_id", "")),
             TableSchema.from_json(schema) if schema else None,
             tuple(value.get("row_key", ())),
+            None if value.get("read_at_ms") is None else int(value["read_at_ms"]),
         )
 
 

@@ -179,8 +179,9 @@ class IncrementalSnapshots:
         ts = int(time.time() * 1000)
         out: list[pa.RecordBatch] = []
         database = self.options.source.settings.source_database
-        if state.window is not None:
-            out.append(window_chunk_event(state.window, batches, finish, ts, images, database))
+        if state.window is not None:  # its read time: the same when the batch is replayed
+            read = ts if state.window.read_at_ms is None else state.window.read_at_ms
+            out.append(window_chunk_event(state.window, batches, finish, read, images, database))
         if state.notices:
             out.append(notice_batch(state.notices, finish, ts, database))
         return out

@@ -148,7 +148,8 @@ class WindowReader:
         row_key = tuple(schema.key or [k.name for k in run.keys])
         # the schema goes along: the sink keeps it if the stream never announced it
         captured = capture.schema(schema)
-        window = Window(run.table, str(path), captured.schema_id(), captured, row_key)
+        window = Window(run.table, str(path), captured.schema_id(), captured, row_key,
+                        int(time.time() * 1000))  # fmt: skip
         run = replace(run, splitter=reads.splitter, rows=run.rows + rows.num_rows,
                       chunks=run.chunks + len(chunks))  # fmt: skip
         note = notice(run.table, "chunk", rows=run.rows, chunks=run.chunks,
