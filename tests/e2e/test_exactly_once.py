@@ -2,9 +2,10 @@
 driver, JVM and Python workers, as a machine crash would) in the middle of a randomized
 workload (100k+ changes on MariaDB, 50k+ on PostgreSQL), two times here
 (``SPARKCDC_CRASH_TRIALS``; five in ``scripts/crash_trials.sh``), each time restarting from the
-same checkpoint. Afterwards the replica equals the source row by row and the change log
+same checkpoint. Afterwards the replica equals the source row by row, the change log
 holds every source change exactly once (on PostgreSQL: the slot's confirmed position never
-passed what the last run committed, or changes would be missing)."""
+passed what the last run committed, or changes would be missing) and the history table equals
+the rebuild of the change log (``tests/e2e/history_check.py``)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from tests.e2e.crashes import (
     replica_rows,
     version,
 )
+from tests.e2e.history_check import assert_history_matches, keep_history
 from tests.e2e.workload import ChangeWorkload
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -45,7 +47,7 @@ def test_kill_9_mid_stream_then_restart(source: E2ESource, tmp_path: Path) -> No
     changes = CHANGES[source.name]
     source.create_accounts()
     startup = source.start_capturing(["accounts"])
-    cfg = source.config(tmp_path, "accounts", startup)
+    cfg = keep_history(source.config(tmp_path, "accounts", startup))
     lake = source.lake(tmp_path)
     changelog = lake / "accounts__changelog"
 
@@ -66,3 +68,4 @@ def test_kill_9_mid_stream_then_restart(source: E2ESource, tmp_path: Path) -> No
     seen = changelog_identities(changelog)
     assert_exactly_once(seen, expected, changes)
     assert DeltaTable(str(changelog)).version() >= TRIALS
+    assert_history_matches(lake.parent, source.schema, "accounts")

@@ -7,7 +7,8 @@ the change log, and ``sparkcdc verify`` reads them; a TOASTed value PostgreSQL l
 log is filled from the Iceberg replica as it was before the batch; ``kill -9`` of the whole
 pipeline mid initial snapshot and mid-stream (MariaDB and PostgreSQL) and mid incremental
 snapshot (MariaDB) leaves a replica equal to the source and a change log holding every change
-exactly once, also with the warehouse on S3 and the catalog in PostgreSQL.
+exactly once (mid-stream and mid incremental snapshot: and a history table equal to the change
+log's rebuild), also with the warehouse on S3 and the catalog in PostgreSQL.
 ``SPARKCDC_ICEBERG_*CRASH_TRIALS`` set the crashes (two here, five in
 ``scripts/crash_trials.sh``)."""
 
@@ -45,6 +46,7 @@ from tests.e2e.crashes import (
     identities,
     source_rows,
 )
+from tests.e2e.history_check import assert_history_matches, keep_history
 from tests.e2e.iceberg_lake import IcebergLake, as_iceberg
 from tests.e2e.incremental_runs import (
     COLUMNS,
@@ -193,7 +195,7 @@ def test_kill_9_mid_stream_into_iceberg(source: E2ESource, tmp_path: Path) -> No
     changes = CHANGES[source.name]
     source.create_accounts()
     startup = source.start_capturing(["accounts"])
-    cfg = as_iceberg(source.config(tmp_path, "accounts", startup))
+    cfg = keep_history(as_iceberg(source.config(tmp_path, "accounts", startup)))
     lake = IcebergLake(tmp_path / "lake")
 
     def workload(trial: int) -> ChangeWorkload:
@@ -212,6 +214,7 @@ def test_kill_9_mid_stream_into_iceberg(source: E2ESource, tmp_path: Path) -> No
     assert accounts(lake.rows(source.schema, "accounts")) == source.accounts_rows()
     seen = identities(lake.rows(source.schema, "accounts__changelog"))
     assert_exactly_once(seen, expected, changes)
+    assert_history_matches(lake, source.schema, "accounts")
 
 
 @pytest.mark.mariadb
@@ -307,7 +310,8 @@ def test_kill_9_mid_incremental_snapshot_into_iceberg(
     table = f"{db}.items"
     load_items(mariadb, db, 20000)
     cfg = as_iceberg(write_config(tmp_path, mariadb, rf"{db}\.items", startup=log_end(mariadb),
-                                  extra_source=incremental_source(window="0s")))  # fmt: skip
+                                  extra_source=incremental_source(window="0s"),
+                                  extra_sink=", history: true"))  # fmt: skip
     lake = IcebergLake(tmp_path / "lake")
 
     def kept() -> list[dict[str, Any]]:
@@ -346,6 +350,7 @@ def test_kill_9_mid_incremental_snapshot_into_iceberg(
         later = picked_notes(everything[len(before) :], "chunk", table)
         if chunks and later and not picked_notes(before, "table-done", table):
             assert later[0]["details"]["rows"] > chunks[-1]["details"]["rows"]
+    assert_history_matches(lake, db, "items")
 
 
 @pytest.mark.postgres

@@ -28,6 +28,7 @@ from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from tests.cases.changelog import source_names
 from tests.cases.e2e_sources import E2ESource
 from tests.e2e.cli import crash, log_end, write_config
+from tests.e2e.history_check import assert_history_matches
 from tests.e2e.incremental_runs import (
     COLUMNS,
     CountedChurn,
@@ -169,7 +170,8 @@ def test_kill_9_mid_incremental_snapshot_resumes(
     mariadb: ThrowawayMariaDB, tmp_path: Path, launch: Launch
 ) -> None:
     """TRIALS crashes in one incremental snapshot, each at a random moment after a new chunk
-    (the later ones while the snapshot is resuming from the one before)."""
+    (the later ones while the snapshot is resuming from the one before); afterwards the history
+    table equals the rebuild of the change log."""
     rng = random.Random(700)
     db = "inc_crash"
     table = f"{db}.items"
@@ -181,6 +183,7 @@ def test_kill_9_mid_incremental_snapshot_resumes(
         rf"{db}\.items",
         startup=log_end(mariadb),
         extra_source=incremental_source(window="0s"),  # one round of 2 chunks per window
+        extra_sink=", history: true",
     )
     lake = tmp_path / "lake"
     churn = CountedChurn(mariadb, db, top=60000, seed=7, pause=0.02)
@@ -221,6 +224,7 @@ def test_kill_9_mid_incremental_snapshot_resumes(
         assert later[0]["chunks"] > earlier[-1]["chunks"], (earlier[-1], later[0])
         resumed += 1
     assert resumed >= TRIALS - 1, f"only {resumed} crashes landed mid-snapshot"
+    assert_history_matches(lake, db, "items")
 
 
 @pytest.mark.mariadb
