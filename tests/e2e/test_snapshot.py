@@ -29,6 +29,7 @@ from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 from tests.cases.e2e_sources import SLOT, E2ESource, MariaDBSource, PostgresSource
 from tests.e2e.cli import available_now, run, write_config
+from tests.e2e.history_check import assert_history_matches, keep_history
 from tests.e2e.snapshot_runs import (
     ITEM_COLUMNS,
     check_changelog,
@@ -81,12 +82,13 @@ def test_kill_9_mid_snapshot_resumes_without_rereading_finished_splits(
     """TRIALS crashes in one snapshot, each at a random moment after new splits finished (the
     later ones while the snapshot resumes from the crash before): no restart reads a split
     finished before it again (on PostgreSQL the splits read after a crash carry a later pin's
-    point), and the end equals the source, with a change log of no gap or duplicate."""
+    point), and the end equals the source, with a change log of no gap or duplicate and a
+    history table equal to the change log's rebuild."""
     rng = random.Random(CRASH_SEEDS[source.name])
     splits, table = 60, f"{source.schema}.items"
     load_items(source.server, source.database, splits * 1000)
     settings = source.snapshot_settings(chunk=1000, batch_rows=2000)
-    cfg = source.config(tmp_path, "items", "initial", extra_source=settings)
+    cfg = keep_history(source.config(tmp_path, "items", "initial", extra_source=settings))
     churn = Churn(source.server, source.database, top=splits * 2000, seed=5, pause=0.01)
     after = crash_mid_snapshot(cfg, tmp_path, table, splits, churn, rng)
     assert len(after) >= splits
@@ -95,6 +97,7 @@ def test_kill_9_mid_snapshot_resumes_without_rereading_finished_splits(
     lake = source.lake(tmp_path)
     assert replica(lake / "items", ITEM_COLUMNS) == items(source)
     check_changelog(lake / "items__changelog", source.place)
+    assert_history_matches(lake.parent, source.schema, "items")
 
 
 @pytest.mark.postgres
