@@ -2,9 +2,9 @@
 # The kill -9 trials at full strength: five kill -9 of the whole pipeline per phase, for each
 # source and sink (Delta: mid-stream, mid initial snapshot and mid incremental snapshot on
 # MariaDB and PostgreSQL; Iceberg: mid-stream and mid initial snapshot on both, mid incremental
-# snapshot on MariaDB), then replica == source and a change log without gap or duplicate (and,
-# but for Iceberg's initial snapshot trial, history tables equal to the change log's rebuild);
-# and the Iceberg lake on S3 with its catalog in PostgreSQL through a crash. The default test
+# snapshot on MariaDB), then replica == source, a change log without gap or duplicate and
+# history tables equal to the change log's rebuild; and the Iceberg lake on S3 with its catalog
+# in PostgreSQL through a crash. The default test
 # run has two crashes per phase. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."

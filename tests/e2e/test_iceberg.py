@@ -6,9 +6,9 @@ that fills the rows before it, a TRUNCATE, a table created mid-stream) reach the
 the change log, and ``sparkcdc verify`` reads them; a TOASTed value PostgreSQL left out of the
 log is filled from the Iceberg replica as it was before the batch; ``kill -9`` of the whole
 pipeline mid initial snapshot and mid-stream (MariaDB and PostgreSQL) and mid incremental
-snapshot (MariaDB) leaves a replica equal to the source and a change log holding every change
-exactly once (mid-stream and mid incremental snapshot: and a history table equal to the change
-log's rebuild), also with the warehouse on S3 and the catalog in PostgreSQL.
+snapshot (MariaDB) leaves a replica equal to the source, a change log holding every change
+exactly once and a history table equal to the change log's rebuild; the first two also with
+the warehouse on S3 and the catalog in PostgreSQL.
 ``SPARKCDC_ICEBERG_*CRASH_TRIALS`` set the crashes (two here, five in
 ``scripts/crash_trials.sh``)."""
 
@@ -280,13 +280,14 @@ def test_an_iceberg_lake_on_s3_through_a_crash(
 def test_kill_9_mid_snapshot_into_iceberg(source: E2ESource, tmp_path: Path) -> None:
     """SNAPSHOT_TRIALS crashes in one initial snapshot written to Iceberg, each at a random
     moment after new splits finished, under a concurrent workload: no restart reads a finished
-    split again, the replica equals the source and the change log holds one ``r`` row per key
-    and no change older than it."""
+    split again, the replica equals the source, the change log holds one ``r`` row per key
+    and no change older than it, and the history table equals the change log's rebuild."""
     rng = random.Random(SEEDS[source.name] + 1)
     splits = 30
     load_items(source.server, source.database, splits * 1000)
     settings = source.snapshot_settings(chunk=1000, batch_rows=2000)
     cfg = as_iceberg(source.config(tmp_path, "items", "initial", extra_source=settings))
+    keep_history(cfg)
     churn = Churn(source.server, source.database, top=splits * 2000, seed=5, pause=0.01)
     table = f"{source.schema}.items"
     after = crash_mid_snapshot(cfg, tmp_path, table, splits, churn, rng, SNAPSHOT_TRIALS)
@@ -295,6 +296,7 @@ def test_kill_9_mid_snapshot_into_iceberg(source: E2ESource, tmp_path: Path) -> 
     wanted = sorted(source.query("SELECT id, version, name, amount FROM items"))
     assert replica_of(lake.rows(source.schema, "items"), ITEM_COLUMNS) == wanted
     check_changelog_rows(lake.rows(source.schema, "items__changelog"), source.place)
+    assert_history_matches(lake, source.schema, "items")
 
 
 @pytest.mark.mariadb
