@@ -56,6 +56,7 @@ def test_every_setting_reaches_the_spark_source_unchanged(kind: str, tmp_path: P
     cfg = load_config_text(
         f"source: {{type: {kind}, host: h, user: u, tables: ['a\\.b', 'c\\..*'], port: 7,\n"
         "  startup: latest, key_columns: {a.b: [x, y]}, connect_timeout: 3s,\n"
+        "  reconnect_timeout: 45s,\n"
         "  signal_table: a.signals, tls: disabled, heartbeat: {interval: 2s, action_query: X},\n"
         "  snapshot: {chunk_size: 9, parallelism: 3, chunk_key_columns: {a.b: [z]},\n"
         "    distribution_factor: {lower: 0.5, upper: 9}, batch_rows: 11,\n"

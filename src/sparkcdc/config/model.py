@@ -175,6 +175,7 @@ class SourceConfig:
     type: str = DEFAULT_TYPE
     key_columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
     connect_timeout: float = 10.0
+    reconnect_timeout: float = 300.0  # how long the log reader retries a lost connection
     snapshot: SnapshotConfig = field(default_factory=SnapshotConfig)
     signal_table: str | None = None  # "db.table" the signals are inserted into (captured too)
     settings: SourceSettings = field(default_factory=SourceSettings)

@@ -217,6 +217,14 @@ SOURCE_SETTINGS: tuple[Setting, ...] = (
     Setting(
         "connect_timeout", "connect_timeout", _plain(as_duration), 10.0, "10s", ("connect_timeout",)
     ),  # fmt: skip
+    Setting(
+        "reconnect_timeout",
+        "reconnect_timeout",
+        _plain(as_duration),
+        300.0,
+        "5m",
+        ("reconnect_timeout",),
+    ),  # fmt: skip
     _snapshot("chunk_size", "chunk_size", ranged(1, MAX_ROWS), "chunk_size"),
     _snapshot("parallelism", "parallelism", ranged(1, MAX_PARALLELISM), "parallelism"),
     Setting(

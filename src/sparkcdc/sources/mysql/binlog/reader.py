@@ -79,7 +79,7 @@ class LogReader(LogThread):
         item_rows: int = 2048,
         server_id: int | None = None,
         *,
-        reconnect_timeout: float = 300.0,
+        reconnect_timeout: float | None = None,
         heartbeat: float = 1.0,
         progress_interval: float = 0.2,
         stop_at: BinlogOffset | None = None,
@@ -87,7 +87,10 @@ class LogReader(LogThread):
         typed: bool = False,
     ) -> None:
         LogThread.__init__(
-            self, f"{source.host}:{source.port}", store, reconnect_timeout=reconnect_timeout,
+            self, f"{source.host}:{source.port}", store,
+            reconnect_timeout=(
+                source.reconnect_timeout if reconnect_timeout is None else reconnect_timeout
+            ),
             progress_interval=progress_interval,
             heartbeat=source.heartbeat if stop_at is None else None, capture=source.capture,
         )  # fmt: skip

@@ -90,14 +90,17 @@ class PgLogReader(LogThread):
         change_filter: ChangeFilter | None = None,
         heartbeat: float = 1.0,
         status_interval: float = 10.0,
-        reconnect_timeout: float = 300.0,
+        reconnect_timeout: float | None = None,
         progress_interval: float = 0.2,
         schema_history: str = "",
         baselines: Mapping[TableName, Baseline | None] | None = None,
         open_stream: OpenStream = open_wire_stream,
     ) -> None:
         super().__init__(
-            f"{source.host}:{source.port}", store, reconnect_timeout=reconnect_timeout,
+            f"{source.host}:{source.port}", store,
+            reconnect_timeout=(
+                source.reconnect_timeout if reconnect_timeout is None else reconnect_timeout
+            ),
             progress_interval=progress_interval, heartbeat=source.heartbeat,
             capture=source.capture,
         )  # fmt: skip
