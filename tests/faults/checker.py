@@ -1,0 +1,170 @@
+"""The campaign's checker, independent of the pipeline's code (Jepsen's independent checker).
+
+It reads the source with plain SQL and the lake with delta-rs or pyiceberg, and holds them
+against the workload's record of the transactions the source committed (keys never reused, each
+update bumping ``version``: every change is the identity ``(op, id, version)``). Per key the
+committed history is ``c, u1 … un[, d]`` and the change log must hold:
+
+- at most one snapshot row ``r`` per key, at a version the key had;
+- after it (or from the start when there is none) exactly the rest of the history: each change
+  once, none left out, none never committed, in log order (versions rising by place in the log);
+- when the trial had no snapshot (``reads_allowed`` false): no ``r`` row, the whole history.
+
+And the replica equals the source row by row. A delete's version is left out of its identity
+(PostgreSQL's default replica identity gives the key only).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+Identity = tuple[str, int, int]
+ROW_COLUMNS = ("id", "version", "balance", "owner", "updated", "flags")
+_RANK = {"c": 0, "u": 1, "d": 2}
+
+
+class LakeTables(Protocol):
+    """A lake's tables as plain rows (None while a table is not there)."""
+
+    def rows(self, table: str) -> list[dict[str, Any]] | None: ...
+
+
+def source_accounts(server: Any, database: str) -> list[tuple[Any, ...]]:
+    """The source's ``accounts`` rows by id, BIT columns as integers."""
+    rows = server.query(f"SELECT {', '.join(ROW_COLUMNS)} FROM accounts ORDER BY id", database)
+    return [
+        (*r[:5], int.from_bytes(r[5], "big") if isinstance(r[5], bytes) else r[5]) for r in rows
+    ]
+
+
+def replica_accounts(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return sorted((tuple(r[c] for c in ROW_COLUMNS) for r in rows), key=lambda r: r[0])
+
+
+def log_place(source: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A change log row's place in the source's log: MariaDB's (binlog number, position, row);
+    PostgreSQL's (commit LSN, the change's own LSN text as a number)."""
+    if "file" in source and source.get("file"):
+        return (
+            int(str(source["file"]).rsplit(".", 1)[1]),
+            int(source["pos"]),
+            source.get("row") or 0,
+        )
+    own = str(source.get("position") or "0/0").split(":")[-1]
+    high, _, low = own.partition("/")
+    return (int(source.get("lsn") or 0), (int(high, 16) << 32) + int(low or "0", 16))
+
+
+def identity(row: Mapping[str, Any]) -> Identity:
+    image = row["before"] if row["op"] == "d" else row["after"]
+    version = image.get("version")
+    return (
+        row["op"],
+        int(image["id"]),
+        -1 if row["op"] == "d" or version is None else int(version),
+    )
+
+
+@dataclass
+class Verdict:
+    """What the checker found: each violation one line."""
+
+    violations: list[str]
+    changes: int = 0
+    reads: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+def histories(committed: Counter[Identity]) -> dict[int, list[Identity]]:
+    """Each key's committed changes in commit order (versions rise; the delete comes last)."""
+    per_key: dict[int, list[Identity]] = defaultdict(list)
+    for op, key, version in committed:
+        per_key[key].append((op, key, -1 if op == "d" else version))
+    for changes in per_key.values():
+        changes.sort(key=lambda c: (_RANK[c[0]] == 2, c[2]))
+    return per_key
+
+
+def check_changelog(
+    rows: list[dict[str, Any]], committed: Counter[Identity], reads_allowed: bool
+) -> Verdict:
+    """The change log ``rows`` against the ``committed`` changes (see the module docstring)."""
+    bad: list[str] = []
+    seen: dict[int, list[tuple[tuple[Any, ...], Identity]]] = defaultdict(list)
+    reads: dict[int, int] = {}
+    for row in rows:
+        op, key, version = identity(row)
+        if op == "r":
+            if key in reads or not reads_allowed:
+                bad.append(f"key {key}: a snapshot row it should not have (version {version})")
+            reads[key] = version
+        else:
+            seen[key].append((log_place(row["source"]), (op, key, version)))
+    wanted = histories(committed)
+    for key in sorted(set(wanted) | set(seen) | set(reads)):
+        bad.extend(
+            _key_violations(
+                key, wanted.get(key, []), seen.get(key, []), reads.get(key), reads_allowed
+            )
+        )
+    return Verdict(bad, sum(len(v) for v in seen.values()), len(reads))
+
+
+def _key_violations(
+    key: int, history: list[Identity], seen: list[tuple[tuple[Any, ...], Identity]],
+    read: int | None, lenient: bool,
+) -> list[str]:  # fmt: skip
+    """One key's violations; ``lenient``: a key deleted at the source may lack its snapshot row
+    and the changes before (it was gone when its chunk was read)."""
+    got = [change for _, change in seen]
+    if read is not None:
+        versions = {v for op, _, v in history if op != "d"}
+        if read not in versions:
+            return [f"key {key}: snapshot row at version {read}, never committed"]
+        want = [c for c in history if c[0] == "d" or c[2] > read]
+    elif lenient and history and history[-1][0] == "d" and 0 < len(got) < len(history):
+        want = history[len(history) - len(got) :]  # gone at the source before its chunk's read
+    else:
+        gone = lenient and not got and bool(history) and history[-1][0] == "d"
+        want = [] if gone else history
+    counts = Counter(got)
+    if any(n > 1 for n in counts.values()):
+        twice = [c for c, n in counts.items() if n > 1]
+        return [f"key {key}: delivered twice {twice[:3]}"]
+    if sorted(got, key=_order) != sorted(want, key=_order):
+        missing = [c for c in want if c not in counts]
+        extra = [c for c in got if c not in want]
+        return [f"key {key}: missing {missing[:3]}, unexpected {extra[:3]}"]
+    in_log_order = [change for _, change in sorted(seen, key=lambda s: s[0])]
+    if in_log_order != sorted(got, key=_order):
+        return [f"key {key}: changes out of log order {in_log_order[:4]}"]
+    return []
+
+
+def _order(change: Identity) -> tuple[bool, int]:
+    return (change[0] == "d", change[2])
+
+
+def check_trial(
+    source_rows: list[tuple[Any, ...]], lake: LakeTables, table: str,
+    committed: Counter[Identity], reads_allowed: bool,
+) -> Verdict:  # fmt: skip
+    """The replica equals the source row by row, and the change log holds the committed changes
+    as the module docstring says."""
+    replica, log = lake.rows(table), lake.rows(f"{table}__changelog")
+    if replica is None or log is None:
+        return Verdict([f"the lake holds no {table} table or change log"])
+    verdict = check_changelog(log, committed, reads_allowed)
+    held = replica_accounts(replica)
+    if held != source_rows:
+        differ = [a for a, b in zip(held, source_rows, strict=False) if a != b][:2]
+        verdict.violations.insert(
+            0, f"replica != source: {len(held)} rows against {len(source_rows)}; e.g. {differ}"
+        )
+    return verdict
