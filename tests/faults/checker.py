@@ -44,18 +44,13 @@ def replica_accounts(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return sorted((tuple(r[c] for c in ROW_COLUMNS) for r in rows), key=lambda r: r[0])
 
 
-def log_place(source: Mapping[str, Any]) -> tuple[Any, ...]:
+def log_place(source: Mapping[str, Any]) -> tuple[int, ...]:
     """A change log row's place in the source's log: MariaDB's (binlog number, position, row);
-    PostgreSQL's (commit LSN, the change's own LSN text as a number)."""
-    if "file" in source and source.get("file"):
-        return (
-            int(str(source["file"]).rsplit(".", 1)[1]),
-            int(source["pos"]),
-            source.get("row") or 0,
-        )
-    own = str(source.get("position") or "0/0").split(":")[-1]
-    high, _, low = own.partition("/")
-    return (int(source.get("lsn") or 0), (int(high, 16) << 32) + int(low or "0", 16))
+    PostgreSQL's ``position``, colon-separated numbers in the log's order (commit LSN, the
+    change's index in its transaction, …)."""
+    if source.get("file"):
+        return (int(str(source["file"]).rsplit(".", 1)[1]), int(source["pos"]), source["row"])
+    return tuple(int(part) for part in str(source["position"]).split(":"))
 
 
 def identity(row: Mapping[str, Any]) -> Identity:

@@ -1,0 +1,91 @@
+"""The seeded fault campaign (FoundationDB's seeded simulation, Jepsen's nemesis and checker):
+``python -m tests.faults.campaign --seed S --trials N``.
+
+Trial ``i`` runs with seed ``S + i`` and takes every choice from ``random.Random(S + i)``: the
+fault (by turn, ``(S + i) mod`` the number of faults, so consecutive trials cover every kind),
+the source and sink it applies to, the phase and the moment; ``--seed S + i --trials 1`` with the
+same lists replays it. Writes ``faults/REPORT.md`` and ``faults/report.json``; exits 1 on any
+violation."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tests.faults.kinds import FAULTS
+from tests.faults.report import write_report
+from tests.faults.servers import Servers
+from tests.faults.trial import Plan, Result, run_trial
+
+SOURCES = ("mysql", "postgres")
+SINKS = ("delta", "iceberg", "delta-s3")
+PHASES = ("snapshot", "stream")
+
+
+def plan_trial(seed: int, sources: list[str], sinks: list[str], faults: list[str]) -> Plan:
+    """The trial of ``seed``: everything it does, from the seed alone."""
+    rng = random.Random(seed)
+    usable = [f for f in faults if any(FAULTS[f].applies(s, k) for s in sources for k in sinks)]
+    fault = usable[seed % len(usable)]
+    source = rng.choice([s for s in sources if any(FAULTS[fault].applies(s, k) for k in sinks)])
+    sink = rng.choice([k for k in sinks if FAULTS[fault].applies(source, k)])
+    return Plan(seed, source, sink, rng.choice(PHASES), fault, round(rng.uniform(0.0, 3.0), 2))
+
+
+def run_campaign(
+    seed: int, trials: int, sources: list[str], sinks: list[str], faults: list[str],
+    out: Path, duration: float | None = None,
+) -> list[Result]:  # fmt: skip
+    """Run the trials (stopping early once ``duration`` seconds passed) and write the report."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    began, results = time.monotonic(), []
+    with tempfile.TemporaryDirectory(prefix="sparkcdc-faults-") as base:
+        os.chmod(base, 0o755)  # PostgreSQL's server runs as its own user
+        servers = Servers(Path(base))
+        try:
+            for i in range(trials):
+                if duration is not None and time.monotonic() - began > duration:
+                    break
+                plan = plan_trial(seed + i, sources, sinks, faults)
+                result = run_trial(plan, servers, Path(base))
+                results.append(result)
+                verdict = "ok" if not result.violations else "VIOLATION"
+                print(f"trial {plan.seed}: {plan.fault} {plan.phase} {plan.source} {plan.sink}"
+                      f" -> {result.outcome}, {result.wall_s}s, {verdict}", flush=True)  # fmt: skip
+                for line in result.violations:
+                    print(f"  {line}", flush=True)
+        finally:
+            servers.stop()
+    args = f"--sources {','.join(sources)} --sinks {','.join(sinks)} --faults {','.join(faults)}"
+    write_report(results, out, seed, args, round(time.monotonic() - began))
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="faults", description=__doc__)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--duration", type=float, default=None, help="stop after N seconds")
+    parser.add_argument("--sources", default=",".join(SOURCES))
+    parser.add_argument("--sinks", default=",".join(SINKS))
+    parser.add_argument("--faults", default=",".join(FAULTS))
+    parser.add_argument("--out", type=Path, default=Path("faults"))
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the servers stop on the way out
+    names = args.faults.split(",")
+    unknown = [f for f in names if f not in FAULTS]
+    if unknown:
+        parser.error(f"unknown faults {unknown}; known: {', '.join(FAULTS)}")
+    results = run_campaign(args.seed, args.trials, args.sources.split(","),
+                           args.sinks.split(","), names, args.out, args.duration)  # fmt: skip
+    return 1 if any(r.violations for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

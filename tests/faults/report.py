@@ -1,0 +1,73 @@
+"""The campaign's report: ``REPORT.md`` (trials per fault × phase × source × sink, violations,
+recovery time p50/p99 per fault kind, each failing trial's replay command) and ``report.json``
+(every trial)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import asdict
+from pathlib import Path
+
+from tests.faults.trial import Result
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile by the nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered) + 0.5) - 1))]
+
+
+def write_report(results: list[Result], out: Path, seed: int, args: str, wall: int) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    trials = [{**asdict(r), "plan": asdict(r.plan)} for r in results]
+    summary = {"seed": seed, "trials": len(results), "args": args, "wall_s": wall,
+               "violations": sum(len(r.violations) for r in results)}  # fmt: skip
+    (out / "report.json").write_text(json.dumps({**summary, "results": trials}, indent=1) + "\n")
+    (out / "REPORT.md").write_text("\n".join(_markdown(results, seed, args, wall)) + "\n")
+
+
+def _markdown(results: list[Result], seed: int, args: str, wall: int) -> list[str]:
+    failed = [r for r in results if r.violations]
+    lines = [
+        "# Fault campaign",
+        "",
+        f"`scripts/faults.sh --seed {seed} --trials {len(results)} {args}`: {len(results)} "
+        f"trials in {wall} s, **{len(failed)} with violations**. Every trial's seed, fault, "
+        "phase, timing and result: [report.json](report.json).",
+        "",
+        "## Trials per fault × phase × source × sink",
+        "",
+        "| fault | phase (planned → seen) | source | sink | trials | outcomes | violations |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    cells: dict[tuple[str, str, str, str], list[Result]] = defaultdict(list)
+    for r in results:
+        phase = f"{r.plan.phase} → {r.phase_seen or '?'}"
+        cells[(r.plan.fault, phase, r.plan.source, r.plan.sink)].append(r)
+    for (fault, phase, source, sink), rs in sorted(cells.items()):
+        outcomes = ", ".join(f"{o} ×{n}" for o, n in Counter(r.outcome for r in rs).items())
+        bad = sum(1 for r in rs if r.violations)
+        lines.append(f"| {fault} | {phase} | {source} | {sink} | {len(rs)} | {outcomes} | {bad} |")
+    lines += ["", "## Recovery time per fault kind (heal → replica equals source)", "",
+              "| fault | trials | p50 s | p99 s |", "|---|---|---|---|"]  # fmt: skip
+    per_fault: dict[str, list[float]] = defaultdict(list)
+    for r in results:
+        if r.recovery_s is not None:
+            per_fault[r.plan.fault].append(r.recovery_s)
+    for fault, times in sorted(per_fault.items()):
+        lines.append(
+            f"| {fault} | {len(times)} | {percentile(times, 0.5):g} | {percentile(times, 0.99):g} |"
+        )
+    lines += ["", "## Violations", ""]
+    if not failed:
+        lines.append("None.")
+    for r in failed:
+        lines.append(f"- seed {r.plan.seed} ({r.plan.fault}, {r.plan.phase}, {r.plan.source}, "
+                     f"{r.plan.sink}): {'; '.join(r.violations)[:600]}. Replay: "
+                     f"`scripts/faults.sh --seed {r.plan.seed} --trials 1 {args}`")  # fmt: skip
+    sentences = sorted({r.notes["sentence"] for r in results if "sentence" in r.notes})
+    if sentences:
+        lines += ["", "## The sentences the pipeline ended with", ""]
+        lines += [f"- {s}" for s in sentences]
+    return lines

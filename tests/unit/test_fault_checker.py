@@ -1,0 +1,55 @@
+"""The fault campaign's independent checker (``tests/faults/checker.py``) on made-up change logs:
+it passes the one right answer and names each kind of wrong one (a checker that cannot fail is
+worse than none)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from tests.faults.checker import Identity, check_changelog
+
+COMMITTED: Counter[Identity] = Counter(
+    [("c", 1, 0), ("u", 1, 1), ("u", 1, 2), ("c", 2, 0), ("d", 2, 0), ("c", 3, 0)]
+)
+
+
+def row(op: str, key: int, version: int, pos: int) -> dict[str, Any]:
+    image = {"id": key, "version": version}
+    before, after = (image, None) if op == "d" else (None, image)
+    return {"op": op, "before": before, "after": after,
+            "source": {"file": "mysql-bin.000001", "pos": pos, "row": 0}}  # fmt: skip
+
+
+def stream() -> list[dict[str, Any]]:
+    return [row("c", 1, 0, 10), row("c", 2, 0, 20), row("u", 1, 1, 30), row("d", 2, 0, 40),
+            row("u", 1, 2, 50), row("c", 3, 0, 60)]  # fmt: skip
+
+
+def test_the_whole_history_once_in_log_order_passes() -> None:
+    assert check_changelog(stream(), COMMITTED, reads_allowed=False).ok
+
+
+def test_a_duplicate_a_gap_an_invention_and_a_reordering_are_each_named() -> None:
+    duplicate = [*stream(), row("u", 1, 1, 70)]
+    gap = [r for r in stream() if r["source"]["pos"] != 30]
+    invented = [*stream(), row("u", 3, 1, 70)]
+    reordered = [
+        {**r, "source": {**r["source"], "pos": 100 - r["source"]["pos"]}} for r in stream()
+    ]
+    for rows, words in ((duplicate, "twice"), (gap, "missing"), (invented, "unexpected"),
+                        (reordered, "out of log order")):  # fmt: skip
+        verdict = check_changelog(rows, COMMITTED, reads_allowed=False)
+        assert not verdict.ok and words in verdict.violations[0], verdict.violations
+
+
+def test_a_snapshot_row_stands_for_the_changes_before_it() -> None:
+    rows = [row("r", 1, 1, 5), row("u", 1, 2, 50), row("r", 3, 0, 6)]
+    assert check_changelog(rows, COMMITTED, reads_allowed=True).ok  # key 2 lived and died before
+    assert not check_changelog(rows, COMMITTED, reads_allowed=False).ok
+    twice = [*rows, row("r", 3, 0, 7)]
+    assert not check_changelog(twice, COMMITTED, reads_allowed=True).ok
+    stale = [row("r", 1, 1, 5), row("u", 1, 1, 40), row("u", 1, 2, 50), row("r", 3, 0, 6)]
+    assert not check_changelog(stale, COMMITTED, reads_allowed=True).ok
+    never = [row("r", 1, 7, 5), row("r", 3, 0, 6)]
+    assert not check_changelog(never, COMMITTED, reads_allowed=True).ok
