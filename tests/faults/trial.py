@@ -142,6 +142,8 @@ def _run(plan: Plan, servers: Servers, tmp: Path, fault: Fault, result: Result) 
     try:
         try:
             committed += _fault_and_heal(plan, trial, fault, result)
+            if result.outcome.startswith("refused"):
+                return
             after = _workload(server, plan, db, 20_000_000, 600, rng)
             after.start()
             after.join()
@@ -237,10 +239,7 @@ def _after_heal(plan: Plan, trial: Trial, result: Result) -> None:
         named = torn.split(" ")[0]
         if named and named not in trial.pipeline.output().splitlines()[-1]:
             result.violations.append(f"the refusal does not name the torn file {named}")
-        result.outcome = "refused the torn file"
-        with contextlib.suppress(OSError):
-            (trial.checkpoint / named).unlink()
-        trial.pipeline.start()
+        result.outcome = "refused the torn file"  # no repair is known: the trial ends here
     elif plan.fault == "torn-checkpoint":
         result.outcome = "recovered from the torn file"
 
