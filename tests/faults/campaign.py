@@ -53,7 +53,7 @@ def run_campaign(
                 if duration is not None and time.monotonic() - began > duration:
                     break
                 plan = plan_trial(seed + i, sources, sinks, faults)
-                result = run_trial(plan, servers, Path(base))
+                result = _without_folder(run_trial(plan, servers, Path(base)), base)
                 results.append(result)
                 verdict = "ok" if not result.violations else "VIOLATION"
                 print(f"trial {plan.seed}: {plan.fault} {plan.phase} {plan.source} {plan.sink}"
@@ -65,6 +65,13 @@ def run_campaign(
     args = f"--sources {','.join(sources)} --sinks {','.join(sinks)} --faults {','.join(faults)}"
     write_report(results, out, seed, args, round(time.monotonic() - began))
     return results
+
+
+def _without_folder(result: Result, base: str) -> Result:
+    """The result with the campaign's temporary folder left out of its words."""
+    result.violations = [v.replace(base, "<tmp>") for v in result.violations]
+    result.notes = {k: v.replace(base, "<tmp>") for k, v in result.notes.items()}
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
