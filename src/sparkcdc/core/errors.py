@@ -92,3 +92,14 @@ class SinkError(SparkCDCError):
 
 class StoreClosed(SparkCDCError):
     """The event store was closed; nothing more can be put into it."""
+
+
+def as_public(err: SparkCDCError) -> SparkCDCError:
+    """``err`` as its nearest class of this module (a source's own subclass, such as
+    PostgreSQL's ``PgError``, becomes its ``SourceError``), with the same sentence and fields:
+    what Spark reports of an error raised in its Python process names the class by its module,
+    and ``sparkcdc run`` finds this module's classes there."""
+    cls = next(c for c in type(err).__mro__ if c.__module__ == __name__)
+    if cls is type(err):
+        return err
+    return _rebuild(cls, err.message, err.fields)

@@ -243,8 +243,9 @@ class LogThread(ABC):
                 if now - lost_at >= self.reconnect_timeout:
                     raise ConnectionFailed(
                         f"lost the replication connection to {self.where} and could not "
-                        f"reconnect for {self.reconnect_timeout:g}s ({exc}); check the server "
-                        "and restart the pipeline."
+                        f"reconnect within source.reconnect_timeout ({self.reconnect_timeout:g}"
+                        f" s; {str(exc).rstrip('.')}); check the server, then restart the "
+                        "pipeline (or raise source.reconnect_timeout)."
                     ) from exc
                 log.warning("connection lost (%s); reconnecting in %.1fs", exc, backoff)
                 if self._stop.wait(backoff):

@@ -45,7 +45,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from sparkcdc.core.errors import SourceError, SparkCDCError
+from sparkcdc.core.errors import SourceError, SparkCDCError, as_public
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.logs import setup_child_logging
 from sparkcdc.core.offset import Offset, OffsetJSON
@@ -159,6 +159,16 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def latestOffset(self, start: OffsetJSON, limit: ReadLimit) -> OffsetJSON:
+        """The end of the next micro-batch; what fails is one sentence (:func:`as_public`)."""
+        try:
+            return self._latest_offset(start, limit)
+        except SparkCDCError as exc:
+            public = as_public(exc)
+            if public is exc:
+                raise
+            raise public from None
+
+    def _latest_offset(self, start: OffsetJSON, limit: ReadLimit) -> OffsetJSON:
         _source_logging()
         if self._stopping():
             return start  # the run stops after the batch in flight: no new batch
@@ -303,6 +313,8 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if error is not None:
             if self._status is not None:
                 self._status.flush()
+            if isinstance(error, SparkCDCError):
+                raise as_public(error) from None
             raise error
 
     # ------------------------------------------------------------ status file

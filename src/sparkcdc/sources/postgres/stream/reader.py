@@ -66,6 +66,7 @@ from sparkcdc.store.ring import EventStore
 
 log = logging.getLogger("sparkcdc.reader")
 READY_TIMEOUT = 60.0  # a table's view waits this long for the reader's start
+SLOT_IN_USE = "55006"  # object_in_use: the slot is active for another walsender
 
 _OPS = {pm.Insert: "c", pm.Update: "u", pm.Delete: "d"}
 
@@ -213,6 +214,12 @@ class PgLogReader(LogThread):
 
     def _data_waiting(self) -> bool:
         return False
+
+    def _retryable(self, exc: SourceError) -> bool:
+        """A lost connection; after one, also the slot still held for a moment by the old
+        walsender (55006, "replication slot ... is active for PID ...") until it exits."""
+        held = exc.fields.get("sqlstate") == SLOT_IN_USE and self._stream_now is not None
+        return held or super()._retryable(exc)
 
     def _stream(self, resume: Offset) -> None:
         assert isinstance(resume, LsnOffset)

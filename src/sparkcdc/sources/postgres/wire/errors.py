@@ -88,6 +88,9 @@ RULES: tuple[Rule, ...] = (
     Rule(("53300",), (), ConnectionFailed,
          "{where} has no free connection ({message}); raise max_connections or close idle "
          "connections."),
+    Rule(("57P01", "57P02", "57P05"), (), ConnectionFailed,
+         "{where} ended the connection ({message}); reconnect once it accepts connections "
+         "again (the log reader does so within source.reconnect_timeout)."),
     Rule(("57P03",), (), ConnectionFailed,
          "{where} is not accepting connections yet ({message}); wait until it has started, "
          "the connection will be retried."),
