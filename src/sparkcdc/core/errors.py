@@ -15,6 +15,7 @@ what to do; structured fields ride along, and every class pickles across Spark w
     │   └── DecodeError        an event of the log (binlog event, pgoutput message) cannot be
     │                          decoded: truncated, damaged or oversized; names its kind and place
     ├── SinkError              writing a sink failed
+    ├── CheckpointTorn         a file of Spark's checkpoint is cut short and cannot be repaired
     └── StoreClosed            the event store was closed (the log reader stopped)
 """
 
@@ -88,6 +89,11 @@ class DecodeError(SourceError):
 
 class SinkError(SparkCDCError):
     pass
+
+
+class CheckpointTorn(SparkCDCError):
+    """A file of Spark's checkpoint is cut short or unreadable, and removing it could lose or
+    duplicate a batch; the sentence names the file and the way out."""
 
 
 class StoreClosed(SparkCDCError):

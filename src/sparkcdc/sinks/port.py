@@ -19,6 +19,7 @@ part               what it does                                 called by
                    old versions and their files deleted         batches), ``sparkcdc compact``
 ``gone_keys``      after a re-snapshot, the replica's keys the  ``spark/pipeline/resnapshot``
                    source deleted while its log was lost
+``batch_holders``  the tables that hold a micro-batch's id      ``spark/pipeline/torn``
 =================  ===========================================  ============================
 
 A :class:`Sink` writes micro-batch N exactly once per batch id: Spark replays the batch after a
@@ -241,3 +242,6 @@ class SinkType:
     reader: Callable[[SinkConfig], TableRead] | None = None  # None: its tables cannot be read
     keeper: Callable[[SinkConfig], TableKeeper] | None = None  # None: no upkeep (compact refuses)
     gone_keys: Callable[[SinkConfig], GoneKeys] | None = None  # None: no on_log_gone: resnapshot
+    # the names of the tables that hold micro-batch ``batch_id`` of pipeline ``app`` (or a later
+    # one): what a torn offset file's repair asks; None: the sink cannot tell (it is refused)
+    batch_holders: Callable[[SinkConfig, str, int], list[str]] | None = None

@@ -56,3 +56,9 @@ def open_sink(config: SinkConfig, context: SinkContext) -> Sink:
 def chunk_writer(name: str) -> ChunkWriter | None:
     """The executor-side snapshot chunk writer of sink type ``name`` (None: it has none)."""
     return sink_type(name).chunk_writer
+
+
+def batch_holders(config: SinkConfig) -> Callable[[str, int], list[str]] | None:
+    """What names the sink's tables holding a micro-batch's id (None: the sink cannot tell)."""
+    found = sink_type(config.type).batch_holders
+    return None if found is None else (lambda app, batch_id: found(config, app, batch_id))

@@ -140,6 +140,17 @@ def gone_keys(config: SinkConfig) -> GoneKeys:
     return DeltaGoneKeys(Lake(LakeStorage(config.path, config.storage_options)))
 
 
+def batch_holders(config: SinkConfig, app: str, batch_id: int) -> list[str]:
+    """The Delta tables under the sink folder whose transaction id of ``app`` is ``batch_id``
+    or later (:func:`.commits.already_applied`)."""
+    from sparkcdc.sinks.delta import commits
+    from sparkcdc.sinks.delta.upkeep import delta_tables
+    from sparkcdc.sinks.storage import LakeStorage
+
+    found = delta_tables(LakeStorage(config.path, config.storage_options))
+    return [name for name, path in found if commits.already_applied(path, app, batch_id)]
+
+
 SINK_TYPE = SinkType("delta", check=check, open=open_sink, chunk_writer=write_chunk_files,
                      keys=(CHANGE_DATA_FEED,), open_ahead=open_ahead, reader=reader, keeper=keeper,
-                     gone_keys=gone_keys)  # fmt: skip
+                     gone_keys=gone_keys, batch_holders=batch_holders)  # fmt: skip

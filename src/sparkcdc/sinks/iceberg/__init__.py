@@ -110,6 +110,23 @@ def gone_keys(config: SinkConfig) -> GoneKeys:
     return IcebergGoneKeys(IcebergTables(open_catalog(config)))
 
 
+def batch_holders(config: SinkConfig, app: str, batch_id: int) -> list[str]:
+    """The catalog's tables whose batch marker of ``app`` is ``batch_id`` or later."""
+    _need_pyiceberg()
+    from sparkcdc.sinks.iceberg.catalog import open_catalog
+    from sparkcdc.sinks.iceberg.tables import IcebergTables, holds
+    from sparkcdc.sinks.iceberg.upkeep import IcebergKeeper
+
+    found = IcebergTables(open_catalog(config))
+    held = []
+    for name in IcebergKeeper(found).tables():
+        db, table = name.split(".", 1)
+        opened = found.table((db, table))
+        if opened is not None and holds(opened, app, batch_id):
+            held.append(name)
+    return held
+
+
 SINK_TYPE = SinkType("iceberg", check=check, open=open_sink, keys=("catalog",), reader=reader,
                      chunk_writer=write_chunk_files, keeper=keeper,
-                     gone_keys=gone_keys)  # fmt: skip
+                     gone_keys=gone_keys, batch_holders=batch_holders)  # fmt: skip

@@ -52,7 +52,7 @@ from sparkcdc.core import errors
 from sparkcdc.core.logs import counted
 from sparkcdc.core.schema import TableSchema
 from sparkcdc.sinks.port import BatchFrame, Sink, SinkContext
-from sparkcdc.sinks.registry import check_sink, open_sink, open_tables_ahead
+from sparkcdc.sinks.registry import batch_holders, check_sink, open_sink, open_tables_ahead
 from sparkcdc.snapshot.signals import signal_folder
 from sparkcdc.sources.readiness import check_source as check_source_of
 from sparkcdc.sources.registry import open_source, source_type
@@ -78,6 +78,7 @@ from sparkcdc.spark.pipeline.session import (
     start_session,
     ui_address,
 )
+from sparkcdc.spark.pipeline.torn import repair_torn
 from sparkcdc.spark.runtime.worker_warmup import warm_in_background, warm_workers
 from sparkcdc.spark.shipping import check_executors
 from sparkcdc.spark.stream.options import source_options
@@ -137,6 +138,7 @@ def _run_locked(
     server = None
     try:
         server = serve_metrics(config.pipeline.metrics, metrics)  # a port in use fails here
+        repair_torn(checkpoint / "spark", batch_holders(config.sink))  # before resumes() is read
         schemas = check_source(config, startup=not has_checkpoint(config))
         check_sink(config.sink)  # the sink's storage reachable, before Spark starts
         log.info(
