@@ -225,8 +225,9 @@ def _fault_and_heal(plan: Plan, trial: Trial, fault: Fault, result: Result) -> C
 
 
 def _after_heal(plan: Plan, trial: Trial, result: Result) -> None:
-    """Judge how the pipeline took the fault; restart it if it died (a torn checkpoint it
-    refuses is put aside, as its sentence tells the operator, and the run restarted)."""
+    """Judge how the pipeline took the fault; restart it if it died. A torn checkpoint is
+    survived (the torn file removed where that is safe) or refused with one sentence naming
+    the file, which ends the trial: its way out is the operator's."""
     killed = plan.fault in ("pipeline-kill9", "torn-checkpoint")
     if not trial.pipeline.alive():
         _judge_end(trial, result, expected=killed, what="the fault")
@@ -239,9 +240,9 @@ def _after_heal(plan: Plan, trial: Trial, result: Result) -> None:
         named = torn.split(" ")[0]
         if named and named not in trial.pipeline.output().splitlines()[-1]:
             result.violations.append(f"the refusal does not name the torn file {named}")
-        result.outcome = "refused the torn file"  # no repair is known: the trial ends here
+        result.outcome = "refused with a sentence naming the file"
     elif plan.fault == "torn-checkpoint":
-        result.outcome = "recovered from the torn file"
+        result.outcome = "survived the torn file"
 
 
 def _judge_end(trial: Trial, result: Result, expected: bool, what: str) -> None:
