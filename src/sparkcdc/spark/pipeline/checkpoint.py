@@ -3,8 +3,8 @@
 Spark keeps a streaming query's progress in ``<checkpoint>/spark``: ``metadata`` (the query id),
 ``offsets/<batch>`` (the offset planned for each micro-batch, written before the batch runs) and
 ``commits/<batch>`` (written after the sink returned). Each file is written to a hidden
-temporary file first and then renamed, so a ``kill -9`` can leave a temporary file, never a
-half-written batch file.
+temporary file first and then renamed, so a ``kill -9`` alone leaves a temporary file; a crash
+of the machine can still leave a batch file cut short (:mod:`.torn`).
 """
 
 from __future__ import annotations
