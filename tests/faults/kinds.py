@@ -31,6 +31,7 @@ class Target(Protocol):
     lake_dir: Path
     rng: random.Random
     notes: dict[str, str]
+    torn_copies: dict[Path, bytes]  # files a fault cut short, as they were
 
 
 class Fault:
@@ -135,6 +136,7 @@ class TornCheckpoint(Fault):
             return
         newest = max(files, key=lambda p: int(p.name))
         size = newest.stat().st_size
+        t.torn_copies[newest] = newest.read_bytes()  # the operator's backup (the way out)
         with newest.open("r+b") as f:
             f.truncate(t.rng.randrange(0, max(1, size)))
         t.notes["torn"] = f"{newest.relative_to(t.checkpoint)} cut from {size} bytes"

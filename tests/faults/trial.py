@@ -64,6 +64,7 @@ class Trial:
     lake_dir: Path
     rng: random.Random
     notes: dict[str, str]
+    torn_copies: dict[Path, bytes] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -142,8 +143,6 @@ def _run(plan: Plan, servers: Servers, tmp: Path, fault: Fault, result: Result) 
     try:
         try:
             committed += _fault_and_heal(plan, trial, fault, result)
-            if result.outcome.startswith("refused"):
-                return
             after = _workload(server, plan, db, 20_000_000, 600, rng)
             after.start()
             after.join()
@@ -227,7 +226,8 @@ def _fault_and_heal(plan: Plan, trial: Trial, fault: Fault, result: Result) -> C
 def _after_heal(plan: Plan, trial: Trial, result: Result) -> None:
     """Judge how the pipeline took the fault; restart it if it died. A torn checkpoint is
     survived (the torn file removed where that is safe) or refused with one sentence naming
-    the file, which ends the trial: its way out is the operator's."""
+    the file; then the trial takes the way out it names (the file restored from a copy) and
+    the restarted pipeline must converge like any other."""
     killed = plan.fault in ("pipeline-kill9", "torn-checkpoint")
     if not trial.pipeline.alive():
         _judge_end(trial, result, expected=killed, what="the fault")
@@ -240,7 +240,10 @@ def _after_heal(plan: Plan, trial: Trial, result: Result) -> None:
         named = torn.split(" ")[0]
         if named and named not in trial.pipeline.output().splitlines()[-1]:
             result.violations.append(f"the refusal does not name the torn file {named}")
-        result.outcome = "refused with a sentence naming the file"
+        result.outcome = "refused with a sentence naming the file, restored, restarted"
+        for path, data in trial.torn_copies.items():  # the way out the sentence names
+            path.write_bytes(data)
+        trial.pipeline.start()
     elif plan.fault == "torn-checkpoint":
         result.outcome = "survived the torn file"
 
