@@ -1,5 +1,6 @@
 """``examples/declarative_pipeline`` run by the real ``spark-pipelines`` CLI (Spark Connect
-local, a Parquet streaming table) against a real MariaDB: the first run takes the table's
+local, a Parquet streaming table) against a real MariaDB and a real PostgreSQL (the example's
+``SPARKCDC_TYPE``): the first run takes the table's
 snapshot, a second run the log's changes since, each exiting 0 (the pyspark workaround of
 :mod:`sparkcdc.spark.declarative`); the streaming table holds each change with its values, and
 the second run's changes, larger than the source's ``max_bytes``, came in several micro-batches
@@ -13,6 +14,8 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +23,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
+from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 
-pytestmark = [pytest.mark.mariadb, pytest.mark.spark]
+pytestmark = [pytest.mark.spark]
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "declarative_pipeline"
 # a catalog that outlives the run (Hive's, on Derby in the folder): the second run finds the table
@@ -79,23 +83,71 @@ def micro_batches(tmp: Path) -> int:
     return len(commits)
 
 
+@dataclass(frozen=True)
+class Source:
+    """A database the example reads: its settings, how to run SQL in the test's database, a
+    FROM clause of the integers 1..5000 as ``seq`` and the password the output must not hold."""
+
+    settings: dict[str, str]
+    execute: Callable[..., None]
+    numbers: str
+    password: str
+
+
+def on_mariadb(request: pytest.FixtureRequest) -> Source:
+    """The test's database on MariaDB, read by a user of the source's grants."""
+    server: ThrowawayMariaDB = request.getfixturevalue("mariadb")
+    db: str = request.getfixturevalue("db")
+    user, password = server.create_cdc_user("sdp", "sdp-secret")
+    settings = {
+        "SPARKCDC_PORT": str(server.port), "SPARKCDC_USER": user, "SPARKCDC_PASSWORD": password,
+        "SPARKCDC_TABLE": f"{db}.orders", "SPARKCDC_SERVER_ID": "7601-7605",
+    }  # fmt: skip
+    return Source(settings, lambda *sql: server.execute(*sql, database=db), "seq_1_to_5000",
+                  password)  # fmt: skip
+
+
+def on_postgres(request: pytest.FixtureRequest) -> Source:
+    """The test's database on PostgreSQL, a slot and publication of the example's own."""
+    server: ThrowawayPostgres = request.getfixturevalue("postgres")
+    db: str = request.getfixturevalue("pgdb")
+    settings = {
+        "SPARKCDC_TYPE": "postgres", "SPARKCDC_PORT": str(server.port),
+        "SPARKCDC_USER": server.user, "SPARKCDC_PASSWORD": server.password,
+        "SPARKCDC_DATABASE": db, "SPARKCDC_TABLE": "public.orders",
+        "SPARKCDC_SLOT": "sdp_orders", "SPARKCDC_PUBLICATION": "sdp_orders",
+    }  # fmt: skip
+    return Source(settings, lambda *sql: server.execute(*sql, database=db),
+                  "generate_series(1, 5000) AS seq", server.password)  # fmt: skip
+
+
+@pytest.fixture(
+    params=[
+        pytest.param(on_mariadb, id="mysql", marks=pytest.mark.mariadb),
+        pytest.param(on_postgres, id="postgres", marks=pytest.mark.postgres),
+    ]
+)
+def source(request: pytest.FixtureRequest) -> Source:
+    make: Callable[[pytest.FixtureRequest], Source] = request.param
+    return make(request)
+
+
 def test_a_streaming_table_of_a_declarative_pipeline_holds_the_snapshot_then_the_changes(
-    mariadb: ThrowawayMariaDB, db: str, tmp_path: Path
+    source: Source, tmp_path: Path
 ) -> None:
-    mariadb.execute(
+    source.execute(
         "CREATE TABLE orders (id INT PRIMARY KEY, item VARCHAR(400), qty INT)",
         "INSERT INTO orders VALUES (1, 'apple', 3), (2, 'pear', 5), (3, 'plum', 7)",
-        database=db,
     )
-    user, password = mariadb.create_cdc_user("sdp", "sdp-secret")
+    if "SPARKCDC_DATABASE" in source.settings:  # PostgreSQL: before images of every column
+        source.execute("ALTER TABLE orders REPLICA IDENTITY FULL")
     folder = project(tmp_path)
     settings = {
-        "SPARKCDC_PORT": str(mariadb.port), "SPARKCDC_USER": user, "SPARKCDC_PASSWORD": password,
-        "SPARKCDC_TABLE": f"{db}.orders", "SPARKCDC_SERVER_ID": "7601-7605",
+        **source.settings,
         "SPARKCDC_STATE": str(tmp_path / "sparkcdc"), "SPARKCDC_MAX_BYTES": "2KB",
     }  # fmt: skip
     out = spark_pipelines_run(folder, settings)
-    assert "sdp-secret" not in out
+    assert source.password not in out
     row = {1: ("apple", 3), 2: ("pear", 5), 3: ("plum", 7)}
     snapshot = [{"op": "r", "before": None, "after": {"id": k, "item": v[0], "qty": v[1]}}
                 for k, v in row.items()]  # fmt: skip
@@ -104,14 +156,13 @@ def test_a_streaming_table_of_a_declarative_pipeline_holds_the_snapshot_then_the
     first_batches = micro_batches(tmp_path)
 
     wide = "x" * 300
-    mariadb.execute(
+    source.execute(
         "INSERT INTO orders VALUES (4, 'fig', 1)",
         "UPDATE orders SET qty = 4 WHERE id = 1",
         "DELETE FROM orders WHERE id = 2",
         *[f"UPDATE orders SET item = '{wide}{i}' WHERE id = 3" for i in range(30)],
         # one transaction of 5,000 rows, many times the 2KB a micro-batch may read
-        "INSERT INTO orders SELECT 100 + seq, 'bulk', seq FROM seq_1_to_5000",
-        database=db,
+        f"INSERT INTO orders SELECT 100 + seq, 'bulk', seq FROM {source.numbers}",
     )
     spark_pipelines_run(folder, settings)
     got = changes(folder)
