@@ -94,9 +94,12 @@ class E2ESource(Protocol):
     def start_capturing(self, tables: list[str]) -> str:
         """Make the database ready to stream ``tables`` from now on; the ``startup`` to use."""
 
-    def config(self, tmp: Path, table: str, startup: str, extra_source: str = "") -> Path:
+    def config(
+        self, tmp: Path, table: str, startup: str, extra_source: str = "", extra_sink: str = ""
+    ) -> Path:
         """A pipeline file capturing ``table`` (a regular expression over names in the test's
-        database) with its lake and checkpoint under ``tmp``."""
+        database) with its lake and checkpoint under ``tmp`` (``extra_*``: more keys of the
+        source's and the sink's settings, ``, key: value``)."""
 
     def snapshot_settings(self, chunk: int = 1000, batch_rows: int = 4000) -> str:
         """The source's ``extra_source`` for a parallel snapshot of two workers."""
@@ -236,9 +239,14 @@ class MariaDBSource:
     def start_capturing(self, tables: list[str]) -> str:
         return log_end(self.server)
 
-    def config(self, tmp: Path, table: str, startup: str, extra_source: str = "") -> Path:
+    def config(
+        self, tmp: Path, table: str, startup: str, extra_source: str = "", extra_sink: str = ""
+    ) -> Path:
         pattern = self.tables(table)
-        return write_config(tmp, self.server, pattern, startup=startup, extra_source=extra_source)
+        return write_config(
+            tmp, self.server, pattern, startup=startup, extra_source=extra_source,
+            extra_sink=extra_sink,
+        )  # fmt: skip
 
     def tables(self, table: str) -> str:
         return rf"{self.database}\.{table}"
@@ -363,10 +371,12 @@ class PostgresSource:
         )
         return "earliest"
 
-    def config(self, tmp: Path, table: str, startup: str, extra_source: str = "") -> Path:
+    def config(
+        self, tmp: Path, table: str, startup: str, extra_source: str = "", extra_sink: str = ""
+    ) -> Path:
         return write_pg_config(
             tmp, self.server, self.database, self.tables(table), startup=startup,
-            extra_source=extra_source,
+            extra_source=extra_source, extra_sink=extra_sink,
         )  # fmt: skip
 
     def snapshot_settings(self, chunk: int = 1000, batch_rows: int = 4000) -> str:

@@ -64,6 +64,7 @@ def write_pg_config(
     *,
     startup: str,
     extra_source: str = "",
+    extra_sink: str = "",
 ) -> Path:
     """:func:`write_config` for ``tables`` of the PostgreSQL database ``database`` on
     ``server``, logging in as its user."""
@@ -76,6 +77,7 @@ def write_pg_config(
         startup=startup,
         kind="postgres",
         extra_source=f", database: {database}{extra_source}",
+        extra_sink=extra_sink,
     )
 
 
