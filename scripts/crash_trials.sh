@@ -5,7 +5,8 @@
 # snapshot on MariaDB), then replica == source, a change log without gap or duplicate and
 # history tables equal to the change log's rebuild; and the Iceberg lake on S3 with its catalog
 # in PostgreSQL through a crash. The default test
-# run has two crashes per phase. Extra arguments go to pytest.
+# run has two crashes per phase (one for PostgreSQL's incremental snapshot). Extra arguments go
+# to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

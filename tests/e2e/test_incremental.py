@@ -5,10 +5,10 @@ an incremental snapshot. ``execute-snapshot`` while writers churn the table (ins
 beyond its maximum key, updates, deletes, primary-key updates) and another table: the replica
 equals the source row by row, the change log holds every change once and never a snapshot row
 older than a change of its key. Signals through the signal table (pause, resume, log, a
-``--where`` condition). ``kill -9`` mid-snapshot, randomized trials (two here, five in
-``scripts/crash_trials.sh``): the restart goes on
-after the last delivered chunk. A table added to ``source.tables`` between two runs is
-snapshotted while the others stream on.
+``--where`` condition). ``kill -9`` mid-snapshot, randomized trials (two here on MariaDB, one
+on PostgreSQL, five each in ``scripts/crash_trials.sh``): the restart goes on after the last
+delivered chunk, and the history table equals the change log's rebuild. A table added to
+``source.tables`` between two runs is snapshotted while the others stream on.
 """
 
 from __future__ import annotations
