@@ -1,6 +1,7 @@
 """The end-to-end suite runs a test taking ``source`` once per database: MariaDB and PostgreSQL,
 each on its private server in a database of the test's own (see ``tests/cases/e2e_sources.py``);
-a test taking ``own_source`` runs once per database on a server of its own."""
+a test taking ``own_source`` runs once per database on a server of its own; a test taking
+``source_and_sink`` runs twice: MariaDB into Delta and PostgreSQL into Iceberg."""
 
 from __future__ import annotations
 
@@ -25,6 +26,16 @@ def source(request: pytest.FixtureRequest) -> E2ESource:
     if request.param == "postgres":
         return PostgresSource(request.getfixturevalue("postgres"), request.getfixturevalue("pgdb"))
     return MariaDBSource(request.getfixturevalue("mariadb"), request.getfixturevalue("db"))
+
+
+@pytest.fixture(params=["mariadb-delta", "postgres-iceberg"])
+def source_and_sink(request: pytest.FixtureRequest) -> tuple[E2ESource, str]:
+    """A source and the sink type it writes: every source and every sink type, in two runs."""
+    if request.param == "postgres-iceberg":
+        pg = PostgresSource(request.getfixturevalue("postgres"), request.getfixturevalue("pgdb"))
+        return pg, "iceberg"
+    maria = MariaDBSource(request.getfixturevalue("mariadb"), request.getfixturevalue("db"))
+    return maria, "delta"
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from tests.cases.e2e_sources import E2ESource, MariaDBSource, PostgresSource
+from tests.cases.e2e_sources import E2ESource, PostgresSource
 from tests.e2e.cli import available_now
 from tests.e2e.history_check import assert_history_matches, read_tables
 from tests.e2e.iceberg_lake import IcebergLake, as_iceberg
@@ -25,15 +25,6 @@ from tests.e2e.iceberg_lake import IcebergLake, as_iceberg
 pytestmark = [pytest.mark.spark]
 
 COLUMNS = {"people": ("id", "name", "balance"), "items": ("id", "v")}
-
-
-@pytest.fixture(params=["mariadb-delta", "postgres-iceberg"])
-def pair(request: pytest.FixtureRequest) -> tuple[E2ESource, str]:
-    if request.param == "postgres-iceberg":
-        pg = PostgresSource(request.getfixturevalue("postgres"), request.getfixturevalue("pgdb"))
-        return pg, "iceberg"
-    maria = MariaDBSource(request.getfixturevalue("mariadb"), request.getfixturevalue("db"))
-    return maria, "delta"
 
 
 def replica(lake: Path | IcebergLake, schema: str, table: str) -> list[tuple[Any, ...]]:
@@ -49,9 +40,9 @@ def versions(lake: Path | IcebergLake, schema: str, table: str) -> list[dict[str
 
 
 def test_history_tables_equal_the_change_logs_rebuild(
-    pair: tuple[E2ESource, str], tmp_path: Path
+    source_and_sink: tuple[E2ESource, str], tmp_path: Path
 ) -> None:
-    source, sink = pair
+    source, sink = source_and_sink
     source.write_before_capture(
         "CREATE TABLE people (id INT PRIMARY KEY, name VARCHAR(20), balance INT)",
         "CREATE TABLE items (id INT PRIMARY KEY, v INT)",

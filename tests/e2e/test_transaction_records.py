@@ -15,20 +15,11 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from tests.cases.e2e_sources import E2ESource, MariaDBSource, PostgresSource
+from tests.cases.e2e_sources import E2ESource, PostgresSource
 from tests.e2e.cli import available_now
 from tests.e2e.iceberg_lake import IcebergLake, as_iceberg
 
 pytestmark = [pytest.mark.spark]
-
-
-@pytest.fixture(params=["mariadb-delta", "postgres-iceberg"])
-def pair(request: pytest.FixtureRequest) -> tuple[E2ESource, str]:
-    if request.param == "postgres-iceberg":
-        pg = PostgresSource(request.getfixturevalue("postgres"), request.getfixturevalue("pgdb"))
-        return pg, "iceberg"
-    maria = MariaDBSource(request.getfixturevalue("mariadb"), request.getfixturevalue("db"))
-    return maria, "delta"
 
 
 def read(tmp: Path, sink: str, source: E2ESource, table: str) -> pa.Table:
@@ -40,9 +31,9 @@ def read(tmp: Path, sink: str, source: E2ESource, table: str) -> pa.Table:
 
 
 def test_transactions_have_begin_and_end_with_exact_counts(
-    pair: tuple[E2ESource, str], tmp_path: Path
+    source_and_sink: tuple[E2ESource, str], tmp_path: Path
 ) -> None:
-    source, sink = pair
+    source, sink = source_and_sink
     ddl = "CREATE TABLE {} (id INT PRIMARY KEY, v INT)"
     source.write_before_capture(ddl.format("orders"), ddl.format("items"),
                                 "INSERT INTO orders VALUES (1, 1), (2, 2)")  # fmt: skip

@@ -4,7 +4,7 @@ the open versions of those keys picked out, and a DROP TABLE's reset as a closin
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -14,7 +14,7 @@ from sparkcdc.core.errors import SinkError
 from sparkcdc.core.event import OP_TRUNCATE
 from sparkcdc.core.history_spec import HistorySpec, TableHistory
 from sparkcdc.core.table_name import TableName
-from sparkcdc.sinks.changes.history import CURRENT, Reset, data_fields
+from sparkcdc.sinks.changes.history import CURRENT, Reset, data_fields, versions
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,23 @@ def table_history(spec: HistorySpec, batch: HistoryBatch) -> TableHistory | None
             table=label,
         )
     return found
+
+
+def batch_versions(
+    batch: HistoryBatch,
+    history: TableHistory,
+    schema: pa.Schema,
+    open_versions: Callable[[list[str]], pa.Table],
+) -> tuple[pa.Table, list[str]]:
+    """The versions ``batch`` opens, closes or changes in the history table ``schema`` (the
+    table format's ``open_versions`` of the key columns give the open ones before it), and the
+    key columns as the table spells them."""
+    wanted = {k.lower() for k in batch.key}
+    key = [f.name for f in batch.columns if f.name.lower() in wanted]
+    tracked = history.tracked([f.name for f in batch.columns])
+    rows = versions(batch.rows, batch.before, batch.after, schema, key, tracked,
+                    open_versions(key), batch.reset)  # fmt: skip
+    return rows, key
 
 
 def touched_keys(batch: HistoryBatch, key: Sequence[str]) -> pa.Table:

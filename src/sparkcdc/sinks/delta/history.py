@@ -26,7 +26,6 @@ from sparkcdc.sinks.changes.history import (
     HISTORY_SUFFIX,
     START_POSITION,
     history_schema,
-    versions,
 )
 from sparkcdc.sinks.changes.history_plan import HistoryBatch
 from sparkcdc.sinks.changes.latest import OP_COLUMN, ORDER_COLUMN
@@ -54,11 +53,9 @@ def write_history(
     label = str(batch.name)
     try:
         schema = _ensure(path, batch.columns)
-        key = [f.name for f in batch.columns if f.name.lower() in {k.lower() for k in batch.key}]
-        held = _open_versions(path, schema, batch, key)
-        tracked = found.tracked([f.name for f in batch.columns])
-        rows = versions(batch.rows, batch.before, batch.after, schema, key, tracked, held,
-                        batch.reset)  # fmt: skip
+        rows, key = history_plan.batch_versions(
+            batch, found, schema, lambda key: _open_versions(path, schema, batch, key)
+        )
         if rows.num_rows == 0:
             return False
         n = rows.num_rows

@@ -27,7 +27,6 @@ from sparkcdc.sinks.changes.history import (
     HISTORY_SUFFIX,
     START_POSITION,
     history_schema,
-    versions,
 )
 from sparkcdc.sinks.changes.history_plan import HistoryBatch
 from sparkcdc.sinks.iceberg import tables
@@ -61,11 +60,9 @@ def write_history(
     if tables.holds(table, props[tables.APP_KEY], int(props[tables.BATCH_KEY])):
         return False
     schema = pa.schema(plain_fields(table))
-    key = [f.name for f in batch.columns if f.name.lower() in {k.lower() for k in batch.key}]
-    held = _open_versions(table, schema, batch, key)
-    tracked = history.tracked([f.name for f in batch.columns])
-    rows = versions(batch.rows, batch.before, batch.after, schema, key, tracked, held,
-                    batch.reset)  # fmt: skip
+    rows, key = history_plan.batch_versions(
+        batch, history, schema, lambda key: _open_versions(table, schema, batch, key)
+    )
     if rows.num_rows == 0:
         return False
     names = [*key, START_POSITION]
