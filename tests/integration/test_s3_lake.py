@@ -134,12 +134,15 @@ def test_two_writers_racing_for_a_table_write_each_batch_once(
     assert caplog.text.count("another writer committed") >= 1  # the race did happen
 
 
-def test_the_replica_is_merged_on_s3_by_copying_the_touched_files(s3: MotoS3) -> None:
+@pytest.mark.parametrize("feed", [False, True], ids=["copy-on-write", "change-data-feed"])
+def test_the_replica_is_merged_on_s3_by_copying_the_touched_files(s3: MotoS3, feed: bool) -> None:
     """The replica's copy-on-write (sinks/delta/rewrite.py) reads and writes its data files on
-    object storage: an update and a delete leave the rows a MERGE would, in one commit each."""
+    object storage: an update and a delete leave the rows a MERGE would, in one commit each.
+    With the change data feed (the default), which that commit cannot carry on object storage,
+    delta-rs's MERGE writes the replica and its feed."""
     path = lake_on(s3).join("shop", "kv")  # a remote lake made is known by its paths
     fields = [pa.field("id", pa.int64()), pa.field("v", pa.string())]
-    commits.ensure_replica(path, fields)
+    commits.ensure_replica(path, fields, change_data_feed=feed)
 
     def changes(ids: list[int], values: list[str | None]) -> pa.Table:
         ops = ["d" if v is None else "u" for v in values]
@@ -154,7 +157,13 @@ def test_the_replica_is_merged_on_s3_by_copying_the_touched_files(s3: MotoS3) ->
     assert sorted(table.to_pyarrow_table().to_pylist(), key=lambda r: r["id"]) == [
         {"id": 1, "v": "a"}, {"id": 2, "v": "B"}]  # fmt: skip
     info = table.history(1)[0]
-    assert info.get(commits.OPERATION_KEY) == "MERGE" and len(table.file_uris()) == 1
+    if not feed:
+        assert info.get(commits.OPERATION_KEY) == "MERGE" and len(table.file_uris()) == 1
+        return
+    assert info["operation"] == "MERGE"  # delta-rs's own
+    feed_rows = pa.table(table.load_cdf(starting_version=2, ending_version=2)).to_pylist()
+    assert sorted((r["id"], r["v"], r["_change_type"]) for r in feed_rows) == [
+        (2, "B", "update_postimage"), (2, "b", "update_preimage"), (3, "c", "delete")]  # fmt: skip
 
 
 def test_the_lake_check_names_the_setting_to_fix(s3: MotoS3) -> None:
