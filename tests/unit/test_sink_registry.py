@@ -69,7 +69,7 @@ def test_a_sink_types_own_keys_are_allowed_for_it_only(tmp_path: Path) -> None:
     own = BASE + f"sink: {{type: tests.fakes.sink, path: {tmp_path}, label: 7}}\n"
     assert load_config_text(own, "/").sink.settings == {"label": "7"}
     with pytest.raises(ConfigError, match="allowed keys are type, path, maintenance, "
-                       r"storage_options, snapshot_in_changelog, "
+                       r"storage_options, snapshot_in_changelog, history, "
                        r"change_data_feed\.$") as err:  # fmt: skip
         load_config_text(BASE + "sink: {path: /l, label: 7}\n", "/")
     assert err.value.fields["key"] == "sink.label"

@@ -3,13 +3,13 @@ bounds (``minValues``/``maxValues``) of every column a reader may skip files by.
 
 Bounds must cover every column of a type that has them or none: delta-rs's dataset reads a
 column missing from ``minValues`` as a file of nulls only, so ``owner = 'dan'`` skipped every
-file whose statistics named integer columns alone. The bounds follow delta-rs's own writer,
-widened where it truncates so they stay true bounds: strings as their first
-:data:`STRING_PREFIX` characters (the maximum followed by the largest code point), timestamps
-to the millisecond (the maximum rounded up), decimals exact when whole, else as the nearest
-floats outside them. Binary, list and struct columns have none, as in delta-rs. Where a value
-has no bound JSON can hold (infinity, a date beyond year 9999), the file gets no bounds at all:
-a reader then reads it.
+file whose statistics named integer columns alone. The bounds follow delta-rs's own writer:
+strings as their first :data:`STRING_PREFIX` characters (the maximum then followed by the
+largest code point, so it stays a bound), timestamps cut to the millisecond (Delta's readers
+allow for that in a maximum), decimals exact when whole, else as the nearest floats outside
+them. Binary, list and struct columns have none, as in delta-rs. Where a value has no bound
+JSON can hold (infinity, a date beyond year 9999), the file gets no bounds at all: a reader
+then reads it.
 """
 
 from __future__ import annotations
@@ -126,15 +126,13 @@ def _string_upper(value: object) -> str:
 
 
 def _timestamp_bounds(kind: pa.TimestampType, column: pa.ChunkedArray) -> tuple[str, str]:
-    """Milliseconds, as delta-rs writes them: ``2020-01-01T00:00:00.123Z`` with a zone, else
-    ``2020-01-01 00:00:00.123``; the maximum rounded up."""
+    """Milliseconds, as delta-rs writes them (``2020-01-01T00:00:00.123Z`` with a zone, else
+    ``2020-01-01 00:00:00.123``): both cut to the millisecond, which Delta's readers allow for
+    in a maximum."""
     low, high = _min_max(column)
     assert isinstance(low, datetime.datetime) and isinstance(high, datetime.datetime)
-    floor = low - datetime.timedelta(microseconds=low.microsecond % 1000)
-    ceiling = high + datetime.timedelta(microseconds=(-high.microsecond) % 1000)
-    if kind.tz is None:
-        return _text(floor, " ", ""), _text(ceiling, " ", "")
-    return _text(floor, "T", "Z"), _text(ceiling, "T", "Z")
+    separator, zone = (" ", "") if kind.tz is None else ("T", "Z")
+    return _text(low, separator, zone), _text(high, separator, zone)
 
 
 def _text(moment: datetime.datetime, separator: str, zone: str) -> str:
