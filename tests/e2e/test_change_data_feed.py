@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 from deltalake import DeltaTable
 
 from tests.cases.e2e_sources import E2ESource
+from tests.e2e.incremental_runs import wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -73,15 +73,6 @@ def net_change(held: dict[int, str | None], rows: list[dict[str, Any]]) -> Feed:
     return feed
 
 
-def wait_for(proc: subprocess.Popen[bytes], done: Callable[[], bool], timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        out = proc.stdout.read().decode(errors="replace") if proc.poll() is not None else ""
-        assert proc.poll() is None, f"the pipeline exited:\n{out}"
-        assert time.monotonic() < deadline, f"the replica did not catch up in {timeout:.0f} s"
-        time.sleep(0.25)
-
-
 def replica(path: Path) -> dict[int, str | None]:
     if not (path / "_delta_log").exists():
         return {}
@@ -98,7 +89,7 @@ def test_load_cdf_of_each_replica_version_is_its_batch_s_net_change(
     for phase in PHASES:
         source.execute(*phase)
         expected = {int(r[0]): r[1] for r in source.query("SELECT id, v FROM items")}
-        wait_for(proc, lambda: replica(lake / "items") == expected)  # noqa: B023
+        wait_for(proc, lambda: replica(lake / "items") == expected, "the replica", 180)  # noqa: B023
     proc.terminate()
     proc.wait(timeout=120)
 
