@@ -1,7 +1,13 @@
 """The replication connection is lost while the log reader streams (fault ``pg-walsender-kill``:
 its walsender terminated; a clean restart of the server): the reader reconnects within
 ``source.reconnect_timeout`` and resumes at the last position it put, so every change arrives
-exactly once; past the limit it stops with one sentence naming the server and the setting."""
+exactly once; past the limit it stops with one sentence naming the server and the setting.
+
+The reader's catalog connection, which judges each Relation message, is lost too (fault
+``db-restart``, or its backend terminated): through a loopback proxy the server's end arrives
+as a reset (RST), as through a firewall or a load balancer, which libpq reports on a connection
+it still calls open. The catalog is reopened, and a schema change after the loss arrives once,
+as does every row."""
 
 from __future__ import annotations
 
@@ -18,10 +24,15 @@ from sparkcdc.sources.postgres.source import PostgresSource
 from sparkcdc.sources.postgres.stream.reader import PgLogReader
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres, throwaway_postgres
 from sparkcdc.store.ring import EventStore
+from tests.faults.proxy import TcpProxy
 
 pytestmark = pytest.mark.postgres
 
 TERMINATE = "SELECT pg_terminate_backend(pid) FROM pg_stat_replication"
+TERMINATE_CATALOG = (  # the reader's catalog connection (no heartbeat: its only other one)
+    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+    " WHERE application_name = 'sparkcdc' AND backend_type = 'client backend'"
+)
 
 
 @pytest.fixture
@@ -32,9 +43,19 @@ def own_server() -> Iterator[ThrowawayPostgres]:
         yield server
 
 
-def open_reader(server: ThrowawayPostgres, timeout: float = 60.0) -> tuple[PgLogReader, EventStore]:
+@pytest.fixture
+def proxy(own_server: ThrowawayPostgres) -> Iterator[TcpProxy]:
+    """A loopback proxy to the server: what the server closes arrives reset."""
+    through = TcpProxy(own_server.port)
+    yield through
+    through.close()
+
+
+def open_reader(
+    server: ThrowawayPostgres, timeout: float = 60.0, port: int | None = None
+) -> tuple[PgLogReader, EventStore]:
     config = SourceConfig(
-        server.host, server.port, server.user, server.password, (r"public\.t",),
+        server.host, port or server.port, server.user, server.password, (r"public\.t",),
         startup="latest", type="postgres", reconnect_timeout=timeout,
         settings=PostgresSettings(slot="reconnect", publication="reconnect"),
     )  # fmt: skip
@@ -48,17 +69,23 @@ def open_reader(server: ThrowawayPostgres, timeout: float = 60.0) -> tuple[PgLog
 
 
 def collect(
-    reader: PgLogReader, store: EventStore, until: Callable[[list[int]], bool]
+    reader: PgLogReader,
+    store: EventStore,
+    until: Callable[[list[int]], bool],
+    kinds: list[str] | None = None,
 ) -> list[int]:
-    """The ids of the changes the reader puts, acknowledged batch by batch, until ``until``."""
+    """The ids of the changes the reader puts, acknowledged batch by batch, until ``until``
+    (the kinds of its schema events into ``kinds``)."""
     ids: list[int] = []
     deadline = time.monotonic() + 60
-    while not until(ids) and time.monotonic() < deadline:
+    while not until(ids) and time.monotonic() < deadline and reader.error is None:
         batch = store.get(timeout=0.2)
         if batch is None:
             continue
         for item in batch.items:
-            if item.batch is not None and not item.is_ddl:
+            if item.batch is not None and item.is_ddl and kinds is not None:
+                kinds += [json.loads(a)["kind"] for a in item.batch.column("after").to_pylist()]
+            elif item.batch is not None and not item.is_ddl:
                 ids.extend(json.loads(k)[0] for k in item.batch.column("key").to_pylist())
         store.ack(batch)
         reader.ack(batch.items[-1].after)
@@ -97,6 +124,47 @@ def test_pg_walsender_terminated_mid_stream_reconnects(own_server: ThrowawayPost
 
 def test_pg_clean_restart_mid_stream_reconnects(own_server: ThrowawayPostgres) -> None:
     lost_mid_stream(own_server, own_server.restart)
+
+
+def schema_change_after_loss(
+    server: ThrowawayPostgres, proxy: TcpProxy, lose: Callable[[], None]
+) -> PgLogReader:
+    """A reader through ``proxy`` reads rows; ``lose`` breaks connections; a column is added
+    and more rows written: each row arrives once, and the schema change once."""
+    reader, store = open_reader(server, port=proxy.port)
+    kinds: list[str] = []
+    try:
+        insert(server, range(0, 50))
+        first = collect(reader, store, lambda ids: len(ids) >= 50, kinds)
+        lose()
+        server.execute("ALTER TABLE t ADD COLUMN w int")  # a Relation message before the rows
+        insert(server, range(50, 100))
+        second = collect(reader, store, lambda ids: len(ids) >= 50, kinds)
+        time.sleep(1.0)  # a late duplicate would arrive now
+        second += collect(reader, store, lambda ids: True, kinds)
+        assert reader.error is None, reader.error
+        assert sorted(first + second) == list(range(100))  # each once
+        assert kinds.count("alter") == 1, kinds
+        return reader
+    finally:
+        reader.stop()
+        server.execute("SELECT pg_drop_replication_slot('reconnect')")
+
+
+def test_pg_restart_mid_stream_reopens_the_catalog(
+    own_server: ThrowawayPostgres, proxy: TcpProxy
+) -> None:
+    reader = schema_change_after_loss(own_server, proxy, own_server.restart)
+    assert reader.stats().reconnects >= 1
+
+
+def test_pg_catalog_backend_terminated_mid_stream_is_reopened(
+    own_server: ThrowawayPostgres, proxy: TcpProxy
+) -> None:
+    def terminate() -> None:
+        assert own_server.query(TERMINATE_CATALOG) == [(True,)]
+
+    schema_change_after_loss(own_server, proxy, terminate)
 
 
 def test_pg_walsender_gone_for_good_is_one_sentence(own_server: ThrowawayPostgres) -> None:

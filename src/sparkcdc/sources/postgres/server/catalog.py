@@ -296,6 +296,10 @@ class PostgresCatalog(SqlCatalog):
 
     # -- lifecycle ---------------------------------------------------------------------------
 
+    def reopen(self) -> None:
+        """A new connection in place of the session's (the server may have ended it)."""
+        self.session.reopen()
+
     def close(self) -> None:
         self.session.close()
 

@@ -70,7 +70,7 @@ _CLIENT_HOST = re.compile(r'for host "([^"]+)"')
 
 class Session:
     """One autocommit client connection (also a context manager); :meth:`query` turns refusals
-    into sparkcdc errors and reopens a lost connection once."""
+    into sparkcdc errors and reopens a lost connection (:func:`connection_lost`) once."""
 
     def __init__(
         self, source: SourceConfig, database: str, application_name: str = "sparkcdc"
@@ -121,21 +121,28 @@ class Session:
 
     def _with_cursor(self, sql: str, work: Callable[[Any], T]) -> T:
         """``work(cursor)`` for the statement ``sql``; a refusal as a sparkcdc error carrying
-        the server's ``sqlstate``; a lost connection reopened once."""
+        the server's ``sqlstate``; a lost connection reopened once (ConnectionFailed if the
+        statement fails again so)."""
         for attempt in (0, 1):
             try:
                 with self._conn.cursor() as cur:
                     return work(cur)
             except psycopg2.Error as exc:
-                if exc.pgcode is None and self._conn.closed and attempt == 0:
-                    self._conn = self._open()
+                lost = connection_lost(self._conn, exc)
+                if lost and attempt == 0:
+                    self.reopen()
                     continue
-                raise self._refusal(sql, exc) from exc
+                raise self._refusal(sql, exc, lost) from exc
         raise AssertionError("unreachable")
 
-    def _refusal(self, sql: str, exc: psycopg2.Error) -> SourceError:
+    def reopen(self) -> None:
+        """A new connection in place of this one (which the server may have ended)."""
+        self.close()
+        self._conn = self._open()
+
+    def _refusal(self, sql: str, exc: psycopg2.Error, lost: bool) -> SourceError:
         fields = {"host": self.host, "port": self.port, "sqlstate": exc.pgcode or ""}
-        if exc.pgcode is None and self._conn.closed:
+        if lost:
             return ConnectionFailed(
                 f"The connection to PostgreSQL at {self.address} broke ({_words(exc)}); check "
                 "that the server is running and try again.",
@@ -189,6 +196,26 @@ class Session:
 def connect(source: SourceConfig, database: str | None = None) -> Session:
     """A session to ``database`` (default: the source's ``source.database``)."""
     return Session(source, database or PostgresSettings.of(source).database)
+
+
+def connection_lost(conn: psycopg2.extensions.connection, exc: psycopg2.Error) -> bool:
+    """Whether ``conn`` is gone after a statement failed with ``exc``. libpq mostly marks such
+    a connection bad and psycopg2 closes it, on a server's FATAL (57P01 of
+    ``pg_terminate_backend`` or a shutdown) or on its own "server closed the connection
+    unexpectedly"; but a reset (RST) met while sending is reported as a failed statement on a
+    connection libpq still calls open. An error without SQLSTATE is libpq's or psycopg2's own,
+    not the server's answer: one ``SELECT 1`` then tells a gone connection (it fails, and
+    psycopg2 closes it) from a statement psycopg2 refused (it passes)."""
+    if conn.closed:
+        return True
+    if exc.pgcode is not None:
+        return False
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT 1")
+    except psycopg2.Error:
+        return True
+    return False
 
 
 def tls_options(tls: TlsConfig) -> dict[str, str]:

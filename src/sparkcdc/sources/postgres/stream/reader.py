@@ -11,7 +11,9 @@ transaction; Commit ends the transaction at its end LSN, the next boundary. Rela
 keep the captured tables' schemas (:mod:`.tables`), judged against the catalog for what they did
 to the rows a table holds (:mod:`.existing`, one catalog connection of the reader's own) and
 kept in the schema history (:mod:`.history`), from which a restarted reader starts; TRUNCATE
-empties a replica.
+empties a replica. A lost connection is a lost catalog connection too: a reconnect reopens it
+before the stream goes on, and a catalog query that finds its connection gone (ConnectionFailed)
+is retried as the stream's loss is.
 
 The slot is acknowledged only through :meth:`PgLogReader.ack`, which the stream reader calls
 after the Spark batch holding an offset committed; a new connection starts reporting that
@@ -118,6 +120,7 @@ class PgLogReader(LogThread):
         self.tables = CapturedTables(schemas, source.tables, source.capture.excluded_tables)
         self.history = RelationHistory(schema_history) if schema_history else None
         self._catalog: PostgresCatalog | None = None
+        self._catalog_stale = False  # a connection was lost since the catalog's was opened
         self._baselines = dict(baselines or {})
         self._open_stream = open_stream
         self._stream_now: LogStream | None = None
@@ -221,6 +224,10 @@ class PgLogReader(LogThread):
         held = exc.fields.get("sqlstate") == SLOT_IN_USE and self._stream_now is not None
         return held or super()._retryable(exc)
 
+    def _rewind(self, resume: Offset) -> None:
+        super()._rewind(resume)
+        self._catalog_stale = True  # the server, or the way to it, may have ended it too
+
     def _stream(self, resume: Offset) -> None:
         assert isinstance(resume, LsnOffset)
         stream = self._open_stream(
@@ -228,6 +235,9 @@ class PgLogReader(LogThread):
             self.status_interval,
         )  # fmt: skip
         self._stream_now = stream
+        if self._catalog_stale and self._catalog is not None:
+            self._catalog.reopen()  # ConnectionFailed: retried like the stream
+            self._catalog_stale = False
         stream.send_status(force=True)  # the acknowledged position, at once
         self._resume, self._boundary = (resume if resume.skip else None), resume.lsn
         self.cutter.reset()
@@ -255,7 +265,8 @@ class PgLogReader(LogThread):
         """One XLogData item of the stream (:data:`XLOG_HEADER`, then a pgoutput message):
         held while a streamed transaction's block is open, else decoded and applied. Whatever
         fails stops the stream with the project's error naming the message's kind and LSN
-        (:mod:`sparkcdc.sources.decode_errors`)."""
+        (:mod:`sparkcdc.sources.decode_errors`); a lost connection stays ConnectionFailed,
+        retried."""
         try:
             payload = item[XLOG_HEADER:]
             streamed = self._streamed
