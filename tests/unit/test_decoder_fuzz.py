@@ -250,3 +250,19 @@ def test_values_of_a_type_the_stream_cannot_map_stop_when_their_item_is_built() 
         "the changes of public.narrow at source.position 0000000000:0023805952:0000000001:"
     )
     assert "ValueError: column 'x' has type 'oid:99999', which sparkcdc does not map" in str(err)
+
+
+def test_a_relation_message_is_placed_at_its_transactions_commit_lsn() -> None:
+    # found by the fault campaign: pgoutput writes a Relation message with walStart 0 (it is not
+    # the last write of its change), and a failure while judging it was placed "at LSN 0/0"
+    items = pgoutput.xlog_items(
+        [pgoutput.begin(0x16B4000, 700), pgoutput.relation(16402, "other", pgoutput.NARROW)]
+    )
+    items[1] = items[1][:1] + bytes(16) + items[1][17:]  # walStart and walEnd 0
+    err = pgoutput.check(items, PG_SEEDS[0][1], typed=False)
+    assert isinstance(err, SourceError)
+    assert str(err).startswith(
+        "at LSN 0/16B4000 (pgoutput Relation message ('R')): public.other matches source.tables "
+        "but was not captured"
+    )
+    assert err.fields["lsn"] == "0/16B4000"

@@ -265,8 +265,8 @@ class PgLogReader(LogThread):
         """One XLogData item of the stream (:data:`XLOG_HEADER`, then a pgoutput message):
         held while a streamed transaction's block is open, else decoded and applied. Whatever
         fails stops the stream with the project's error naming the message's kind and LSN
-        (:mod:`sparkcdc.sources.decode_errors`); a lost connection stays ConnectionFailed,
-        retried."""
+        (:mod:`sparkcdc.sources.decode_errors`, :meth:`_place`); a lost connection stays
+        ConnectionFailed, retried."""
         try:
             payload = item[XLOG_HEADER:]
             streamed = self._streamed
@@ -275,13 +275,23 @@ class PgLogReader(LogThread):
                 return
             self._message(self._decoder(payload, xlog_start(item)))
         except Exception as exc:  # noqa: BLE001 - one sentence for any decoding failure
-            lsn = xlog_start(item) if len(item) >= XLOG_HEADER else self._boundary
+            lsn = self._place(item)
             name = pm.message_name(item[XLOG_HEADER:])
             where = f"LSN {format_lsn(lsn)}"
             error = decode_error(exc, name, where, pm.ADVICE, lsn=format_lsn(lsn))
             if error is None:
                 raise
             raise error from exc
+
+    def _place(self, item: bytes) -> int:
+        """The LSN a sentence names ``item`` by: its walStart, else (walStart 0: what pgoutput
+        writes as not the last message of a change, a Relation or Type message, or a Begin an
+        Origin follows) its transaction's commit LSN, where the transaction's changes lie, or
+        outside one the last boundary read."""
+        start = xlog_start(item) if len(item) >= XLOG_HEADER else 0
+        if start:
+            return start
+        return self._commit_lsn if self.cutter.open else self._boundary
 
     def _stop_grace(self) -> float:
         """stop() lets the thread tell the server the acknowledged position before it goes, if
