@@ -10,6 +10,10 @@ an empty string the quoted one), and no Python object is made per value.
 With ``snapshot`` (a name exported by a replication slot's creation) every statement runs in
 ``BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT '...'`` and so
 sees the database as of that snapshot; without, each statement sees the latest committed data.
+A snapshot lives only as long as the connection that exported it (:mod:`.export`): once that
+ended (its walsender terminated, the server restarted, the connection broke) no statement can
+take it again, and the read stops with a sentence saying so and how a restart goes on
+(:func:`snapshot_gone`).
 """
 
 from __future__ import annotations
@@ -18,16 +22,22 @@ import io
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import psycopg2
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
 from sparkcdc.config.model import SourceConfig
+from sparkcdc.core.errors import SourceError
 from sparkcdc.sources.postgres.chunks.sql import text_literal
 from sparkcdc.sources.postgres.server.connect import Row, Session
 
 T = TypeVar("T")
 BLOCK_BYTES = 4 << 20  # CSV blocks parsed in parallel
 _BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT"
+# SET TRANSACTION SNAPSHOT of a snapshot whose exporter ended: "invalid snapshot identifier"
+# (its file went with the exporter's transaction), "could not import the requested snapshot"
+# (the exporter is no longer running)
+GONE_SQLSTATES = ("22023", "55000")
 
 
 def reader_name(snapshot: str | None) -> str:
@@ -74,13 +84,40 @@ class ChunkSession(Session):
             if self.snapshot is None:
                 return work(cur)
             try:
-                cur.execute(f"{_BEGIN} {text_literal(self.snapshot)}")
+                self._begin(cur, self.snapshot)
                 return work(cur)
             finally:
                 if not self._conn.closed:
                     cur.execute("ROLLBACK")  # read only: nothing to keep
 
         return self._with_cursor(sql, in_snapshot)
+
+    def _begin(self, cur: Any, snapshot: str) -> None:
+        """A transaction in ``snapshot``; one gone is refused with :func:`snapshot_gone`."""
+        try:
+            cur.execute(f"{_BEGIN} {text_literal(snapshot)}")
+        except psycopg2.Error as exc:
+            if exc.pgcode not in GONE_SQLSTATES:
+                raise
+            words = getattr(exc.diag, "message_primary", None) or str(exc).strip()
+            raise snapshot_gone(snapshot, self.address, str(words), exc.pgcode) from exc
+
+
+def snapshot_gone(snapshot: str, address: str, words: str, sqlstate: str) -> SourceError:
+    """The sentence for exported snapshot ``snapshot`` gone from the server at ``address``
+    (the server's ``words``): why, and what a restart does (a new pin, the chunks not read yet
+    read in it, the log from each chunk's own point: :mod:`.export`)."""
+    return SourceError(
+        f"the exported snapshot {snapshot} the snapshot's chunks are read in is gone from "
+        f"PostgreSQL at {address} ({words.rstrip('.')}): the connection that exported it ended "
+        "(its walsender was terminated, the server restarted or the connection broke), and no "
+        "chunk can be read in it any more; restart the pipeline, which exports a new snapshot "
+        "and reads in it the chunks not read yet, as of its later point (the chunks read "
+        "already are kept, and the log brings each chunk up to date from its own point), or "
+        "run a batch read again.",
+        snapshot=snapshot,
+        sqlstate=sqlstate,
+    )
 
 
 def text_columns(data: pa.Buffer, count: int) -> list[pa.Array]:

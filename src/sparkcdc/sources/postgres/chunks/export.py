@@ -11,7 +11,8 @@ The pipeline's own slot, made before, holds the log from ``c`` on: the stream st
 The temporary slot goes with the connection. If the snapshot is lost before every chunk is read
 (the driver crashed, the connection broke), the chunks left are read in a new pin at a later
 point; the snapshot's hand-off then goes from each chunk's own point
-(:mod:`sparkcdc.snapshot.handoff`).
+(:mod:`sparkcdc.snapshot.handoff`). A read that finds it lost while the run goes on ends the run
+with a sentence saying so (:func:`.copy.snapshot_gone`); the restart pins anew.
 """
 
 from __future__ import annotations
