@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The seeded fault campaign against real servers (MariaDB, PostgreSQL, moto's S3 server): each
-# trial a kill -9 of the pipeline, of the database, a clean database restart, a walsender
+# trial a kill -9 of the pipeline (its process group, its source process alone, or one Spark
+# Python worker: source-kill9, worker-kill9), of the database, a clean database restart, a walsender
 # terminated, the network cut for less or more than the reconnect limit, a torn checkpoint file
 # or the lake's disk full, at a random moment of the initial snapshot or the stream; then the
 # replica and the change log checked against the workload's committed transactions. Writes

@@ -18,7 +18,7 @@ pytestmark = [
     pytest.mark.slow,
 ]  # fmt: skip
 
-SEED = 16  # trials 16 … 23: every fault kind once (the campaign takes the faults by turn)
+SEED = 16  # trials 16 onwards, one per fault kind: every kind once (taken by turn)
 
 
 def test_every_fault_kind_once_leaves_no_violation(tmp_path: Path) -> None:

@@ -162,10 +162,13 @@ class DiskFull(Fault):
         (t.lake_dir / ".filler").unlink(missing_ok=True)
 
 
+from tests.faults.process_kills import SourceKill, WorkerKill  # noqa: E402  (subclasses of Fault)
+
 FAULTS: dict[str, Fault] = {
     f.name: f
     for f in (
         PipelineKill(), DatabaseKill(), DatabaseRestart(), WalsenderTerminate(),
         ProxyCut(long=False), ProxyCut(long=True), TornCheckpoint(), DiskFull(),
+        SourceKill(), WorkerKill(),
     )
 }  # fmt: skip
