@@ -45,6 +45,9 @@ and C2 competes with them for the cores (bench/history.md). ``pipeline.spark.con
 
 DAEMON = "sparkcdc.spark.runtime.worker_daemon"
 
+TASK_ATTEMPTS = 4  # tries of a failed task in local mode, as spark.task.maxFailures on a cluster
+_LOCAL = re.compile(r"local(?:\[\s*(\d+|\*)\s*\])?")
+
 SPARK_LOG_LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", "ALL")
 
 
@@ -124,7 +127,23 @@ def spark_settings(config: Config, own: Path) -> dict[str, str]:
     master = config.pipeline.spark_conf.get("spark.master", config.pipeline.spark_master)
     if own_python(master):
         settings["spark.python.daemon.module"] = DAEMON
-    return {**settings, **config.pipeline.spark_conf}
+    merged = {**settings, **config.pipeline.spark_conf}
+    merged["spark.master"] = with_task_retries(master, merged)
+    return merged
+
+
+def with_task_retries(master: str, settings: dict[str, str]) -> str:
+    """``master`` with task retries when it is local: Spark's local scheduler ignores
+    ``spark.task.maxFailures`` and tries a task once under ``local`` and ``local[N]``, so one
+    Python worker killed mid-task (the kernel's out-of-memory killer, an operator) failed the
+    micro-batch and the run; ``local[N,F]`` tries it ``F`` times, as a cluster does. ``F``:
+    ``spark.task.maxFailures`` in ``settings``, else :data:`TASK_ATTEMPTS`. A local master that
+    names its count, and any other master, is kept as written."""
+    found = _LOCAL.fullmatch(master.strip())
+    attempts = settings.get("spark.task.maxFailures", str(TASK_ATTEMPTS)).strip()
+    if found is None or not attempts.isdigit() or int(attempts) < 1:
+        return master
+    return f"local[{found.group(1) or 1},{int(attempts)}]"
 
 
 def _launch_jvm(settings: dict[str, str]) -> None:
