@@ -31,6 +31,9 @@ All of it holds the checkpoint's run lock (:mod:`.run_lock`): one run per checkp
 
 Errors of the log reader (in the source process) and of the sink come back as the
 :class:`~sparkcdc.core.errors.SparkCDCError` they started as, with their sentence.
+A Python process of Spark's that ends under the query (killed, crashed) is named in a sentence
+of its own (:mod:`.lost_process`); a task whose worker ended is tried again first, a local
+master included (:func:`.session.with_task_retries`).
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ from sparkcdc.spark.pipeline.checkpoint import (
     snapshot_ahead,
     uncommitted_batch,
 )
+from sparkcdc.spark.pipeline.lost_process import lost_process
 from sparkcdc.spark.pipeline.metrics import PipelineMetrics
 from sparkcdc.spark.pipeline.metrics_server import serve_metrics
 from sparkcdc.spark.pipeline.progress import Meter, ProgressCallback
@@ -420,6 +424,9 @@ def _as_sparkcdc_error(exc: Exception, sink: Sink, status_path: Path) -> Excepti
     named = _error_of(found) if found else _named_error(text)
     if named is not None:
         return named
+    lost = lost_process(exc, failed)
+    if lost is not None:
+        return lost
     if isinstance(exc, errors.SparkCDCError):
         return exc
     first = next((line for line in text.splitlines() if line.strip()), type(exc).__name__)
