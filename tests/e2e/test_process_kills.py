@@ -1,5 +1,6 @@
-"""``kill -9`` of one process inside a running pipeline, on every source (the fault campaign's
-``worker-kill9`` and ``source-kill9``, ``tests/faults/process_kills.py``):
+"""``kill -9`` of one process inside a running pipeline (the fault campaign's
+``worker-kill9`` and ``source-kill9``, ``tests/faults/process_kills.py``, which the campaign
+runs on both sources; here each on one, the code under test being Spark's side, not a source's):
 
 - a Spark Python worker reading a snapshot chunk: Spark runs its task again, on a local master
   too, and the run goes on through the snapshot and its hand-off to the log (it used to end
@@ -23,6 +24,7 @@ import pytest
 from sparkcdc.spark.pipeline.session import SPARK_LOG_LEVEL
 from tests.cases.e2e_sources import E2ESource
 from tests.e2e.cli import available_now
+from tests.e2e.conftest import SOURCES
 from tests.e2e.crashes import assert_exactly_once, changelog_identities, replica_rows, version
 from tests.e2e.incremental_runs import wait_for
 from tests.e2e.snapshot_runs import ITEM_COLUMNS, check_changelog, replica
@@ -59,6 +61,7 @@ def items(source: E2ESource) -> list[tuple[Any, ...]]:
     return sorted(source.query("SELECT id, version, name, amount FROM items"))
 
 
+@pytest.mark.parametrize("source", [SOURCES[0]], indirect=True)
 def test_worker_killed_mid_snapshot_is_tried_again_and_the_run_goes_on(
     source: E2ESource, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -89,6 +92,7 @@ def test_worker_killed_mid_snapshot_is_tried_again_and_the_run_goes_on(
     check_changelog(lake / "items__changelog", source.place)
 
 
+@pytest.mark.parametrize("source", [SOURCES[1]], indirect=True)
 def test_source_process_killed_ends_with_a_sentence_and_a_restart_converges(
     source: E2ESource, tmp_path: Path
 ) -> None:
