@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from tests.faults.object_store import OBJECT_STORE_FAULTS
 from tests.faults.pipeline import Pipeline
 from tests.faults.proxy import Mode, TcpProxy
 
@@ -172,3 +173,5 @@ FAULTS: dict[str, Fault] = {
         SourceKill(), WorkerKill(),
     )
 }  # fmt: skip
+# the object store's 500/503 and slowness (Fault's interface, through the trial's HTTP proxy)
+FAULTS.update((f.name, f) for f in OBJECT_STORE_FAULTS)

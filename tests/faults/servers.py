@@ -37,14 +37,19 @@ class Servers:
     def server(self, source: str) -> Any:
         return self.mariadb if source == "mysql" else self.postgres
 
-    def s3_lake(self, existing: bool = False) -> tuple[str, str]:
-        """A lake URL in a new bucket of the S3 server (``existing``: the last one) and the
-        pipeline file's ``storage_options``."""
+    @property
+    def s3(self) -> MotoS3:
         if self._s3 is None:
             self._s3 = MotoS3()
+        return self._s3
+
+    def s3_lake(self, existing: bool = False, endpoint: str | None = None) -> tuple[str, str]:
+        """A lake URL in a new bucket of the S3 server (``existing``: the last one) and the
+        pipeline file's ``storage_options`` (``endpoint``: reaching it there, a proxy's)."""
         if not existing:
-            self._bucket = self._s3.bucket()
-        return f"s3://{self._bucket}/lake", storage_options(self._s3.options())
+            self._bucket = self.s3.bucket()
+        options = self.s3.options(**({"AWS_ENDPOINT_URL": endpoint} if endpoint else {}))
+        return f"s3://{self._bucket}/lake", storage_options(options)
 
     def s3_options(self) -> dict[str, str]:
         assert self._s3 is not None

@@ -19,6 +19,7 @@ from tests.e2e.cli import write_config
 from tests.e2e.iceberg_lake import as_iceberg
 from tests.e2e.workload import MARIADB, POSTGRES, ChangeWorkload
 from tests.faults.checker import Identity, LakeTables, check_trial, source_accounts
+from tests.faults.http_proxy import HttpFaultProxy
 from tests.faults.kinds import FAULTS, RECONNECT_LIMIT, Fault
 from tests.faults.lakes import DeltaTables, IcebergTables
 from tests.faults.pipeline import Pipeline, one_sentence
@@ -65,6 +66,7 @@ class Trial:
     rng: random.Random
     notes: dict[str, str]
     torn_copies: dict[Path, bytes] = field(default_factory=dict)
+    http_proxy: HttpFaultProxy | None = None  # between the pipeline and an S3 lake
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,8 @@ class _At:
     port: int
 
 
-def pipeline_file(plan: Plan, tmp: Path, servers: Servers, port: int, db: str) -> Path:
+def pipeline_file(plan: Plan, tmp: Path, servers: Servers, port: int, db: str,
+                  s3_endpoint: str | None = None) -> Path:  # fmt: skip
     snapshot = ", snapshot: {chunk_size: 2000, parallelism: 2, batch_rows: 4000}"
     extra = f", reconnect_timeout: {RECONNECT_LIMIT:g}s{snapshot}"
     if plan.source == "mysql":
@@ -86,7 +89,7 @@ def pipeline_file(plan: Plan, tmp: Path, servers: Servers, port: int, db: str) -
         extra += f", database: {db}"
     lake, sink = None, ""
     if plan.sink == "delta-s3":
-        lake, sink = servers.s3_lake()
+        lake, sink = servers.s3_lake(endpoint=s3_endpoint)
     cfg = write_config(
         tmp, _At(port), pattern, startup="initial", kind=kind, user=user, password=password,
         extra_source=extra, lake=lake, extra_sink=sink,
@@ -136,9 +139,11 @@ def _run(plan: Plan, servers: Servers, tmp: Path, fault: Fault, result: Result) 
     preload = PRELOAD if plan.phase == "snapshot" else 0
     prepare_database(server, plan.source, db, preload)
     proxy = TcpProxy(server.port)
-    cfg = pipeline_file(plan, tmp, servers, proxy.port, db)
+    http_proxy = HttpFaultProxy(servers.s3.port) if plan.sink == "delta-s3" else None
+    endpoint = http_proxy.endpoint if http_proxy is not None else None
+    cfg = pipeline_file(plan, tmp, servers, proxy.port, db, endpoint)
     trial = Trial(plan.source, db, server, proxy, Pipeline(cfg, tmp), tmp / "checkpoint",
-                  tmp / "lake", rng, result.notes)  # fmt: skip
+                  tmp / "lake", rng, result.notes, http_proxy=http_proxy)  # fmt: skip
     committed: Counter[Identity] = Counter(("c", k, 0) for k in range(1, preload + 1))
     try:
         try:
@@ -166,6 +171,8 @@ def _stop(trial: Trial, result: Result) -> None:
         if status != 0:
             result.notes["stop"] = f"exit {status}"
     trial.proxy.close()
+    if trial.http_proxy is not None:
+        trial.http_proxy.close()
 
 
 def _workload(server: Any, plan: Plan, db: str, first: int, changes: int,
