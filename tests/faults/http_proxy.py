@@ -17,6 +17,8 @@ behaviour, switchable at any moment, decides the request's fate:
 A request with ``Expect: 100-continue`` gets its ``100 Continue`` from the proxy (the server is
 sent the request without it); under Errors it gets the error at once instead, without its body
 being read, and the connection is closed (RFC 9110 section 10.1.1).
+
+Trials and tests run it in a process of its own (:mod:`.store_proxy`).
 """
 
 from __future__ import annotations

@@ -11,13 +11,14 @@ import random
 import time
 from typing import ClassVar, Protocol
 
-from tests.faults.http_proxy import Errors, HttpFaultProxy, Pass, Slow
+from tests.faults.http_proxy import Errors, Pass, Slow
+from tests.faults.store_proxy import StoreProxy
 
 
 class StoreTarget(Protocol):
     """What an object store fault reaches in a trial."""
 
-    http_proxy: HttpFaultProxy | None
+    http_proxy: StoreProxy | None
     rng: random.Random
     notes: dict[str, str]
 
@@ -77,7 +78,7 @@ class StoreSlow(StoreFault):
         time.sleep(held)
 
 
-def _proxy(t: StoreTarget) -> HttpFaultProxy:
+def _proxy(t: StoreTarget) -> StoreProxy:
     if t.http_proxy is None:
         raise RuntimeError("an object store fault in a trial whose lake is not behind the proxy")
     return t.http_proxy

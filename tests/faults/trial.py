@@ -19,12 +19,12 @@ from tests.e2e.cli import write_config
 from tests.e2e.iceberg_lake import as_iceberg
 from tests.e2e.workload import MARIADB, POSTGRES, ChangeWorkload
 from tests.faults.checker import Identity, LakeTables, check_trial, source_accounts
-from tests.faults.http_proxy import HttpFaultProxy
 from tests.faults.kinds import FAULTS, RECONNECT_LIMIT, Fault
 from tests.faults.lakes import DeltaTables, IcebergTables
 from tests.faults.pipeline import Pipeline, one_sentence
 from tests.faults.proxy import TcpProxy
 from tests.faults.servers import Servers, prepare_database
+from tests.faults.store_proxy import StoreProxy
 
 PRELOAD = 40_000  # rows the initial snapshot reads
 CONVERGE_S = 240.0
@@ -66,7 +66,7 @@ class Trial:
     rng: random.Random
     notes: dict[str, str]
     torn_copies: dict[Path, bytes] = field(default_factory=dict)
-    http_proxy: HttpFaultProxy | None = None  # between the pipeline and an S3 lake
+    http_proxy: StoreProxy | None = None  # between the pipeline and an S3 lake
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def _run(plan: Plan, servers: Servers, tmp: Path, fault: Fault, result: Result) 
     preload = PRELOAD if plan.phase == "snapshot" else 0
     prepare_database(server, plan.source, db, preload)
     proxy = TcpProxy(server.port)
-    http_proxy = HttpFaultProxy(servers.s3.port) if plan.sink == "delta-s3" else None
+    http_proxy = StoreProxy(servers.s3.port) if plan.sink == "delta-s3" else None
     endpoint = http_proxy.endpoint if http_proxy is not None else None
     cfg = pipeline_file(plan, tmp, servers, proxy.port, db, endpoint)
     trial = Trial(plan.source, db, server, proxy, Pipeline(cfg, tmp), tmp / "checkpoint",

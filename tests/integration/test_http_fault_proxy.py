@@ -1,7 +1,7 @@
-"""The fault campaign's HTTP proxy (``tests/faults/http_proxy.py``) in front of moto's S3 server,
-with the clients the pipeline and the checker use: S3's errors seen through it and gone once
-healed, slowness measured, and streaming uploads passed whole (a multipart upload, a chunked PUT,
-kept-alive connections)."""
+"""The fault campaign's HTTP proxy (``tests/faults/http_proxy.py``, in a process of its own:
+``store_proxy.py``) in front of moto's S3 server, with the clients the pipeline and the checker
+use: S3's errors seen through it and gone once healed, slowness measured, and streaming uploads
+passed whole (a multipart upload, a chunked PUT, kept-alive connections)."""
 
 from __future__ import annotations
 
@@ -22,14 +22,15 @@ from botocore.exceptions import ClientError
 from deltalake import DeltaTable, write_deltalake
 
 from tests.cases.s3 import ACCESS_KEY, SECRET_KEY, MotoS3
-from tests.faults.http_proxy import Errors, HttpFaultProxy, Pass, Slow
+from tests.faults.http_proxy import Errors, Pass, Slow
+from tests.faults.store_proxy import StoreProxy
 
 pytestmark = [pytest.mark.s3]
 
 
 @pytest.fixture
-def proxy(s3: MotoS3) -> Iterator[HttpFaultProxy]:
-    found = HttpFaultProxy(s3.port)
+def proxy(s3: MotoS3) -> Iterator[StoreProxy]:
+    found = StoreProxy(s3.port)
     try:
         yield found
     finally:
@@ -45,7 +46,7 @@ def client(endpoint: str, attempts: int = 1) -> Any:
     )  # fmt: skip
 
 
-def test_boto3_sees_503_then_success_once_healed(s3: MotoS3, proxy: HttpFaultProxy) -> None:
+def test_boto3_sees_503_then_success_once_healed(s3: MotoS3, proxy: StoreProxy) -> None:
     bucket, s3c = s3.bucket(), client(proxy.endpoint)
     s3c.put_object(Bucket=bucket, Key="a", Body=b"before")
     proxy.set(Errors(503, retry_after=1))
@@ -65,11 +66,9 @@ def test_boto3_sees_503_then_success_once_healed(s3: MotoS3, proxy: HttpFaultPro
     assert proxy.counts["failed"] >= 2 and proxy.counts["passed"] >= 3
 
 
-def test_delta_rs_sees_503_then_reads_and_writes_once_healed(
-    s3: MotoS3, proxy: HttpFaultProxy
-) -> None:
-    """delta-rs retries a 5xx itself (10 times within seconds, by default): a short outage is
-    survived, a longer one ends the call with the status."""
+def test_delta_rs_sees_503_then_reads_and_writes_once_healed(s3: MotoS3, proxy: StoreProxy) -> None:
+    """delta-rs retries a 5xx itself (here twice), then its error names the status; once healed
+    it reads and writes again."""
     through = s3.options(AWS_ENDPOINT_URL=proxy.endpoint, max_retries="2")
     table = f"s3://{s3.bucket()}/t"
     write_deltalake(table, pa.table({"a": [1, 2]}), storage_options=through)
@@ -82,9 +81,7 @@ def test_delta_rs_sees_503_then_reads_and_writes_once_healed(
     assert sorted(direct.to_pyarrow_table().column("a").to_pylist()) == [1, 2, 3]
 
 
-def test_slow_mode_delays_each_request_and_throttles_bodies(
-    s3: MotoS3, proxy: HttpFaultProxy
-) -> None:
+def test_slow_mode_delays_each_request_and_throttles_bodies(s3: MotoS3, proxy: StoreProxy) -> None:
     bucket, s3c = s3.bucket(), client(proxy.endpoint)
     body = os.urandom(1 << 20)
     s3c.put_object(Bucket=bucket, Key="m", Body=body)
@@ -103,7 +100,7 @@ def test_slow_mode_delays_each_request_and_throttles_bodies(
     assert proxy.counts["slowed"] == 4
 
 
-def test_a_large_multipart_upload_passes_whole(s3: MotoS3, proxy: HttpFaultProxy) -> None:
+def test_a_large_multipart_upload_passes_whole(s3: MotoS3, proxy: StoreProxy) -> None:
     bucket, s3c = s3.bucket(), client(proxy.endpoint)
     data = os.urandom(13 << 20)
     parts = TransferConfig(multipart_threshold=5 << 20, multipart_chunksize=5 << 20)
@@ -113,7 +110,7 @@ def test_a_large_multipart_upload_passes_whole(s3: MotoS3, proxy: HttpFaultProxy
     assert proxy.counts["passed"] >= 5  # create, three parts, complete
 
 
-def test_a_chunked_put_passes_whole(s3: MotoS3, proxy: HttpFaultProxy) -> None:
+def test_a_chunked_put_passes_whole(s3: MotoS3, proxy: StoreProxy) -> None:
     bucket, data = s3.bucket(), os.urandom(300_000)
     conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=10)
     conn.request("PUT", f"/{bucket}/c", body=iter([data[:70_000], data[70_000:]]),
@@ -124,7 +121,7 @@ def test_a_chunked_put_passes_whole(s3: MotoS3, proxy: HttpFaultProxy) -> None:
     assert client(s3.endpoint).get_object(Bucket=bucket, Key="c")["Body"].read() == data
 
 
-def test_errors_keep_the_connection_open(s3: MotoS3, proxy: HttpFaultProxy) -> None:
+def test_errors_keep_the_connection_open(s3: MotoS3, proxy: StoreProxy) -> None:
     """One connection: two refused requests (a chunked PUT, a HEAD), then one forwarded (moto
     closes every connection after its answer, ``Connection: close``, and so does the proxy)."""
     bucket = s3.bucket()
@@ -147,9 +144,7 @@ def test_errors_keep_the_connection_open(s3: MotoS3, proxy: HttpFaultProxy) -> N
     assert keys == {"e"}
 
 
-def test_an_expected_continue_is_refused_at_once_and_closed(
-    s3: MotoS3, proxy: HttpFaultProxy
-) -> None:
+def test_an_expected_continue_is_refused_at_once_and_closed(s3: MotoS3, proxy: StoreProxy) -> None:
     """Under errors, a PUT waiting for ``100 Continue`` gets the error instead, its body unread,
     and the connection ends (the body it would send next is no request)."""
     proxy.set(Errors(500))
