@@ -8,6 +8,7 @@ import pytest
 from sparkcdc.config.load import load_config_text
 from sparkcdc.config.secret import Secret
 from sparkcdc.core.errors import ConfigError
+from sparkcdc.sinks import store_retry
 from sparkcdc.sinks.storage import LakeStorage
 
 SOURCE = "source: {host: h, user: u, password: p, tables: ['a\\.b']}\n"
@@ -40,6 +41,7 @@ def test_storage_options_keep_their_names_and_hide_the_secrets() -> None:
     assert "s3cr3t-value" not in shown and "AKIA1" not in shown and "http://h:9000" in shown
     lake = LakeStorage(sink.path, sink.storage_options)
     assert lake.delta_options() == {
+        **store_retry.delta_retry_options({}),  # the retries' budget (sinks/store_retry.py)
         "AWS_ENDPOINT_URL": "http://h:9000", "AWS_REGION": "eu-west-1", "AWS_ALLOW_HTTP": "true",
         "AWS_ACCESS_KEY_ID": "AKIA1", "AWS_SECRET_ACCESS_KEY": "s3cr3t-value",
         "aws_conditional_put": "etag",

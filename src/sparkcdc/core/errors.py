@@ -15,6 +15,7 @@ what to do; structured fields ride along, and every class pickles across Spark w
     │   └── DecodeError        an event of the log (binlog event, pgoutput message) cannot be
     │                          decoded: truncated, damaged or oversized; names its kind and place
     ├── SinkError              writing a sink failed
+    │   └── StoreUnavailable   the lake's object storage kept answering 5xx past the retries
     ├── CheckpointTorn         a file of Spark's checkpoint is cut short and cannot be repaired
     └── StoreClosed            the event store was closed (the log reader stopped)
 """
@@ -89,6 +90,11 @@ class DecodeError(SourceError):
 
 class SinkError(SparkCDCError):
     pass
+
+
+class StoreUnavailable(SinkError):
+    """The lake's object storage kept failing (5xx, SlowDown) past the sink's retries
+    (:mod:`sparkcdc.sinks.store_retry`); ``fields['store']`` names it."""
 
 
 class CheckpointTorn(SparkCDCError):

@@ -6,6 +6,8 @@
 options (:meth:`~LakeStorage.delta_options`) and reads and writes the sink's own files beside the
 tables (``_sparkcdc/``) through ``pyarrow.fs``, its S3 file system made from the same options.
 A write is atomic: a single PUT on object storage, a rename of a temporary file on a folder.
+On object storage a call that the store answers with 5xx or SlowDown is tried again for a while,
+and delta-rs is given the same patience (:mod:`.store_retry`).
 
 A table is named by its path (``<lake>/<db>/<table>``); :func:`at` finds the lake that holds a
 path among the ones this process opened, so a Delta call on a table gets its lake's options.
@@ -14,11 +16,13 @@ path among the ones this process opened, so a Delta call on a table gets its lak
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Concatenate, ParamSpec, TypeVar
 from urllib.parse import urlsplit
 
 import pyarrow as pa
@@ -26,11 +30,29 @@ import pyarrow.parquet as pq
 from pyarrow import fs
 
 from sparkcdc.config.secret import Secret
+from sparkcdc.sinks import store_retry
 
 OptionValue = str | Secret
+P = ParamSpec("P")
+R = TypeVar("R")
 
 LOCAL_SCHEMES = ("", "file")
 CONNECT_TIMEOUT_S = 5.0
+
+
+def _retried(
+    call: Callable[Concatenate[LakeStorage, P], R],
+) -> Callable[Concatenate[LakeStorage, P], R]:
+    """The lake's call, tried again on object storage while the store fails for a while
+    (:func:`.store_retry.retrying`)."""
+
+    @functools.wraps(call)
+    def tried(lake: LakeStorage, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        if not lake.remote:
+            return call(lake, *args, **kwargs)
+        return store_retry.retrying(lambda: call(lake, *args, **kwargs), lake.store)
+
+    return tried
 
 
 @dataclass(frozen=True)
@@ -60,12 +82,22 @@ class LakeStorage:
         return os.path.join(local_path(self.uri), *parts)
 
     def delta_options(self) -> dict[str, str]:
-        """The options for delta-rs (``DeltaTable``, ``write_deltalake``), secrets revealed."""
-        return {
+        """The options for delta-rs (``DeltaTable``, ``write_deltalake``), secrets revealed;
+        on object storage its retries' budget unless the options set their own."""
+        given = {
             k: v.reveal() if isinstance(v, Secret) else v for k, v in self.storage_options.items()
         }
+        return {**store_retry.delta_retry_options(given), **given} if self.remote else given
+
+    @property
+    def store(self) -> str:
+        """The lake as a sentence names its store: the URI and the endpoint given."""
+        got = {k.upper().removeprefix("AWS_"): v for k, v in self.storage_options.items()}
+        endpoint = got.get("ENDPOINT_URL") or got.get("ENDPOINT")
+        return store_retry.where(self.uri, None if endpoint is None else str(endpoint))
 
     # ------------------------------------------------------------ files beside the tables
+    @_retried
     def read_text(self, path: str) -> str | None:
         """The text of the file at ``path`` (from :meth:`join`); None if there is none."""
         where = self._where(path)
@@ -75,6 +107,7 @@ class LakeStorage:
         except FileNotFoundError:
             return None
 
+    @_retried
     def read_parquet(self, path: str) -> pa.Table:
         """The Parquet file at ``path`` (from :meth:`join`, or a table's path and a name), read
         as one file (a dataset's discovery costs four times the read of a small file)."""
@@ -85,6 +118,7 @@ class LakeStorage:
         """Write ``text`` as the file at ``path`` at once: readers see the old or the new."""
         self.write_bytes(path, text.encode("utf-8"))
 
+    @_retried
     def write_bytes(self, path: str, data: bytes) -> None:
         where = self._where(path)
         if self.remote:
@@ -107,10 +141,12 @@ class LakeStorage:
         with open(self._where(path), "wb") as out:
             out.write(data)
 
+    @_retried
     def copy_in(self, source: str, path: str) -> None:
         """Copy the local file ``source`` to ``path`` in the lake (a streamed upload)."""
         fs.copy_files(source, self._where(path), destination_filesystem=self.filesystem)
 
+    @_retried
     def exists(self, path: str) -> bool:
         found: bool = self.filesystem.get_file_info(self._where(path)).type != fs.FileType.NotFound
         return found
@@ -124,10 +160,12 @@ class LakeStorage:
         kind = fs.FileType.Directory
         return sorted(info.base_name for info in self._entries(path) if info.type == kind)
 
+    @_retried
     def _entries(self, path: str) -> list[fs.FileInfo]:
         selector = fs.FileSelector(self._where(path), allow_not_found=True)
         return list(self.filesystem.get_file_info(selector))
 
+    @_retried
     def delete(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.filesystem.delete_file(self._where(path))

@@ -5,6 +5,8 @@ endpoint that does not answer for minutes, and a wrong key or bucket would stop 
 micro-batch only. :func:`check_lake` tries the lake with a short time-out, through the same file
 system the sink writes its own files with, and then through delta-rs with its options, and says
 which setting to fix: ``sink.path`` (the bucket) or ``sink.storage_options`` (endpoint, keys).
+A store that answers but keeps failing (5xx) is waited for, then named as such
+(:mod:`sparkcdc.sinks.store_retry`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from deltalake import DeltaTable
 
 from sparkcdc.config.storage import is_secret
 from sparkcdc.core.errors import ConfigError
+from sparkcdc.sinks import store_retry
 from sparkcdc.sinks.storage import LakeStorage
 
 _NO_BUCKET = re.compile(r"NoSuchBucket|bucket does not exist|Bucket '[^']*' not found", re.I)
@@ -44,6 +47,9 @@ def check_lake(lake: LakeStorage) -> None:
     try:
         DeltaTable.is_deltatable(lake.join("_sparkcdc", "notifications"), lake.delta_options())
     except Exception as exc:  # delta-rs raises several kinds for a store it cannot reach
+        failing = store_retry.as_unavailable(exc, lake.store)
+        if failing is not None:  # it answers, with 5xx past delta-rs's retries
+            raise failing from None
         raise ConfigError(
             f"sink.storage_options: delta-rs cannot reach the lake at {lake.uri} "
             f"({_shortened(_scrub(str(exc), lake))}); give it the options it needs, e.g. "

@@ -85,11 +85,13 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparkcdc.core.errors import StoreUnavailable
 from sparkcdc.core.event import OP_CHUNK, OP_NOTICE, OP_SCHEMA
 from sparkcdc.core.history_spec import HistorySpec
 from sparkcdc.core.images import TypedImages
 from sparkcdc.core.schema_policy import SchemaPolicy
 from sparkcdc.core.table_name import TableName
+from sparkcdc.sinks import store_retry
 from sparkcdc.sinks.batch_events import per_table, read_micro_batch
 from sparkcdc.sinks.changes import chunks, history_plan
 from sparkcdc.sinks.changes.effects import Effect
@@ -182,8 +184,15 @@ class DeltaSink(Sink):
             self.write(read.envelope, int(batch_id), read_s=read_s, images=read.images,
                        open_end=read.open_end)  # fmt: skip
         except BaseException as exc:
-            self.error = exc
+            self.error = self._store_failed(exc) or exc
+            if self.error is not exc:
+                raise self.error from exc
             raise
+
+    def _store_failed(self, exc: BaseException) -> StoreUnavailable | None:
+        """The sentence of the lake's object storage failing past the retries, if ``exc``
+        comes from that (delta-rs's error, perhaps inside another; :mod:`..store_retry`)."""
+        return store_retry.as_unavailable(exc, self.storage.store) if self.storage.remote else None
 
     def figures(self) -> SinkFigures:
         upkeep = None if self.upkeep is None else self.upkeep.figures()
@@ -193,7 +202,13 @@ class DeltaSink(Sink):
     def upkeep_at_end(self) -> None:
         """Compaction and vacuum if due: no batch is written again (:mod:`.upkeep`)."""
         if self.upkeep is not None and self.upkeep.due():
-            self.upkeep.run()
+            try:
+                self.upkeep.run()
+            except Exception as exc:
+                failed = self._store_failed(exc)
+                if failed is None or failed is exc:
+                    raise
+                raise failed from exc
 
     # -------------------------------------------------------------- one batch
     def write(
