@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The seeded fault campaign against real servers (MariaDB, PostgreSQL, moto's S3 server): each
 # trial a kill -9 of the pipeline (its process group, its source process alone, or one Spark
-# Python worker: source-kill9, worker-kill9), of the database, a clean database restart, a walsender
-# terminated, the network cut for less or more than the reconnect limit, a torn checkpoint file
-# or the lake's disk full, at a random moment of the initial snapshot or the stream; then the
-# replica and the change log checked against the workload's committed transactions. Writes
-# faults/REPORT.md and faults/report.json; exits non-zero on any violation. A failing trial's
-# seed replays it: --seed <its seed> --trials 1 with the same lists.
+# Python worker: source-kill9, worker-kill9), of the database, a clean database restart, a
+# walsender terminated, the network cut for less or more than the reconnect limit, a torn
+# checkpoint file, the lake's disk full, or the lake's object storage answering 500/503 or
+# slowly for a while (s3-errors, s3-slow: through an HTTP proxy, delta-s3 only), at a random
+# moment of the initial snapshot or the stream; then the replica and the change log checked
+# against the workload's committed transactions. Writes faults/REPORT.md and faults/report.json;
+# exits non-zero on any violation. A failing trial's seed replays it: --seed <its seed>
+# --trials 1 with the same lists.
 #   scripts/faults.sh [--seed S] [--trials N] [--duration SECONDS] [--sources mysql,postgres]
 #                     [--sinks delta,iceberg,delta-s3] [--faults pipeline-kill9,db-kill9,...]
 # The disk-full fault mounts a small tmpfs (root needed; leave it out with --faults otherwise).

@@ -36,12 +36,15 @@ class Target(Protocol):
 
 
 class Fault:
-    """One fault kind. ``writes_pause``: the database goes away, so the workload pauses."""
+    """One fault kind. ``writes_pause``: the database goes away, so the workload pauses;
+    ``writes_during``: more changes are written while the fault is held (the lake's faults:
+    the sink must have something to write)."""
 
     name: ClassVar[str]
     only_source: ClassVar[str | None] = None
     local_lake: ClassVar[bool] = False
     writes_pause: ClassVar[bool] = False
+    writes_during: ClassVar[bool] = False
 
     def applies(self, source: str, sink: str) -> bool:
         return self.only_source in (None, source) and not (self.local_lake and "s3" in sink)

@@ -30,6 +30,7 @@ class StoreFault:
     only_source: ClassVar[str | None] = None
     local_lake: ClassVar[bool] = False
     writes_pause: ClassVar[bool] = False
+    writes_during: ClassVar[bool] = True  # the sink has changes to write while the store fails
 
     def applies(self, source: str, sink: str) -> bool:
         return sink == "delta-s3"

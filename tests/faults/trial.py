@@ -222,12 +222,18 @@ def _fault_and_heal(plan: Plan, trial: Trial, fault: Fault, result: Result) -> C
     if not trial.pipeline.alive():
         raise RuntimeError(f"the pipeline ended before the fault: {trial.pipeline.output()[-600:]}")
     result.notes["injected_at_s"] = f"{time.monotonic() - started:.1f}"
+    during = None
+    if fault.writes_during:
+        during = _workload(trial.server, plan, trial.database, 15_000_000, 3000, trial.rng)
+        during.start()
     fault.inject(trial)
     fault.heal(trial)
     trial.notes["healed_at"] = str(time.monotonic())
     writes.join()
+    if during is not None:
+        during.join()
     _after_heal(plan, trial, result)
-    return _finished(writes, result)
+    return _finished(writes, result) + (Counter() if during is None else _finished(during, result))
 
 
 def _after_heal(plan: Plan, trial: Trial, result: Result) -> None:

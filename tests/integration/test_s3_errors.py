@@ -16,6 +16,7 @@ from deltalake import DeltaTable
 
 from sparkcdc.core.errors import StoreUnavailable
 from sparkcdc.sinks import store_retry
+from sparkcdc.sinks.delta.lake_check import check_lake
 from sparkcdc.sinks.delta.sink import DeltaSink
 from sparkcdc.sinks.storage import LakeStorage
 from tests.cases.envelopes import Changes
@@ -120,6 +121,19 @@ def test_s3_errors_past_the_retries_end_in_one_sentence_and_the_batch_again_writ
     replica, log = held(s3, lake)
     assert replica == [(1, "2.00"), (2, "0.00"), (3, "1.00"), (4, "2.00")]
     assert log == [("c", 1), ("c", 2), ("c", 3), ("c", 4), ("u", 1), ("u", 1)]  # each once
+
+
+def test_s3_errors_before_a_run_are_named_as_such_not_as_a_setting(
+    s3: MotoS3, proxy: StoreProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lake check before Spark starts: a store answering 503 is no wrong setting."""
+    monkeypatch.setattr(store_retry, "RETRY_S", 1.0)
+    lake = through(s3, proxy)
+    proxy.set(Errors(503, retry_after=1))
+    with pytest.raises(StoreUnavailable, match=r"kept failing for \d s \(HTTP 503 SlowDown\)"):
+        check_lake(lake)
+    proxy.set(Pass())
+    check_lake(lake)
 
 
 def test_s3_slow_answers_are_waited_for(s3: MotoS3, proxy: StoreProxy) -> None:
