@@ -100,11 +100,21 @@ def test_bounds_are_widened_where_they_are_cut(tmp_path: Path) -> None:
     lows, highs = stats["minValues"], stats["maxValues"]
     assert isinstance(lows, dict) and isinstance(highs, dict)
     assert highs["owner"] == "m" * STRING_PREFIX + "\U0010ffff"
-    assert highs["seen"] == "2026-01-02T03:04:05.999Z"  # cut to the millisecond, as delta-rs does
+    assert highs["seen"] == "2026-01-02T03:04:06.000Z"  # .999999 rounded up
     assert lows["local"] == "2026-01-02 03:04:05.999" and lows["born"] == "0001-01-01"
     assert highs["big"] == 2**64 - 1  # a whole decimal exactly
     assert isinstance(lows["price"], float) and lows["price"] <= -0.1
     assert highs["score"] == 1.5  # NaN bounds nothing
+
+
+def test_a_far_moment_with_a_part_of_a_millisecond_is_found(tmp_path: Path) -> None:
+    """Found by the property below: a maximum cut to 6537-01-01 00:00:00.002 hid .002001 from
+    delta-rs's filter; rounded up, every such moment is found."""
+    moments = [datetime.datetime(6537, 1, 1, 0, 0, 0, 2001, tzinfo=UTC),
+               datetime.datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)]  # fmt: skip
+    for i, moment in enumerate(moments):
+        rows = pa.table({"seen": pa.array([moment], TYPES["seen"])})
+        assert found(table_of(tmp_path / str(i), rows), ds.field("seen") == rows["seen"][0]) == 1
 
 
 def test_a_value_without_a_json_bound_leaves_the_file_without_bounds(tmp_path: Path) -> None:

@@ -5,11 +5,10 @@ Bounds must cover every column of a type that has them or none: delta-rs's datas
 column missing from ``minValues`` as a file of nulls only, so ``owner = 'dan'`` skipped every
 file whose statistics named integer columns alone. The bounds follow delta-rs's own writer:
 strings as their first :data:`STRING_PREFIX` characters (the maximum then followed by the
-largest code point, so it stays a bound), timestamps cut to the millisecond (Delta's readers
-allow for that in a maximum), decimals exact when whole, else as the nearest floats outside
-them. Binary, list and struct columns have none, as in delta-rs. Where a value has no bound
-JSON can hold (infinity, a date beyond year 9999), the file gets no bounds at all: a reader
-then reads it.
+largest code point, so it stays a bound), timestamps in milliseconds (a maximum rounded up),
+decimals exact when whole, else as the nearest floats outside them. Binary, list and struct
+columns have none, as in delta-rs. Where a value has no bound JSON can hold (infinity, a date
+beyond year 9999), the file gets no bounds at all: a reader then reads it.
 """
 
 from __future__ import annotations
@@ -127,12 +126,23 @@ def _string_upper(value: object) -> str:
 
 def _timestamp_bounds(kind: pa.TimestampType, column: pa.ChunkedArray) -> tuple[str, str]:
     """Milliseconds, as delta-rs writes them (``2020-01-01T00:00:00.123Z`` with a zone, else
-    ``2020-01-01 00:00:00.123``): both cut to the millisecond, which Delta's readers allow for
-    in a maximum."""
+    ``2020-01-01 00:00:00.123``): the minimum cut to the millisecond, the maximum rounded up to
+    it (delta-rs's allowance for a cut maximum misses values past year 6536), except where that
+    passes year 9999: cut there, which delta-rs reads right."""
     low, high = _min_max(column)
     assert isinstance(low, datetime.datetime) and isinstance(high, datetime.datetime)
     separator, zone = (" ", "") if kind.tz is None else ("T", "Z")
-    return _text(low, separator, zone), _text(high, separator, zone)
+    return _text(low, separator, zone), _text(_up_to_millisecond(high), separator, zone)
+
+
+def _up_to_millisecond(moment: datetime.datetime) -> datetime.datetime:
+    rest = moment.microsecond % 1000
+    if not rest:
+        return moment
+    try:
+        return moment + datetime.timedelta(microseconds=1000 - rest)
+    except OverflowError:
+        return moment
 
 
 def _text(moment: datetime.datetime, separator: str, zone: str) -> str:
