@@ -8,7 +8,12 @@ committed history is ``c, u1 … un[, d]`` and the change log must hold:
 - at most one snapshot row ``r`` per key, at a version the key had;
 - after it (or from the start when there is none) exactly the rest of the history: each change
   once, none left out, none never committed, in log order (versions rising by place in the log);
-- when the trial had no snapshot (``reads_allowed`` false): no ``r`` row, the whole history.
+- when the trial had no snapshot (``reads_allowed`` false): no ``r`` row, the whole history;
+- after an incremental snapshot (``before_log`` given: the committed changes written before the
+  stream began, which the log cannot hold): every other change once in log order, and at most
+  one ``r`` row per key, at the version its key had at that row's place in the log (DBLog's
+  windows: a row the window's log events changed is dropped, the rest emitted after them), a
+  key from before the stream that no change followed read once.
 
 And the replica equals the source row by row. A delete's version is left out of its identity
 (PostgreSQL's default replica identity gives the key only).
@@ -86,34 +91,39 @@ def histories(committed: Counter[Identity]) -> dict[int, list[Identity]]:
     return per_key
 
 
+Placed = tuple[tuple[Any, ...], Identity]
+
+
 def check_changelog(
-    rows: list[dict[str, Any]], committed: Counter[Identity], reads_allowed: bool
-) -> Verdict:
-    """The change log ``rows`` against the ``committed`` changes (see the module docstring)."""
+    rows: list[dict[str, Any]], committed: Counter[Identity], reads_allowed: bool,
+    before_log: Counter[Identity] | None = None,
+) -> Verdict:  # fmt: skip
+    """The change log ``rows`` against the ``committed`` changes (see the module docstring;
+    ``before_log`` given: the ``r`` rows are an incremental snapshot's)."""
     bad: list[str] = []
-    seen: dict[int, list[tuple[tuple[Any, ...], Identity]]] = defaultdict(list)
-    reads: dict[int, int] = {}
+    seen: dict[int, list[Placed]] = defaultdict(list)
+    reads: dict[int, Placed] = {}
     for row in rows:
         op, key, version = identity(row)
         if op == "r":
             if key in reads or not reads_allowed:
                 bad.append(f"key {key}: a snapshot row it should not have (version {version})")
-            reads[key] = version
+            reads[key] = (log_place(row["source"]), (op, key, version))
         else:
             seen[key].append((log_place(row["source"]), (op, key, version)))
     wanted = histories(committed)
     for key in sorted(set(wanted) | set(seen) | set(reads)):
-        bad.extend(
-            _key_violations(
-                key, wanted.get(key, []), seen.get(key, []), reads.get(key), reads_allowed
-            )
-        )
+        history, got, read = wanted.get(key, []), seen.get(key, []), reads.get(key)
+        if before_log is None:
+            version = None if read is None else read[1][2]
+            bad.extend(_key_violations(key, history, got, version, reads_allowed))
+        else:
+            bad.extend(_incremental_violations(key, history, got, read, before_log))
     return Verdict(bad, sum(len(v) for v in seen.values()), len(reads))
 
 
 def _key_violations(
-    key: int, history: list[Identity], seen: list[tuple[tuple[Any, ...], Identity]],
-    read: int | None, lenient: bool,
+    key: int, history: list[Identity], seen: list[Placed], read: int | None, lenient: bool,
 ) -> list[str]:  # fmt: skip
     """One key's violations; ``lenient``: a key deleted at the source may lack its snapshot row
     and the changes before (it was gone when its chunk was read)."""
@@ -128,6 +138,12 @@ def _key_violations(
     else:
         gone = lenient and not got and bool(history) and history[-1][0] == "d"
         want = [] if gone else history
+    return _each_once_in_order(key, seen, want)
+
+
+def _each_once_in_order(key: int, seen: list[Placed], want: list[Identity]) -> list[str]:
+    """The changes ``seen`` are ``want``, each once, in log order."""
+    got = [change for _, change in seen]
     counts = Counter(got)
     if any(n > 1 for n in counts.values()):
         twice = [c for c, n in counts.items() if n > 1]
@@ -142,6 +158,41 @@ def _key_violations(
     return []
 
 
+def _incremental_violations(
+    key: int, history: list[Identity], seen: list[Placed], read: Placed | None,
+    before_log: Counter[Identity],
+) -> list[str]:  # fmt: skip
+    """One key's violations after an incremental snapshot: the changes from the stream's start
+    each once in log order, and its ``r`` row (if any) at the version the key had at the row's
+    place, replaying the changes before it; a key from before the stream that no change
+    followed must have one."""
+    earlier = [c for c in history if c in before_log]
+    bad = _each_once_in_order(key, seen, [c for c in history if c not in before_log])
+    if bad:
+        return bad
+    if read is None:
+        if earlier and earlier[-1][0] != "d" and not seen:
+            return [f"key {key}: no snapshot row, and the log never held it ({earlier[-1]})"]
+        return []
+    place, (_, _, version) = read
+    state = _version_after(earlier)
+    for at, change in sorted(seen, key=lambda s: s[0]):
+        if at >= place:
+            break
+        state = _version_after([change])
+    if state != version:
+        had = "no row" if state is None else f"version {state}"
+        return [f"key {key}: snapshot row at version {version} where the log had {had} there"]
+    return []
+
+
+def _version_after(changes: list[Identity]) -> int | None:
+    """The key's version after ``changes`` (None: no row)."""
+    if not changes or changes[-1][0] == "d":
+        return None
+    return changes[-1][2]
+
+
 def _order(change: Identity) -> tuple[bool, int]:
     return (change[0] == "d", change[2])
 
@@ -149,13 +200,14 @@ def _order(change: Identity) -> tuple[bool, int]:
 def check_trial(
     source_rows: list[tuple[Any, ...]], lake: LakeTables, table: str,
     committed: Counter[Identity], reads_allowed: bool,
+    before_log: Counter[Identity] | None = None,
 ) -> Verdict:  # fmt: skip
     """The replica equals the source row by row, and the change log holds the committed changes
     as the module docstring says."""
     replica, log = lake.rows(table), lake.rows(f"{table}__changelog")
     if replica is None or log is None:
         return Verdict([f"the lake holds no {table} table or change log"])
-    verdict = check_changelog(log, committed, reads_allowed)
+    verdict = check_changelog(log, committed, reads_allowed, before_log)
     held = replica_accounts(replica)
     if held != source_rows:
         differ = [a for a, b in zip(held, source_rows, strict=False) if a != b][:2]

@@ -53,3 +53,29 @@ def test_a_snapshot_row_stands_for_the_changes_before_it() -> None:
     assert not check_changelog(stale, COMMITTED, reads_allowed=True).ok
     never = [row("r", 1, 7, 5), row("r", 3, 0, 6)]
     assert not check_changelog(never, COMMITTED, reads_allowed=True).ok
+
+
+BEFORE: Counter[Identity] = Counter([("c", 9, 0)])  # written before the stream began
+INCREMENTAL = COMMITTED + BEFORE
+
+
+def test_an_incremental_snapshot_row_holds_its_key_as_the_log_had_it_at_its_place() -> None:
+    """Key 1 read after its first update (placed after it in the log), key 9 (never in the
+    log) read once, key 3 not read: every logged change is there besides the reads."""
+    rows = [*stream(), row("r", 1, 1, 35), row("r", 9, 0, 36)]
+    assert check_changelog(rows, INCREMENTAL, True, before_log=BEFORE).ok
+    assert check_changelog([*stream(), row("r", 1, 2, 55), row("r", 9, 0, 36)], INCREMENTAL,
+                           True, before_log=BEFORE).ok  # fmt: skip
+
+
+def test_an_incremental_snapshot_row_out_of_its_place_or_missing_is_named() -> None:
+    for rows, words in (
+        ([*stream(), row("r", 1, 2, 35), row("r", 9, 0, 36)], "log had version 1"),
+        ([*stream(), row("r", 1, 1, 55), row("r", 9, 0, 36)], "log had version 2"),
+        ([*stream(), row("r", 2, 0, 45), row("r", 9, 0, 36)], "log had no row"),
+        ([*stream(), row("r", 9, 0, 36), row("r", 9, 0, 37)], "should not have"),
+        (stream(), "key 9: no snapshot row"),
+        ([*stream(), row("c", 9, 0, 5), row("r", 9, 0, 36)], "unexpected"),
+    ):
+        verdict = check_changelog(rows, INCREMENTAL, True, before_log=BEFORE)
+        assert not verdict.ok and words in " ".join(verdict.violations), (words, verdict)
