@@ -93,7 +93,8 @@ class ChangeWorkload(threading.Thread):
         key = self.next_id
         self.next_id += 1
         cur.execute(  # type: ignore[attr-defined]
-            f"INSERT INTO accounts VALUES (%s, 0, %s, %s, {self.dialect.now}, %s)",
+            "INSERT INTO accounts (id, version, balance, owner, updated, flags) "
+            f"VALUES (%s, 0, %s, %s, {self.dialect.now}, %s)",
             (key, round(self.rng.uniform(-1e6, 1e6), 2), f"owner-{key}-ü", key % 256),
         )
         self.live[key] = 0
