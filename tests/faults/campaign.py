@@ -3,9 +3,10 @@
 
 Trial ``i`` runs with seed ``S + i`` and takes every choice from ``random.Random(S + i)``: the
 fault (by turn, ``(S + i) mod`` the number of faults, so consecutive trials cover every kind),
-the source and sink it applies to, the phase and the moment; ``--seed S + i --trials 1`` with the
-same lists replays it. Writes ``faults/REPORT.md`` and ``faults/report.json``; exits 1 on any
-violation."""
+the source and sink it applies to, the phase (:mod:`tests.faults.phases`, among those that apply
+to the source) and the moment; ``--seed S + i --trials 1`` with the same lists replays it.
+``--phases`` picks the phases (all by default). Writes ``faults/REPORT.md`` and
+``faults/report.json``; exits 1 on any violation."""
 
 from __future__ import annotations
 
@@ -19,28 +20,36 @@ import time
 from pathlib import Path
 
 from tests.faults.kinds import FAULTS
+from tests.faults.phases import PHASES
 from tests.faults.report import write_report
 from tests.faults.servers import Servers
 from tests.faults.trial import Plan, Result, run_trial
 
 SOURCES = ("mysql", "postgres")
 SINKS = ("delta", "iceberg", "delta-s3")
-PHASES = ("snapshot", "stream")
 
 
-def plan_trial(seed: int, sources: list[str], sinks: list[str], faults: list[str]) -> Plan:
-    """The trial of ``seed``: everything it does, from the seed alone."""
+def plan_trial(
+    seed: int, sources: list[str], sinks: list[str], faults: list[str],
+    phases: list[str] | None = None,
+) -> Plan:  # fmt: skip
+    """The trial of ``seed``: everything it does, from the seed alone (``phases``: all by
+    default; with ``snapshot,stream`` a seed draws what it drew before the other phases)."""
     rng = random.Random(seed)
+    phases = list(PHASES) if phases is None else phases
+    sources = [s for s in sources if any(PHASES[p]().applies(s) for p in phases)]
     usable = [f for f in faults if any(FAULTS[f].applies(s, k) for s in sources for k in sinks)]
     fault = usable[seed % len(usable)]
     source = rng.choice([s for s in sources if any(FAULTS[fault].applies(s, k) for k in sinks)])
     sink = rng.choice([k for k in sinks if FAULTS[fault].applies(source, k)])
-    return Plan(seed, source, sink, rng.choice(PHASES), fault, round(rng.uniform(0.0, 3.0), 2))
+    phase = PHASES[rng.choice([p for p in phases if PHASES[p]().applies(source)])]
+    return Plan(seed, source, sink, phase.name, fault,
+                round(rng.uniform(0.0, phase.max_offset), 2))  # fmt: skip
 
 
 def run_campaign(
     seed: int, trials: int, sources: list[str], sinks: list[str], faults: list[str],
-    out: Path, duration: float | None = None,
+    out: Path, duration: float | None = None, phases: list[str] | None = None,
 ) -> list[Result]:  # fmt: skip
     """Run the trials (stopping early once ``duration`` seconds passed) and write the report."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -52,7 +61,7 @@ def run_campaign(
             for i in range(trials):
                 if duration is not None and time.monotonic() - began > duration:
                     break
-                plan = plan_trial(seed + i, sources, sinks, faults)
+                plan = plan_trial(seed + i, sources, sinks, faults, phases)
                 result = _without_folder(run_trial(plan, servers, Path(base)), base)
                 results.append(result)
                 verdict = "ok" if not result.violations else "VIOLATION"
@@ -63,6 +72,7 @@ def run_campaign(
         finally:
             servers.stop()
     args = f"--sources {','.join(sources)} --sinks {','.join(sinks)} --faults {','.join(faults)}"
+    args += f" --phases {','.join(PHASES if phases is None else phases)}"
     write_report(results, out, seed, args, round(time.monotonic() - began))
     return results
 
@@ -82,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sources", default=",".join(SOURCES))
     parser.add_argument("--sinks", default=",".join(SINKS))
     parser.add_argument("--faults", default=",".join(FAULTS))
+    parser.add_argument("--phases", default=",".join(PHASES))
     parser.add_argument("--out", type=Path, default=Path("faults"))
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the servers stop on the way out
@@ -89,8 +100,13 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [f for f in names if f not in FAULTS]
     if unknown:
         parser.error(f"unknown faults {unknown}; known: {', '.join(FAULTS)}")
+    phases = args.phases.split(",")
+    if [p for p in phases if p not in PHASES]:
+        parser.error(f"unknown phases {[p for p in phases if p not in PHASES]}; "
+                     f"known: {', '.join(PHASES)}")  # fmt: skip
     results = run_campaign(args.seed, args.trials, args.sources.split(","),
-                           args.sinks.split(","), names, args.out, args.duration)  # fmt: skip
+                           args.sinks.split(","), names, args.out, args.duration,
+                           phases)  # fmt: skip
     return 1 if any(r.violations for r in results) else 0
 
 

@@ -21,12 +21,12 @@ from tests.e2e.workload import MARIADB, POSTGRES, ChangeWorkload
 from tests.faults.checker import Identity, LakeTables, check_trial, source_accounts
 from tests.faults.kinds import FAULTS, RECONNECT_LIMIT, Fault
 from tests.faults.lakes import DeltaTables, IcebergTables
+from tests.faults.phases import Phase, phase_of
 from tests.faults.pipeline import Pipeline, one_sentence
 from tests.faults.proxy import TcpProxy
 from tests.faults.servers import Servers, prepare_database
 from tests.faults.store_proxy import StoreProxy
 
-PRELOAD = 40_000  # rows the initial snapshot reads
 CONVERGE_S = 240.0
 
 
@@ -78,7 +78,8 @@ class _At:
 
 def pipeline_file(plan: Plan, tmp: Path, servers: Servers, port: int, db: str,
                   s3_endpoint: str | None = None) -> Path:  # fmt: skip
-    snapshot = ", snapshot: {chunk_size: 2000, parallelism: 2, batch_rows: 4000}"
+    phase = phase_of(plan.phase).settings()  # the phase's keys (tests.faults.phases)
+    snapshot = f", snapshot: {{chunk_size: 2000, parallelism: 2, batch_rows: 4000{phase.snapshot}}}"
     extra = f", reconnect_timeout: {RECONNECT_LIMIT:g}s{snapshot}"
     if plan.source == "mysql":
         pattern, kind, user, password = rf"{db}\.accounts", "mysql", "root", ""
@@ -91,8 +92,8 @@ def pipeline_file(plan: Plan, tmp: Path, servers: Servers, port: int, db: str,
     if plan.sink == "delta-s3":
         lake, sink = servers.s3_lake(endpoint=s3_endpoint)
     cfg = write_config(
-        tmp, _At(port), pattern, startup="initial", kind=kind, user=user, password=password,
-        extra_source=extra, lake=lake, extra_sink=sink,
+        tmp, _At(port), pattern, startup=phase.startup, kind=kind, user=user, password=password,
+        extra_source=extra, lake=lake, extra_sink=sink, max_bytes=phase.max_bytes,
     )  # fmt: skip
     return as_iceberg(cfg) if plan.sink == "iceberg" else cfg
 
@@ -136,18 +137,20 @@ def _run(plan: Plan, servers: Servers, tmp: Path, fault: Fault, result: Result) 
     rng = random.Random(plan.seed)
     server = servers.server(plan.source)
     db = f"faults_{plan.seed}"
-    preload = PRELOAD if plan.phase == "snapshot" else 0
-    prepare_database(server, plan.source, db, preload)
+    phase = phase_of(plan.phase)
+    prepare_database(server, plan.source, db, phase.preload)
     proxy = TcpProxy(server.port)
     http_proxy = StoreProxy(servers.s3.port) if plan.sink == "delta-s3" else None
     endpoint = http_proxy.endpoint if http_proxy is not None else None
     cfg = pipeline_file(plan, tmp, servers, proxy.port, db, endpoint)
     trial = Trial(plan.source, db, server, proxy, Pipeline(cfg, tmp), tmp / "checkpoint",
                   tmp / "lake", rng, result.notes, http_proxy=http_proxy)  # fmt: skip
-    committed: Counter[Identity] = Counter(("c", k, 0) for k in range(1, preload + 1))
+    preloaded: Counter[Identity] = Counter(("c", k, 0) for k in range(1, phase.preload + 1))
+    committed = Counter(preloaded)
     try:
         try:
-            committed += _fault_and_heal(plan, trial, fault, result)
+            phase.prepare(trial)
+            committed += _fault_and_heal(plan, trial, fault, result, phase)
             after = _workload(server, plan, db, 20_000_000, 600, rng)
             after.start()
             after.join()
@@ -157,8 +160,10 @@ def _run(plan: Plan, servers: Servers, tmp: Path, fault: Fault, result: Result) 
             _stop(trial, result)
         lake = lake_tables(plan, tmp, servers, db)
         verdict = check_trial(source_accounts(server, db), lake, "accounts", committed,
-                              reads_allowed=plan.phase == "snapshot")  # fmt: skip
+                              reads_allowed=phase.reads or phase.incremental,
+                              before_log=preloaded if phase.incremental else None)  # fmt: skip
         result.violations.extend(verdict.violations[:10])
+        result.violations.extend(phase.check(trial, lake.rows("accounts")))
         result.changes = verdict.changes + verdict.reads
     finally:
         with contextlib.suppress(Exception):
@@ -189,36 +194,18 @@ def _finished(workload: ChangeWorkload, result: Result) -> Counter[Identity]:
     return workload.expected
 
 
-def _wait(what: str, ready: Any, trial: Trial, timeout: float = 300) -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():
-        if not trial.pipeline.alive():
-            raise RuntimeError(
-                f"the pipeline ended before {what}: {trial.pipeline.output()[-600:]}"
-            )
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"no {what} in {timeout:g}s")
-        time.sleep(0.1)
-
-
-def _fault_and_heal(plan: Plan, trial: Trial, fault: Fault, result: Result) -> Counter[Identity]:
-    """Start the pipeline and the workload, reach the phase, inject, heal, restart the pipeline
-    if it died; the changes the workload committed."""
-    snapshot = trial.checkpoint / "sparkcdc" / "snapshot"
-    handoff = snapshot / "handoff.json"
+def _fault_and_heal(
+    plan: Plan, trial: Trial, fault: Fault, result: Result, phase: Phase
+) -> Counter[Identity]:
+    """Start the pipeline and the workload, reach the phase (:mod:`tests.faults.phases`),
+    inject, heal, restart the pipeline if it died; the changes the workload committed."""
     started = time.monotonic()
     trial.pipeline.start()
     writes = _workload(trial.server, plan, trial.database, 10_000_000, 3000, trial.rng)
-    if plan.phase == "snapshot":
-        writes.start()
-        _wait("a snapshot split", lambda: any(snapshot.glob("splits/*/*.json")), trial)
-    else:
-        _wait("the hand-off to the log", handoff.exists, trial)
-        writes.start()
-    time.sleep(plan.offset)
+    phase.reach(trial, writes, plan.offset)
     if fault.writes_pause:
         writes.join()
-    result.phase_seen = "stream" if handoff.exists() else "snapshot"
+    result.phase_seen = phase.seen(trial)
     if not trial.pipeline.alive():
         raise RuntimeError(f"the pipeline ended before the fault: {trial.pipeline.output()[-600:]}")
     result.notes["injected_at_s"] = f"{time.monotonic() - started:.1f}"
@@ -233,7 +220,8 @@ def _fault_and_heal(plan: Plan, trial: Trial, fault: Fault, result: Result) -> C
     if during is not None:
         during.join()
     _after_heal(plan, trial, result)
-    return _finished(writes, result) + (Counter() if during is None else _finished(during, result))
+    during_writes = Counter() if during is None else _finished(during, result)
+    return _finished(writes, result) + during_writes + phase.settle(trial)
 
 
 def _after_heal(plan: Plan, trial: Trial, result: Result) -> None:

@@ -1,0 +1,257 @@
+"""The phases a trial's fault lands in (the issue's list: initial snapshot, hand-off, stream,
+incremental snapshot, DDL in flight, a transaction larger than the store, a PostgreSQL
+transaction streamed in progress), each one small class:
+
+- what the pipeline file needs (:class:`Settings`) and the table before it starts (``preload``);
+- how the running trial is brought there (:meth:`Phase.reach`: the workload started, the phase
+  waited for, then ``offset`` seconds), and what it reached (:meth:`Phase.seen`);
+- what the checker allows: the initial snapshot's ``r`` rows (``reads``), an incremental
+  snapshot's (``incremental``: judged at their place in the log), and checks of its own
+  (:meth:`Phase.check`).
+
+A trial makes its own instance (:func:`phase_of`), which keeps what its phase wrote."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from tests.e2e.workload import ChangeWorkload
+from tests.faults.checker import Identity
+from tests.faults.kinds import Target
+from tests.faults.phase_steps import (
+    BigTransaction,
+    batch_offset,
+    log_end,
+    log_position,
+    position,
+    signal,
+    slot_streamed,
+    wait_until,
+)
+
+PRELOAD = 40_000  # rows an initial or incremental snapshot reads
+BIG_TXN_FIRST, BIG_TXN_ROWS = 30_000_000, 30_000
+SMALL_STORE = "1MB"  # the store of the big-transaction phases: far smaller than the transaction
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The pipeline file's keys a phase sets: ``snapshot``, more keys inside
+    ``source.snapshot`` (``, key: value``)."""
+
+    startup: str = "initial"
+    snapshot: str = ""
+    max_bytes: str = "8MB"
+
+
+class Phase:
+    """Where a trial's fault lands (see the module docstring); the stream's defaults."""
+
+    name: ClassVar[str]
+    only_source: ClassVar[str | None] = None
+    preload: ClassVar[int] = 0
+    reads: ClassVar[bool] = False
+    incremental: ClassVar[bool] = False
+    max_offset: ClassVar[float] = 3.0  # the fault fires up to this many seconds into the phase
+
+    def applies(self, source: str) -> bool:
+        return self.only_source in (None, source)
+
+    def settings(self) -> Settings:
+        return Settings()
+
+    def prepare(self, t: Target) -> None:
+        """Before the pipeline first starts (default: nothing)."""
+
+    def reach(self, t: Target, writes: ChangeWorkload, offset: float) -> None:
+        wait_until("the hand-off to the log", lambda: handoff(t).exists(), t)
+        writes.start()
+        time.sleep(offset)
+
+    def seen(self, t: Target) -> str:
+        """The phase the pipeline was in at the fault."""
+        return "stream" if handoff(t).exists() else "snapshot"
+
+    def settle(self, t: Target) -> Counter[Identity]:
+        """After the heal: the changes the phase's own writes committed (default: none)."""
+        return Counter()
+
+    def check(self, t: Target, replica: list[dict[str, Any]] | None) -> list[str]:
+        """Violations of the phase's own (default: none)."""
+        return []
+
+
+def handoff(t: Target) -> Path:
+    return t.checkpoint / "sparkcdc" / "snapshot" / "handoff.json"
+
+
+class Snapshot(Phase):
+    """The initial snapshot of PRELOAD rows, the workload writing: after its first split."""
+
+    name = "snapshot"
+    preload, reads = PRELOAD, True
+
+    def reach(self, t: Target, writes: ChangeWorkload, offset: float) -> None:
+        splits = t.checkpoint / "sparkcdc" / "snapshot" / "splits"
+        writes.start()
+        wait_until("a snapshot split", lambda: any(splits.glob("*/*.json")), t)
+        time.sleep(offset)
+
+
+class Stream(Phase):
+    """The log streaming (an empty table's snapshot handed off), the workload writing."""
+
+    name = "stream"
+
+
+class Handoff(Snapshot):
+    """The snapshot's hand-off to the log: as soon as the hand-off file appears, while the
+    first stream batches filter the changes the splits already hold."""
+
+    name = "handoff"
+    max_offset = 0.5
+
+    def reach(self, t: Target, writes: ChangeWorkload, offset: float) -> None:
+        writes.start()
+        wait_until("the hand-off to the log", lambda: handoff(t).exists(), t)
+        time.sleep(offset)
+
+    def seen(self, t: Target) -> str:
+        """``handoff`` while no committed batch ends past the largest high watermark."""
+        if not handoff(t).exists():
+            return "snapshot"
+        highs = [log_position(h) for v in json.loads(handoff(t).read_text()).values()
+                 for h in v["highs"]]  # fmt: skip
+        done = position(batch_offset(t, committed=True))
+        return "handoff" if done is None or not highs or done < max(highs) else "stream"
+
+
+class Incremental(Phase):
+    """An incremental snapshot of PRELOAD rows the stream never saw (``startup: latest``),
+    signalled while the workload writes: after its first window."""
+
+    name = "incremental"
+    preload, incremental = PRELOAD, True
+
+    def settings(self) -> Settings:
+        return Settings("latest", ", incremental_chunks: 2, incremental_window: 100ms")
+
+    def reach(self, t: Target, writes: ChangeWorkload, offset: float) -> None:
+        wait_until("the first offset", lambda: batch_offset(t) is not None, t)
+        writes.start()
+        time.sleep(t.rng.uniform(0.5, 2.0))  # some of the workload's keys are read too
+        table = f"{t.database}.accounts" if t.source == "mysql" else "public.accounts"
+        t.notes["signal"] = signal(t, "execute-snapshot", "--tables", table).strip()
+        wait_until("an incremental window", lambda: _chunks(t) > 0, t)
+        time.sleep(offset)
+
+    def seen(self, t: Target) -> str:
+        return "incremental" if _chunks(t) > 0 else "stream"
+
+
+def _chunks(t: Target) -> int:
+    """The chunks the running incremental snapshot delivered, per the newest offset."""
+    run = ((batch_offset(t) or {}).get("incremental") or {}).get("run") or {}
+    return int(run.get("chunks", 0))
+
+
+class Ddl(Phase):
+    """``ADD COLUMN note … DEFAULT 'n'`` mid-stream while the workload writes, the fault right
+    after: the replica must hold the column, filled as the source holds it."""
+
+    name = "ddl"
+    max_offset = 1.0
+
+    def reach(self, t: Target, writes: ChangeWorkload, offset: float) -> None:
+        super().reach(t, writes, t.rng.uniform(0.5, 2.0))
+        t.server.execute(
+            "ALTER TABLE accounts ADD COLUMN note VARCHAR(20) DEFAULT 'n'", database=t.database
+        )
+        self.at = log_end(t)
+        time.sleep(offset)
+
+    def seen(self, t: Target) -> str:
+        done = position(batch_offset(t, committed=True))
+        return "ddl" if done is None or done < self.at else "stream"
+
+    def check(self, t: Target, replica: list[dict[str, Any]] | None) -> list[str]:
+        held = {r["id"]: r.get("note", "(no column)") for r in replica or []}
+        source = dict(t.server.query("SELECT id, note FROM accounts", t.database))
+        wrong = [(k, held.get(k), v) for k, v in sorted(source.items()) if held.get(k) != v]
+        if wrong:
+            return [f"replica note != source note for {len(wrong)} rows; e.g. {wrong[:2]}"]
+        return []
+
+
+class BigTxn(Phase):
+    """One transaction of BIG_TXN_ROWS rows, far larger than the store (SMALL_STORE), committed
+    mid-stream: the fault while its pieces are delivered (an offset inside it)."""
+
+    name = "big-txn"
+    max_offset = 1.0
+
+    def settings(self) -> Settings:
+        return Settings(max_bytes=SMALL_STORE)
+
+    def reach(self, t: Target, writes: ChangeWorkload, offset: float) -> None:
+        super().reach(t, writes, t.rng.uniform(0.2, 1.5))
+        self.big = BigTransaction(t, BIG_TXN_FIRST, BIG_TXN_ROWS)
+        self.big.open()
+        self.committed = self.big.commit()
+        wait_until("an offset inside the big transaction", lambda: self._inside(t), t, 120)
+        time.sleep(offset)
+
+    def _inside(self, t: Target) -> bool:
+        found = position(batch_offset(t))
+        return found is not None and found[-1] > 0
+
+    def seen(self, t: Target) -> str:
+        return "big-txn" if self._inside(t) else "stream"
+
+    def settle(self, t: Target) -> Counter[Identity]:
+        return self.committed
+
+
+class PgStreamed(Phase):
+    """PostgreSQL only: the trial database's ``logical_decoding_work_mem`` at its least (64kB),
+    so one transaction of BIG_TXN_ROWS rows is streamed while it runs; the fault while it is
+    open, its commit after the heal (a server restarted under it rolls it back)."""
+
+    name = "pg-streamed"
+    only_source = "postgres"
+    max_offset = 1.0
+
+    def settings(self) -> Settings:
+        return Settings(max_bytes=SMALL_STORE)
+
+    def prepare(self, t: Target) -> None:
+        t.server.execute(f"ALTER DATABASE \"{t.database}\" SET logical_decoding_work_mem = '64kB'")
+
+    def reach(self, t: Target, writes: ChangeWorkload, offset: float) -> None:
+        super().reach(t, writes, t.rng.uniform(0.2, 1.5))
+        self.before = slot_streamed(t)
+        self.big = BigTransaction(t, BIG_TXN_FIRST, BIG_TXN_ROWS)
+        self.big.open()
+        wait_until("the transaction streamed", lambda: slot_streamed(t) > self.before, t, 60)
+        time.sleep(offset)
+
+    def seen(self, t: Target) -> str:
+        return "pg-streamed" if slot_streamed(t) > self.before else "stream"
+
+    def settle(self, t: Target) -> Counter[Identity]:
+        return self.big.commit()
+
+
+PHASES: dict[str, type[Phase]] = {
+    p.name: p for p in (Snapshot, Stream, Handoff, Incremental, Ddl, BigTxn, PgStreamed)
+}
+
+
+def phase_of(name: str) -> Phase:
+    """A new instance of the phase ``name``, for one trial."""
+    return PHASES[name]()
