@@ -13,7 +13,10 @@ committed history is ``c, u1 … un[, d]`` and the change log must hold:
   stream began, which the log cannot hold): every other change once in log order, and at most
   one ``r`` row per key, at the version its key had at that row's place in the log (DBLog's
   windows: a row the window's log events changed is dropped, the rest emitted after them), a
-  key from before the stream that no change followed read once.
+  key from before the stream that no change followed read once;
+- after a re-snapshot of a lost log (``first_run`` given: the changes the run before the loss
+  delivered): those once in log order, before the rest, which is held as after an initial
+  snapshot (the keys deleted while the log was lost a ``d`` row each).
 
 And the replica equals the source row by row. A delete's version is left out of its identity
 (PostgreSQL's default replica identity gives the key only).
@@ -96,10 +99,11 @@ Placed = tuple[tuple[Any, ...], Identity]
 
 def check_changelog(
     rows: list[dict[str, Any]], committed: Counter[Identity], reads_allowed: bool,
-    before_log: Counter[Identity] | None = None,
+    before_log: Counter[Identity] | None = None, first_run: Counter[Identity] | None = None,
 ) -> Verdict:  # fmt: skip
     """The change log ``rows`` against the ``committed`` changes (see the module docstring;
-    ``before_log`` given: the ``r`` rows are an incremental snapshot's)."""
+    ``before_log`` given: the ``r`` rows are an incremental snapshot's; ``first_run`` given: a
+    re-snapshot's after the log was lost)."""
     bad: list[str] = []
     seen: dict[int, list[Placed]] = defaultdict(list)
     reads: dict[int, Placed] = {}
@@ -114,22 +118,26 @@ def check_changelog(
     wanted = histories(committed)
     for key in sorted(set(wanted) | set(seen) | set(reads)):
         history, got, read = wanted.get(key, []), seen.get(key, []), reads.get(key)
-        if before_log is None:
-            version = None if read is None else read[1][2]
-            bad.extend(_key_violations(key, history, got, version, reads_allowed))
-        else:
+        version = None if read is None else read[1][2]
+        if before_log is not None:
             bad.extend(_incremental_violations(key, history, got, read, before_log))
+        elif first_run is not None:
+            bad.extend(_resnapshot_violations(key, history, got, version, first_run))
+        else:
+            bad.extend(_key_violations(key, history, got, version, reads_allowed))
     return Verdict(bad, sum(len(v) for v in seen.values()), len(reads))
 
 
 def _key_violations(
     key: int, history: list[Identity], seen: list[Placed], read: int | None, lenient: bool,
+    had: list[Identity] | None = None,
 ) -> list[str]:  # fmt: skip
     """One key's violations; ``lenient``: a key deleted at the source may lack its snapshot row
-    and the changes before (it was gone when its chunk was read)."""
+    and the changes before (it was gone when its chunk was read); ``had``: the key's whole
+    history where ``history`` is its end."""
     got = [change for _, change in seen]
     if read is not None:
-        versions = {v for op, _, v in history if op != "d"}
+        versions = {v for op, _, v in (history if had is None else had) if op != "d"}
         if read not in versions:
             return [f"key {key}: snapshot row at version {read}, never committed"]
         want = [c for c in history if c[0] == "d" or c[2] > read]
@@ -186,6 +194,30 @@ def _incremental_violations(
     return []
 
 
+def _resnapshot_violations(
+    key: int, history: list[Identity], seen: list[Placed], read: int | None,
+    first_run: Counter[Identity],
+) -> list[str]:  # fmt: skip
+    """One key's violations after a re-snapshot: the first run's changes each once, in log
+    order before any other; the rest as after an initial snapshot, but a key the first run left
+    in the replica and the source deleted since must have its ``d`` row."""
+    earlier = [c for c in history if c in first_run]
+    first = [s for s in seen if s[1] in first_run]
+    rest = [s for s in seen if s[1] not in first_run]
+    bad = _each_once_in_order(key, first, earlier)
+    later = [c for c in history if c not in first_run]
+    bad = bad or _key_violations(key, later, rest, read, True, had=history)
+    if bad:
+        return bad
+    if first and rest and max(first)[0] > min(rest)[0]:
+        return [f"key {key}: a change of the first run after a later one {max(first)[1]}"]
+    deleted = bool(history) and history[-1][0] == "d" and history[-1] not in first_run
+    logged = [c for _, c in rest]
+    if deleted and _version_after(earlier) is not None and history[-1] not in logged:
+        return [f"key {key}: missing {history[-1]}, the delete of a key the replica held"]
+    return []
+
+
 def _version_after(changes: list[Identity]) -> int | None:
     """The key's version after ``changes`` (None: no row)."""
     if not changes or changes[-1][0] == "d":
@@ -200,14 +232,14 @@ def _order(change: Identity) -> tuple[bool, int]:
 def check_trial(
     source_rows: list[tuple[Any, ...]], lake: LakeTables, table: str,
     committed: Counter[Identity], reads_allowed: bool,
-    before_log: Counter[Identity] | None = None,
+    before_log: Counter[Identity] | None = None, first_run: Counter[Identity] | None = None,
 ) -> Verdict:  # fmt: skip
     """The replica equals the source row by row, and the change log holds the committed changes
     as the module docstring says."""
     replica, log = lake.rows(table), lake.rows(f"{table}__changelog")
     if replica is None or log is None:
         return Verdict([f"the lake holds no {table} table or change log"])
-    verdict = check_changelog(log, committed, reads_allowed, before_log)
+    verdict = check_changelog(log, committed, reads_allowed, before_log, first_run)
     held = replica_accounts(replica)
     if held != source_rows:
         differ = [a for a, b in zip(held, source_rows, strict=False) if a != b][:2]

@@ -79,3 +79,27 @@ def test_an_incremental_snapshot_row_out_of_its_place_or_missing_is_named() -> N
     ):
         verdict = check_changelog(rows, INCREMENTAL, True, before_log=BEFORE)
         assert not verdict.ok and words in " ".join(verdict.violations), (words, verdict)
+
+
+def test_after_a_lost_log_the_first_run_then_a_re_snapshot_with_the_gone_keys_deleted() -> None:
+    """The first run delivered key 1's insert and key 2's; the log of key 1's first update and
+    key 2's delete was lost, the re-snapshot read key 1 at version 1 and logged key 2's delete;
+    key 3 came after it."""
+    first: Counter[Identity] = Counter([("c", 1, 0), ("c", 2, 0)])
+    rows = [row("c", 1, 0, 10), row("c", 2, 0, 20), row("r", 1, 1, 100), row("d", 2, 0, 101),
+            row("u", 1, 2, 110), row("c", 3, 0, 120)]  # fmt: skip
+    assert check_changelog(rows, COMMITTED, True, first_run=first).ok
+    for wrong, words in (
+        ([r for r in rows if r["source"]["pos"] != 10], "missing"),  # the first run's change lost
+        ([r for r in rows if r["source"]["pos"] != 101], "missing"),  # the gone key kept
+        ([*rows, row("d", 2, 0, 102)], "twice"),
+        ([*rows, row("u", 1, 1, 105)], "unexpected"),  # a change the snapshot row holds
+        ([row("c", 1, 0, 115), *rows[1:]], "after a later one"),
+    ):
+        verdict = check_changelog(wrong, COMMITTED, True, first_run=first)
+        assert not verdict.ok and words in " ".join(verdict.violations), (words, verdict)
+    # key 1 untouched while the log was lost: read at the version the first run delivered
+    first_u: Counter[Identity] = Counter([("c", 1, 0), ("u", 1, 1), ("c", 2, 0)])
+    rows = [row("c", 1, 0, 10), row("c", 2, 0, 20), row("u", 1, 1, 30), row("r", 1, 1, 100),
+            row("d", 2, 0, 101), row("u", 1, 2, 110), row("c", 3, 0, 120)]  # fmt: skip
+    assert check_changelog(rows, COMMITTED, True, first_run=first_u).ok
