@@ -12,9 +12,12 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from tests.faults.checker import Identity
+from tests.e2e.cli import purge_binlogs_to
+from tests.e2e.workload import MARIADB, POSTGRES, ChangeWorkload
+from tests.faults.checker import Identity, LakeTables, identity
 from tests.faults.kinds import Target
 
 Position = tuple[int, ...]
@@ -60,6 +63,30 @@ def log_position(found: dict[str, Any]) -> Position:
         return (int(str(found["file"]).rsplit(".", 1)[1]), int(found["pos"]), skip)
     high, low = str(found["lsn"]).split("/")
     return ((int(high, 16) << 32) + int(low, 16), skip)
+
+
+def handoff_file(t: Target) -> Path:
+    """The initial snapshot's hand-off to the log, written as its last split is planned."""
+    return t.checkpoint / "sparkcdc" / "snapshot" / "handoff.json"
+
+
+def snapshot_splits(t: Target) -> list[Path]:
+    """The finished splits of the (re-)snapshot under way."""
+    return list((t.checkpoint / "sparkcdc" / "snapshot" / "splits").glob("*/*.json"))
+
+
+def in_handoff(t: Target) -> bool:
+    """Whether no committed batch ends past the hand-off's largest high watermark yet."""
+    tables = json.loads(handoff_file(t).read_text()).values()
+    highs = [log_position(h) for table in tables for h in table["highs"]]
+    done = position(batch_offset(t, committed=True))
+    return done is None or not highs or done < max(highs)
+
+
+def incremental_chunks(t: Target) -> int:
+    """The chunks the incremental snapshot under way delivered, per the newest offset."""
+    run = ((batch_offset(t) or {}).get("incremental") or {}).get("run") or {}
+    return int(run.get("chunks", 0))
 
 
 def log_end(t: Target) -> Position:
@@ -136,3 +163,36 @@ class BigTransaction:
             self.t.notes["big_txn"] = "rolled back (its connection was lost)"
             return Counter()
         return Counter(("c", self.first + i, 0) for i in range(1, self.rows + 1))
+
+
+def workload(t: Target, first: int, changes: int, live: dict[int, int]) -> ChangeWorkload:
+    """A workload of new keys from ``first`` that also updates and deletes the ``live`` keys
+    (key: version)."""
+    dialect = MARIADB if t.source == "mysql" else POSTGRES
+    writes = ChangeWorkload(t.server, t.database, changes, t.rng.randrange(1 << 30), dialect)
+    writes.next_id, writes.live = first, dict(live)
+    return writes
+
+
+def delivered(lake: LakeTables, changes: Counter[Identity]) -> bool:
+    """Whether the lake's change log holds every one of ``changes`` (a delete's version is
+    left out, as the checker leaves it)."""
+    try:
+        rows = lake.rows("accounts__changelog")
+    except Exception:  # a table being written
+        return False
+    held = {identity(r) for r in rows or []}
+    return all((op, key, -1 if op == "d" else v) in held for op, key, v in changes)
+
+
+def lose_log(t: Target) -> None:
+    """The log past the stopped pipeline's position lost: MariaDB's binlogs purged up to a new
+    file, the trial database's PostgreSQL slot dropped."""
+    if t.source == "mysql":
+        t.server.execute("FLUSH BINARY LOGS", "FLUSH BINARY LOGS")
+        purge_binlogs_to(t.server, str(t.server.query("SHOW BINARY LOGS")[-1][0]))
+        return
+    for (slot,) in t.server.query(
+        f"SELECT slot_name FROM pg_replication_slots WHERE database = '{t.database}'"
+    ):
+        t.server.execute(f"SELECT pg_drop_replication_slot('{slot}')")

@@ -1,37 +1,42 @@
 """The phases a trial's fault lands in (the issue's list: initial snapshot, hand-off, stream,
 incremental snapshot, DDL in flight, a transaction larger than the store, a PostgreSQL
-transaction streamed in progress), each one small class:
+transaction streamed in progress, a re-snapshot after a lost log position), each one small
+class:
 
 - what the pipeline file needs (:class:`Settings`) and the table before it starts (``preload``);
 - how the running trial is brought there (:meth:`Phase.reach`: the workload started, the phase
   waited for, then ``offset`` seconds), and what it reached (:meth:`Phase.seen`);
-- what the checker allows: the initial snapshot's ``r`` rows (``reads``), an incremental
-  snapshot's (``incremental``: judged at their place in the log), and checks of its own
-  (:meth:`Phase.check`).
+- what the checker allows (:meth:`Phase.expected`): the initial snapshot's ``r`` rows, an
+  incremental snapshot's (judged at their place in the log) or a re-snapshot's; and checks of
+  its own (:meth:`Phase.check`).
 
 A trial makes its own instance (:func:`phase_of`), which keeps what its phase wrote."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 from tests.e2e.workload import ChangeWorkload
-from tests.faults.checker import Identity
+from tests.faults.checker import Identity, LakeTables
 from tests.faults.kinds import Target
 from tests.faults.phase_steps import (
     BigTransaction,
     batch_offset,
+    delivered,
+    handoff_file,
+    in_handoff,
+    incremental_chunks,
     log_end,
-    log_position,
+    lose_log,
     position,
     signal,
     slot_streamed,
+    snapshot_splits,
     wait_until,
+    workload,
 )
 
 PRELOAD = 40_000  # rows an initial or incremental snapshot reads
@@ -41,12 +46,13 @@ SMALL_STORE = "1MB"  # the store of the big-transaction phases: far smaller than
 
 @dataclass(frozen=True)
 class Settings:
-    """The pipeline file's keys a phase sets: ``snapshot``, more keys inside
-    ``source.snapshot`` (``, key: value``)."""
+    """The pipeline file's keys a phase sets: ``source`` and ``snapshot``, more keys of
+    ``source`` and inside ``source.snapshot`` (``, key: value``)."""
 
     startup: str = "initial"
     snapshot: str = ""
     max_bytes: str = "8MB"
+    source: str = ""
 
 
 class Phase:
@@ -55,9 +61,9 @@ class Phase:
     name: ClassVar[str]
     only_source: ClassVar[str | None] = None
     preload: ClassVar[int] = 0
-    reads: ClassVar[bool] = False
-    incremental: ClassVar[bool] = False
+    reads: ClassVar[bool] = False  # the initial snapshot's r rows allowed
     max_offset: ClassVar[float] = 3.0  # the fault fires up to this many seconds into the phase
+    lake: LakeTables | None = None  # the trial's lake, as the checker reads it
 
     def applies(self, source: str) -> bool:
         return self.only_source in (None, source)
@@ -69,25 +75,26 @@ class Phase:
         """Before the pipeline first starts (default: nothing)."""
 
     def reach(self, t: Target, writes: ChangeWorkload, offset: float) -> None:
-        wait_until("the hand-off to the log", lambda: handoff(t).exists(), t)
+        wait_until("the hand-off to the log", lambda: handoff_file(t).exists(), t)
         writes.start()
         time.sleep(offset)
 
     def seen(self, t: Target) -> str:
         """The phase the pipeline was in at the fault."""
-        return "stream" if handoff(t).exists() else "snapshot"
+        return "stream" if handoff_file(t).exists() else "snapshot"
 
     def settle(self, t: Target) -> Counter[Identity]:
         """After the heal: the changes the phase's own writes committed (default: none)."""
         return Counter()
 
+    def expected(self, preloaded: Counter[Identity]) -> dict[str, Any]:
+        """The checker's keywords (:func:`~tests.faults.checker.check_trial`): which ``r`` rows
+        the change log may hold; ``preloaded``: the table's rows before the pipeline."""
+        return {"reads_allowed": self.reads}
+
     def check(self, t: Target, replica: list[dict[str, Any]] | None) -> list[str]:
         """Violations of the phase's own (default: none)."""
         return []
-
-
-def handoff(t: Target) -> Path:
-    return t.checkpoint / "sparkcdc" / "snapshot" / "handoff.json"
 
 
 class Snapshot(Phase):
@@ -97,9 +104,8 @@ class Snapshot(Phase):
     preload, reads = PRELOAD, True
 
     def reach(self, t: Target, writes: ChangeWorkload, offset: float) -> None:
-        splits = t.checkpoint / "sparkcdc" / "snapshot" / "splits"
         writes.start()
-        wait_until("a snapshot split", lambda: any(splits.glob("*/*.json")), t)
+        wait_until("a snapshot split", lambda: bool(snapshot_splits(t)), t)
         time.sleep(offset)
 
 
@@ -118,17 +124,13 @@ class Handoff(Snapshot):
 
     def reach(self, t: Target, writes: ChangeWorkload, offset: float) -> None:
         writes.start()
-        wait_until("the hand-off to the log", lambda: handoff(t).exists(), t)
+        wait_until("the hand-off to the log", lambda: handoff_file(t).exists(), t)
         time.sleep(offset)
 
     def seen(self, t: Target) -> str:
-        """``handoff`` while no committed batch ends past the largest high watermark."""
-        if not handoff(t).exists():
+        if not handoff_file(t).exists():
             return "snapshot"
-        highs = [log_position(h) for v in json.loads(handoff(t).read_text()).values()
-                 for h in v["highs"]]  # fmt: skip
-        done = position(batch_offset(t, committed=True))
-        return "handoff" if done is None or not highs or done < max(highs) else "stream"
+        return "handoff" if in_handoff(t) else "stream"
 
 
 class Incremental(Phase):
@@ -136,7 +138,7 @@ class Incremental(Phase):
     signalled while the workload writes: after its first window."""
 
     name = "incremental"
-    preload, incremental = PRELOAD, True
+    preload = PRELOAD
 
     def settings(self) -> Settings:
         return Settings("latest", ", incremental_chunks: 2, incremental_window: 100ms")
@@ -147,17 +149,14 @@ class Incremental(Phase):
         time.sleep(t.rng.uniform(0.5, 2.0))  # some of the workload's keys are read too
         table = f"{t.database}.accounts" if t.source == "mysql" else "public.accounts"
         t.notes["signal"] = signal(t, "execute-snapshot", "--tables", table).strip()
-        wait_until("an incremental window", lambda: _chunks(t) > 0, t)
+        wait_until("an incremental window", lambda: incremental_chunks(t) > 0, t)
         time.sleep(offset)
 
     def seen(self, t: Target) -> str:
-        return "incremental" if _chunks(t) > 0 else "stream"
+        return "incremental" if incremental_chunks(t) > 0 else "stream"
 
-
-def _chunks(t: Target) -> int:
-    """The chunks the running incremental snapshot delivered, per the newest offset."""
-    run = ((batch_offset(t) or {}).get("incremental") or {}).get("run") or {}
-    return int(run.get("chunks", 0))
+    def expected(self, preloaded: Counter[Identity]) -> dict[str, Any]:
+        return {"reads_allowed": True, "before_log": preloaded}
 
 
 class Ddl(Phase):
@@ -247,8 +246,52 @@ class PgStreamed(Phase):
         return self.big.commit()
 
 
+class LogGone(Phase):
+    """``on_log_gone: resnapshot``: a run streaming PRELOAD rows it never read (``startup:
+    latest``) is stopped once the lake holds its changes; changes are written, the log past
+    its position lost (binlogs purged, the slot dropped), and the next run reads the table
+    again while the workload writes on the same keys: the fault during that re-snapshot."""
+
+    name = "resnapshot"
+    preload = PRELOAD
+
+    def settings(self) -> Settings:
+        return Settings("latest", source=", on_log_gone: resnapshot")
+
+    def reach(self, t: Target, writes: ChangeWorkload, offset: float) -> None:
+        assert self.lake is not None
+        wait_until("the first offset", lambda: batch_offset(t) is not None, t)
+        some = t.rng.sample(range(1, PRELOAD + 1), 300)
+        self.first = workload(t, 40_000_000, 1500, dict.fromkeys(some, 0))
+        self.first.run()
+        lake, done = self.lake, self.first.expected
+        wait_until("the first run's changes in the lake", lambda: delivered(lake, done), t)
+        t.notes["first_run_stop"] = f"exit {t.pipeline.stop()}"
+        self.gap = workload(t, 50_000_000, 1500, self.first.live)
+        self.gap.run()
+        lose_log(t)
+        t.pipeline.start()
+        writes.live = dict(self.gap.live)
+        writes.start()
+        wait_until("a re-snapshot split", lambda: bool(snapshot_splits(t)), t)
+        time.sleep(offset)
+
+    def seen(self, t: Target) -> str:
+        marker = t.checkpoint / "sparkcdc" / "resnapshot.json"
+        return "resnapshot" if marker.exists() else "stream"
+
+    def settle(self, t: Target) -> Counter[Identity]:
+        for part in (self.first, self.gap):
+            if part.error is not None:
+                raise RuntimeError(f"a workload of the first run or the gap failed: {part.error}")
+        return self.first.expected + self.gap.expected
+
+    def expected(self, preloaded: Counter[Identity]) -> dict[str, Any]:
+        return {"reads_allowed": True, "first_run": self.first.expected}
+
+
 PHASES: dict[str, type[Phase]] = {
-    p.name: p for p in (Snapshot, Stream, Handoff, Incremental, Ddl, BigTxn, PgStreamed)
+    p.name: p for p in (Snapshot, Stream, Handoff, Incremental, Ddl, BigTxn, PgStreamed, LogGone)
 }
 
 

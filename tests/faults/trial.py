@@ -80,7 +80,7 @@ def pipeline_file(plan: Plan, tmp: Path, servers: Servers, port: int, db: str,
                   s3_endpoint: str | None = None) -> Path:  # fmt: skip
     phase = phase_of(plan.phase).settings()  # the phase's keys (tests.faults.phases)
     snapshot = f", snapshot: {{chunk_size: 2000, parallelism: 2, batch_rows: 4000{phase.snapshot}}}"
-    extra = f", reconnect_timeout: {RECONNECT_LIMIT:g}s{snapshot}"
+    extra = f", reconnect_timeout: {RECONNECT_LIMIT:g}s{snapshot}{phase.source}"
     if plan.source == "mysql":
         pattern, kind, user, password = rf"{db}\.accounts", "mysql", "root", ""
         extra += ", server_id: '7201-7210'"
@@ -149,6 +149,7 @@ def _run(plan: Plan, servers: Servers, tmp: Path, fault: Fault, result: Result) 
     committed = Counter(preloaded)
     try:
         try:
+            phase.lake = lake_tables(plan, tmp, servers, db)
             phase.prepare(trial)
             committed += _fault_and_heal(plan, trial, fault, result, phase)
             after = _workload(server, plan, db, 20_000_000, 600, rng)
@@ -160,8 +161,7 @@ def _run(plan: Plan, servers: Servers, tmp: Path, fault: Fault, result: Result) 
             _stop(trial, result)
         lake = lake_tables(plan, tmp, servers, db)
         verdict = check_trial(source_accounts(server, db), lake, "accounts", committed,
-                              reads_allowed=phase.reads or phase.incremental,
-                              before_log=preloaded if phase.incremental else None)  # fmt: skip
+                              **phase.expected(preloaded))  # fmt: skip
         result.violations.extend(verdict.violations[:10])
         result.violations.extend(phase.check(trial, lake.rows("accounts")))
         result.changes = verdict.changes + verdict.reads
