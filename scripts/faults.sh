@@ -7,13 +7,14 @@
 # slowly for a while (s3-errors, s3-slow: through an HTTP proxy, delta-s3 only), at a random
 # moment of a phase: the initial snapshot, its hand-off to the log, the stream, an incremental
 # snapshot (a signal), a schema change in flight, a transaction larger than the store, a
-# PostgreSQL transaction streamed in progress; then the replica and the change log checked
+# PostgreSQL transaction streamed in progress, a re-snapshot after a lost log; then the replica and the change log checked
 # against the workload's committed transactions. Writes faults/REPORT.md and faults/report.json;
 # exits non-zero on any violation. A failing trial's seed replays it: --seed <its seed>
 # --trials 1 with the same lists.
 #   scripts/faults.sh [--seed S] [--trials N] [--duration SECONDS] [--sources mysql,postgres]
 #                     [--sinks delta,iceberg,delta-s3] [--faults pipeline-kill9,db-kill9,...]
-#                     [--phases snapshot,handoff,stream,incremental,ddl,big-txn,pg-streamed]
+#                     [--phases snapshot,handoff,stream,incremental,ddl,big-txn,pg-streamed,
+#                               resnapshot]
 # The disk-full fault mounts a small tmpfs (root needed; leave it out with --faults otherwise).
 set -euo pipefail
 cd "$(dirname "$0")/.."
