@@ -40,6 +40,7 @@ from tests.faults.phase_steps import (
 )
 
 PRELOAD = 40_000  # rows an initial or incremental snapshot reads
+SPLITS_BEFORE_WRITES = 3 * PRELOAD // 2000 // 5  # 3/5 of the splits (chunk_size 2000)
 BIG_TXN_FIRST, BIG_TXN_ROWS = 30_000_000, 30_000
 SMALL_STORE = "1MB"  # the store of the big-transaction phases: far smaller than the transaction
 
@@ -117,12 +118,16 @@ class Stream(Phase):
 
 class Handoff(Snapshot):
     """The snapshot's hand-off to the log: as soon as the hand-off file appears, while the
-    first stream batches filter the changes the splits already hold."""
+    first stream batches filter the changes the splits already hold. The workload starts with
+    the snapshot's last splits (SPLITS_BEFORE_WRITES done), so their high watermarks differ and
+    the hand-off range holds changes."""
 
     name = "handoff"
     max_offset = 0.5
 
     def reach(self, t: Target, writes: ChangeWorkload, offset: float) -> None:
+        enough = SPLITS_BEFORE_WRITES
+        wait_until(f"{enough} snapshot splits", lambda: len(snapshot_splits(t)) >= enough, t)
         writes.start()
         wait_until("the hand-off to the log", lambda: handoff_file(t).exists(), t)
         time.sleep(offset)
