@@ -10,7 +10,6 @@ import io
 import os
 import socket
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -26,15 +25,6 @@ from tests.faults.http_proxy import Errors, Pass, Slow
 from tests.faults.store_proxy import StoreProxy
 
 pytestmark = [pytest.mark.s3]
-
-
-@pytest.fixture
-def proxy(s3: MotoS3) -> Iterator[StoreProxy]:
-    found = StoreProxy(s3.port)
-    try:
-        yield found
-    finally:
-        found.close()
 
 
 def client(endpoint: str, attempts: int = 1) -> Any:

@@ -7,7 +7,6 @@ way out, never the store's raw answer, and the batch written again commits each 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -53,15 +52,6 @@ def batch(b: int) -> Frame:
 
 def account(key: int, balance: int) -> dict[str, Any]:
     return {"id": key, "owner": f"o{key}", "balance": f"{balance}.00"}
-
-
-@pytest.fixture
-def proxy(s3: MotoS3) -> Iterator[StoreProxy]:
-    found = StoreProxy(s3.port)
-    try:
-        yield found
-    finally:
-        found.close()
 
 
 def through(s3: MotoS3, proxy: StoreProxy) -> LakeStorage:
