@@ -1,5 +1,5 @@
 """The fault campaign's fast slice (``scripts/faults.sh`` runs the full one): one trial of every
-fault kind in the initial snapshot or the stream, and a kill -9 in each other phase, at seeds
+fault kind in the initial snapshot or the stream, and a kill -9 in other phases, at seeds
 fixed here, against real servers of their own, ``sparkcdc run`` and real lakes; the independent
 checker finds no violation. A failure prints the trial's seed and the command that replays
 it."""
@@ -38,7 +38,13 @@ PHASE_SEED = 700  # seeds 700 …: a kill -9 per phase past the snapshot and the
 LATER_PHASES = [p for p in PHASES if p not in ("snapshot", "stream")]  # 3 on MariaDB, 3 on PG
 
 
-@pytest.mark.parametrize("phase", LATER_PHASES)
+# The default run takes the hand-off and PostgreSQL's streamed transaction (about 50 s a trial);
+# SPARKCDC_FAULT_PHASES=all (or a list) takes more.
+CHOSEN = os.environ.get("SPARKCDC_FAULT_PHASES", "handoff,pg-streamed")
+RUN_PHASES = [p for p in LATER_PHASES if CHOSEN == "all" or p in CHOSEN.split(",")]
+
+
+@pytest.mark.parametrize("phase", RUN_PHASES)
 def test_a_kill_9_in_each_phase_leaves_no_violation(tmp_path: Path, phase: str) -> None:
     seed = PHASE_SEED + LATER_PHASES.index(phase)
     [result] = run_campaign(seed, 1, list(SOURCES), ["delta"], ["pipeline-kill9"], tmp_path,
