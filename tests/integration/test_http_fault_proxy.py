@@ -75,14 +75,11 @@ def test_slow_mode_delays_each_request_and_throttles_bodies(s3: MotoS3, proxy: S
     bucket, s3c = s3.bucket(), client(proxy.endpoint)
     body = os.urandom(1 << 20)
     s3c.put_object(Bucket=bucket, Key="m", Body=body)
-    began = time.monotonic()
-    s3c.head_object(Bucket=bucket, Key="m")
-    quick = time.monotonic() - began
     proxy.set(Slow(delay=0.4))
     began = time.monotonic()
     for _ in range(3):
         s3c.head_object(Bucket=bucket, Key="m")
-    assert time.monotonic() - began >= 1.2 > 3 * quick
+    assert time.monotonic() - began >= 1.2  # lower bounds only: a busy machine adds, never cuts
     proxy.set(Slow(delay=0.0, rate=512 * 1024))
     began = time.monotonic()
     assert s3c.get_object(Bucket=bucket, Key="m")["Body"].read() == body
