@@ -140,6 +140,29 @@ def test_expiry_keeps_the_snapshots_of_retain_and_deletes_only_what_no_other_rea
     assert holds(replica, APP, 11)
 
 
+def test_a_data_file_no_snapshot_reads_goes_once_older_than_retain(tmp_path: Path) -> None:
+    """A crashed write's data file (no commit names it) is deleted once it is older than
+    ``retain``; one written within ``retain`` stays, as a commit on the way may name it."""
+    config = lake(tmp_path)
+    sink = IcebergSink(config, lambda: APP)
+    batches(sink, 2)
+    keeper = IcebergKeeper(IcebergTables(open_catalog(config)))
+    replica = table(config, "accounts")
+    live = live_files(replica)
+    some = Path(next(iter(live)))
+    old = some.with_name("00000-0-crashed.parquet")
+    fresh = some.with_name("00000-0-on-the-way.parquet")
+    for orphan in (old, fresh):
+        orphan.write_bytes(some.read_bytes())
+    os.utime(old, (0, os.stat(old).st_mtime - 7200))
+
+    kept = keeper.keep("shop.accounts", retain=3600, small_files=100)
+    assert not old.exists() and fresh.exists()
+    assert kept.vacuumed == 1 and kept.vacuumed_bytes == some.stat().st_size
+    replica = table(config, "accounts")
+    assert live_files(replica) == live and rows(replica)
+
+
 def test_the_schedule_runs_between_batches_and_compact_keeps_a_stopped_pipeline(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -32,15 +32,18 @@ class Expired:
     bytes: int = 0
 
 
-def expire(table: Table, retain: float, now: float | None = None) -> Expired:
+def expire(
+    table: Table, retain: float, now: float | None = None, reach: Reach | None = None
+) -> Expired:
     """Expire the snapshots of ``table`` older than ``retain`` seconds and delete the files no
-    remaining snapshot reaches (module docstring)."""
+    remaining snapshot reaches (module docstring); ``reach`` keeps what it read for a caller
+    that asks the remaining snapshots' files afterwards."""
     cutoff_ms = int(((time.time() if now is None else now) - retain) * 1000)
     kept = _protected(table)
     old = [s for s in table.snapshots() if s.timestamp_ms < cutoff_ms and s.snapshot_id not in kept]
     if not old:
         return Expired()
-    reach = _Reach(table)
+    reach = Reach(table) if reach is None else reach
     before = reach.files(table.snapshots())
     table.maintenance.expire_snapshots().by_ids([s.snapshot_id for s in old]).commit()
     after = reach.files(table.snapshots())
@@ -61,7 +64,7 @@ def _protected(table: Table) -> set[int]:
     return heads | ({current.snapshot_id} if current is not None else set())
 
 
-class _Reach:
+class Reach:
     """The files snapshots read, each manifest list and manifest read once."""
 
     def __init__(self, table: Table) -> None:

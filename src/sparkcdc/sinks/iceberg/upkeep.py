@@ -11,7 +11,9 @@ the files only they read deleted. Each run, for each replica and change log:
    one ``replace`` snapshot. The table property that tells which batch the table holds
    (:mod:`.tables`) is not touched, so a replayed micro-batch still finds itself applied;
 3. expires (:mod:`.expiry`): the snapshots older than ``retain`` but the current one, then the
-   files no remaining snapshot reads. Every snapshot committed within ``retain`` stays readable.
+   files no remaining snapshot reads. Every snapshot committed within ``retain`` stays readable;
+4. sweeps (:mod:`.orphans`): the data files no snapshot reads, written more than ``retain`` ago
+   (a micro-batch's write a crash cut before its commit).
 
 It runs where no commit of the tables can run at the same time and no micro-batch may be written
 again (which may read the replica as it was before that batch, :func:`.tables.rows_before`): in
@@ -28,7 +30,8 @@ from collections.abc import Sequence
 
 from pyiceberg.table import Table
 
-from sparkcdc.sinks.iceberg.expiry import expire
+from sparkcdc.sinks.iceberg.expiry import Reach, expire
+from sparkcdc.sinks.iceberg.orphans import sweep
 from sparkcdc.sinks.iceberg.rewrite import compact, data_file_sizes
 from sparkcdc.sinks.iceberg.tables import BATCH_PROPERTY, CHANGELOG_SUFFIX, IcebergTables
 from sparkcdc.sinks.port import TableUpkeep
@@ -68,7 +71,7 @@ class IcebergKeeper:
         return sorted(names)
 
     def keep(self, name: str, retain: float, small_files: int) -> TableUpkeep:
-        """Steps 1–3 of the module docstring on the table ``name``; ``small_files``: how many
+        """Steps 1–4 of the module docstring on the table ``name``; ``small_files``: how many
         files below the target make it compact (2: any two)."""
         db, _, rest = name.partition(".")
         table = self.found.table((db, rest))
@@ -76,11 +79,13 @@ class IcebergKeeper:
             return TableUpkeep(name, 0, 0, 0, 0, 0, 0)
         _keep_for(table, retain)
         rewritten = compact(table, target_size(name, CHANGELOG_SUFFIX), small_files)
-        expired = expire(table, retain)
+        reach = Reach(table)
+        expired = expire(table, retain, reach=reach)
+        swept = sweep(table, reach.files(table.snapshots()), retain)
         sizes = data_file_sizes(table)
         return TableUpkeep(
-            name, rewritten.removed, rewritten.added, expired.files, expired.bytes, len(sizes),
-            sum(sizes), expired=expired.snapshots,
+            name, rewritten.removed, rewritten.added, expired.files + swept.files,
+            expired.bytes + swept.bytes, len(sizes), sum(sizes), expired=expired.snapshots,
         )  # fmt: skip
 
 
