@@ -23,7 +23,8 @@ from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.history import history_location, read_history
 from sparkcdc.sinks.port import Sink, SinkContext
 from sparkcdc.sinks.registry import open_sink, sink_type
-from tests.cases.envelopes import Changes
+from sparkcdc.sources.mysql.offset import BinlogOffset
+from tests.cases.envelopes import FILE, Changes
 from tests.cases.schemas import ACCOUNTS as A
 from tests.contract.sink_harness import DeltaHarness, IcebergHarness, SinkHarness
 
@@ -119,3 +120,34 @@ def test_versions_follow_the_change_log_and_are_written_once(harness: SinkHarnes
     assert found is not None
     starts = {r["__start_position"]: r["__start_at"] for r in found.to_pylist()}
     assert all(t is not None and t.tzinfo is not None for t in starts.values())
+
+
+def test_keys_gone_during_a_lost_log_close_their_versions_once(harness: SinkHarness) -> None:
+    """The re-snapshot's fault (``on_log_gone: resnapshot``): a key the source deleted while
+    its log was lost gets a ``d`` row, and its open version closes at that row (the campaign
+    found it left open); a second try after a crash writes nothing twice."""
+    sink = opened(harness)
+    first = (Changes(pos=1000).schema(A).change("c", A, after=row(1, "ann"))
+             .change("c", A, after=row(2, "bob")))  # fmt: skip
+    sink.write_batch(Frame(first.table()), 0)
+    reread = Changes(pos=5000).schema(A)
+    reread.change("r", A, after=row(1, "ann"), ts_ms=1_700_000_000_500)
+    sink.write_batch(Frame(reread.table()), 1)
+    since = positions(harness)[2]  # the re-snapshot's row of key 1
+    config = dataclasses.replace(harness.config, history=SPEC)  # type: ignore[attr-defined]
+    make = sink_type(config.type).gone_keys
+    assert make is not None
+    at = BinlogOffset(FILE, 9000)
+    assert make(config)(NAME, ("id",), since, at, f"{APP}-resnapshot") == 1
+    assert make(config)(NAME, ("id",), since, at, f"{APP}-resnapshot") == 0
+
+    p = positions(harness)
+    assert len(p) == 4  # c c r | d
+    assert history(harness) == [
+        (1, "ann", Decimal("1.00"), p[0], None, True, "c"),  # read again, equal: still open
+        (2, "bob", Decimal("1.00"), p[1], p[3], False, "c"),  # closed at its d row
+    ]
+    found = read_history(config, NAME)
+    assert found is not None
+    ends = [r["__end_at"] for r in found.to_pylist() if r["id"] == 2]
+    assert [e.timestamp() for e in ends] == [1_700_000_000.5]  # the re-snapshot's newest row

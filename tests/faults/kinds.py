@@ -11,11 +11,14 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from tests.faults.object_store import OBJECT_STORE_FAULTS
 from tests.faults.pipeline import Pipeline
 from tests.faults.proxy import Mode, TcpProxy
+
+if TYPE_CHECKING:
+    from tests.faults.clock import ServerClock
 
 RECONNECT_LIMIT = 20.0  # the campaign's source.reconnect_timeout, seconds
 
@@ -33,6 +36,7 @@ class Target(Protocol):
     rng: random.Random
     notes: dict[str, str]
     torn_copies: dict[Path, bytes]  # files a fault cut short, as they were
+    clock: ServerClock  # the database's wall clock (tests.faults.clock)
 
 
 class Fault:
@@ -166,14 +170,15 @@ class DiskFull(Fault):
         (t.lake_dir / ".filler").unlink(missing_ok=True)
 
 
-from tests.faults.process_kills import SourceKill, WorkerKill  # noqa: E402  (subclasses of Fault)
+from tests.faults.clock import ClockSkew  # noqa: E402  (subclasses of Fault)
+from tests.faults.process_kills import SourceKill, WorkerKill  # noqa: E402
 
 FAULTS: dict[str, Fault] = {
     f.name: f
     for f in (
         PipelineKill(), DatabaseKill(), DatabaseRestart(), WalsenderTerminate(),
         ProxyCut(long=False), ProxyCut(long=True), TornCheckpoint(), DiskFull(),
-        SourceKill(), WorkerKill(),
+        SourceKill(), WorkerKill(), ClockSkew(),
     )
 }  # fmt: skip
 # the object store's 500/503 and slowness (Fault's interface, through the trial's HTTP proxy)

@@ -1,5 +1,6 @@
 """The campaign's servers, each its own and started once on demand: MariaDB, PostgreSQL and
-moto's S3 server, in one temporary folder; a database per trial."""
+moto's S3 server, in one temporary folder; a database per trial. The databases run on a clock
+the campaign can step (:mod:`tests.faults.clock`)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
 from tests.cases.s3 import MotoS3, storage_options
 from tests.e2e.workload import DDL, PG_DDL
+from tests.faults.clock import ServerClock
 
 
 class Servers:
     def __init__(self, base: Path) -> None:
         self.base = base
+        self.clock = ServerClock(base)
         self._mariadb: ThrowawayMariaDB | None = None
         self._postgres: ThrowawayPostgres | None = None
         self._s3: MotoS3 | None = None
@@ -25,13 +28,17 @@ class Servers:
     @property
     def mariadb(self) -> ThrowawayMariaDB:
         if self._mariadb is None:
-            self._mariadb = ThrowawayMariaDB.start(base_dir=str(self.base))
+            self._mariadb = ThrowawayMariaDB.start(
+                base_dir=str(self.base), launcher=self.clock.launcher()
+            )
         return self._mariadb
 
     @property
     def postgres(self) -> ThrowawayPostgres:
         if self._postgres is None:
-            self._postgres = ThrowawayPostgres.start(base_dir=str(self.base))
+            self._postgres = ThrowawayPostgres.start(
+                base_dir=str(self.base), launcher=self.clock.launcher()
+            )
         return self._postgres
 
     def server(self, source: str) -> Any:

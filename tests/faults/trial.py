@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.cli import write_config
-from tests.e2e.iceberg_lake import as_iceberg
+from tests.e2e.history_check import assert_history_matches, keep_history
+from tests.e2e.iceberg_lake import IcebergLake, as_iceberg
 from tests.e2e.workload import MARIADB, POSTGRES, ChangeWorkload
 from tests.faults.checker import Identity, LakeTables, check_trial, source_accounts
+from tests.faults.clock import ServerClock
 from tests.faults.kinds import FAULTS, RECONNECT_LIMIT, Fault
 from tests.faults.lakes import DeltaTables, IcebergTables
 from tests.faults.phases import Phase, phase_of
@@ -65,6 +67,7 @@ class Trial:
     lake_dir: Path
     rng: random.Random
     notes: dict[str, str]
+    clock: ServerClock
     torn_copies: dict[Path, bytes] = field(default_factory=dict)
     http_proxy: StoreProxy | None = None  # between the pipeline and an S3 lake
 
@@ -95,7 +98,8 @@ def pipeline_file(plan: Plan, tmp: Path, servers: Servers, port: int, db: str,
         tmp, _At(port), pattern, startup=phase.startup, kind=kind, user=user, password=password,
         extra_source=extra, lake=lake, extra_sink=sink, max_bytes=phase.max_bytes,
     )  # fmt: skip
-    return as_iceberg(cfg) if plan.sink == "iceberg" else cfg
+    cfg = as_iceberg(cfg) if plan.sink == "iceberg" else cfg
+    return cfg if plan.sink == "delta-s3" else keep_history(cfg)  # the checker reads a folder
 
 
 def lake_tables(plan: Plan, tmp: Path, servers: Servers, db: str) -> LakeTables:
@@ -144,7 +148,8 @@ def _run(plan: Plan, servers: Servers, tmp: Path, fault: Fault, result: Result) 
     endpoint = http_proxy.endpoint if http_proxy is not None else None
     cfg = pipeline_file(plan, tmp, servers, proxy.port, db, endpoint)
     trial = Trial(plan.source, db, server, proxy, Pipeline(cfg, tmp), tmp / "checkpoint",
-                  tmp / "lake", rng, result.notes, http_proxy=http_proxy)  # fmt: skip
+                  tmp / "lake", rng, result.notes, servers.clock,
+                  http_proxy=http_proxy)  # fmt: skip
     preloaded: Counter[Identity] = Counter(("c", k, 0) for k in range(1, phase.preload + 1))
     committed = Counter(preloaded)
     try:
@@ -164,10 +169,25 @@ def _run(plan: Plan, servers: Servers, tmp: Path, fault: Fault, result: Result) 
                               **phase.expected(preloaded))  # fmt: skip
         result.violations.extend(verdict.violations[:10])
         result.violations.extend(phase.check(trial, lake.rows("accounts")))
+        result.violations.extend(_history_violations(plan, tmp, db))
         result.changes = verdict.changes + verdict.reads
     finally:
         with contextlib.suppress(Exception):
             servers.drop_database(plan.source, db)
+
+
+def _history_violations(plan: Plan, tmp: Path, db: str) -> list[str]:
+    """The history table against the rebuild of the change log (:mod:`tests.e2e.history_check`;
+    kept on a local lake only)."""
+    if plan.sink == "delta-s3":
+        return []
+    schema = db if plan.source == "mysql" else "public"
+    lake = IcebergLake(tmp / "lake") if plan.sink == "iceberg" else tmp / "lake"
+    try:
+        assert_history_matches(lake, schema, "accounts")
+    except AssertionError as exc:
+        return [f"history: {str(exc)[:1500]}"]
+    return []
 
 
 def _stop(trial: Trial, result: Result) -> None:

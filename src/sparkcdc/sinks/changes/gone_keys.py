@@ -8,7 +8,10 @@ change the log brings after it, lands in the change log at or after ``since`` (t
 when the re-snapshot began). So once the snapshot is whole, a replica key that no change-log row
 at or after ``since`` holds as its after image is a key the source deleted. Each table format
 (its :data:`~sparkcdc.sinks.port.GoneKeys`) reads the two tables, appends these ``d`` rows to
-the change log and deletes the keys from the replica, both once (idempotent per re-snapshot).
+the change log, closes the keys' open versions in the history table (``sink.history``) at those
+rows, and deletes the keys from the replica, each once (idempotent per re-snapshot) and in that
+order, so a second try after a crash finds the same keys in the replica. The ``d`` rows carry the
+newest ``ts_ms`` of the re-snapshot's rows (when its reads ended): the same on a second try.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import pyarrow.compute as pc
 
 from sparkcdc.core.event import OP_CREATE, OP_DELETE, OP_READ, OP_UPDATE
 from sparkcdc.core.offset import Offset, position_text
+from sparkcdc.core.table_name import TableName
+from sparkcdc.sinks.changes.history_plan import HistoryBatch
 
 LIVE_OPS = (OP_READ, OP_CREATE, OP_UPDATE)  # the ops whose after image holds a live key
 
@@ -46,14 +51,26 @@ def gone_rows(replica: pa.Table, live: pa.Table, key: Sequence[str]) -> pa.Table
     return replica.join(keys, list(key), join_type="left anti")
 
 
+def observed_at(live: pa.Table) -> int:
+    """The ``ts_ms`` of the ``d`` rows: the newest of ``live``'s rows (:func:`live_after`),
+    else now (no row of the re-snapshot's to go by)."""
+    if live.num_rows:
+        newest = pc.max(pc.struct_field(live.column("source"), "ts_ms")).as_py()
+        if newest is not None:
+            return int(newest)
+    return int(time.time() * 1000)
+
+
 def delete_rows(
     gone: pa.Table,
     log_schema: pa.Schema,
     at: Offset,
     names: tuple[str | None, str | None, str | None],
+    ts_ms: int,
 ) -> pa.Table:
     """The change log's ``d`` rows of ``gone`` in ``log_schema`` (plain types): before = the
-    replica's row, after null, ``source`` naming ``names`` (db, schema, table) at ``at``."""
+    replica's row, after null, ``source`` naming ``names`` (db, schema, table) at ``at`` and
+    ``ts_ms``."""
     count = gone.num_rows
     image = log_schema.field("before").type
     before = pa.StructArray.from_arrays(
@@ -62,7 +79,7 @@ def delete_rows(
     source_type = log_schema.field("source").type
     db, schema, table = names
     values = {
-        "db": db, "schema": schema, "table": table, "ts_ms": int(time.time() * 1000),
+        "db": db, "schema": schema, "table": table, "ts_ms": ts_ms,
         "snapshot": True, "position": position_text(*at.position_key, 0),
         **at.source_fields(),
     }  # fmt: skip
@@ -84,3 +101,19 @@ def source_names(changelog: pa.Table) -> tuple[str | None, str | None, str | Non
     """The ``source`` struct's db, schema and table of the first row of ``changelog``."""
     first = changelog.column("source").to_pylist()[0] if changelog.num_rows else {}
     return first.get("db"), first.get("schema"), first.get("table")
+
+
+def history_batch(
+    name: TableName, key: Sequence[str], gone: pa.Table, deleted: pa.Table
+) -> HistoryBatch:
+    """The history batch that closes the open versions of the replica's rows ``gone`` at their
+    ``d`` rows ``deleted`` (:func:`delete_rows`)."""
+    count, columns = gone.num_rows, list(gone.schema)
+    before = pa.StructArray.from_arrays(
+        [gone.column(f.name).combine_chunks() for f in columns], fields=columns
+    )
+    rows = pa.table({
+        "op": deleted.column("op"), "source": deleted.column("source"),
+        "_pos": pa.array(range(count), pa.int64()),
+    })  # fmt: skip
+    return HistoryBatch(name, tuple(key), columns, rows, before, pa.nulls(count, before.type))

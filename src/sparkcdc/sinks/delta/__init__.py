@@ -137,7 +137,7 @@ def gone_keys(config: SinkConfig) -> GoneKeys:
     from sparkcdc.sinks.delta.lake import Lake
     from sparkcdc.sinks.storage import LakeStorage
 
-    return DeltaGoneKeys(Lake(LakeStorage(config.path, config.storage_options)))
+    return DeltaGoneKeys(Lake(LakeStorage(config.path, config.storage_options)), config.history)
 
 
 def batch_holders(config: SinkConfig, app: str, batch_id: int) -> list[str]:

@@ -107,7 +107,7 @@ def gone_keys(config: SinkConfig) -> GoneKeys:
     from sparkcdc.sinks.iceberg.gone_keys import IcebergGoneKeys
     from sparkcdc.sinks.iceberg.tables import IcebergTables
 
-    return IcebergGoneKeys(IcebergTables(open_catalog(config)))
+    return IcebergGoneKeys(IcebergTables(open_catalog(config)), config.history)
 
 
 def batch_holders(config: SinkConfig, app: str, batch_id: int) -> list[str]:

@@ -79,14 +79,18 @@ class ThrowawayMariaDB(ThrowawayServer):
         extra_args: Sequence[str] = (),
         port: int | None = None,
         timeout: float = 60.0,
+        launcher: Sequence[str] = (),
     ) -> ThrowawayMariaDB:
-        """Install a fresh data folder and start the server; returns once it accepts queries."""
+        """Install a fresh data folder and start the server (through ``launcher``, a command
+        that runs the one after it, e.g. ``env NAME=value``: restarts keep it); returns once it
+        accepts queries."""
         root = new_root("sparkcdc-mariadb-", base_dir)
 
         def spawn() -> ThrowawayMariaDB:
             _install(root / "data")
             at = port or free_port()
             args = [
+                *launcher,
                 _binary("mariadbd", "mysqld"),
                 "--no-defaults",
                 f"--datadir={root / 'data'}",

@@ -26,7 +26,7 @@ import pwd
 import shutil
 import signal
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -165,10 +165,12 @@ class ThrowawayPostgres(ThrowawayServer):
         timeout: float = 60.0,
         tls: ServerTls | None = None,
         hba: str = HBA,
+        launcher: Sequence[str] = (),
     ) -> ThrowawayPostgres:
         """``initdb`` a fresh folder (under ``base_dir``, which the server's account must be
         able to enter) and start the server with :data:`CDC_SETTINGS` and ``settings`` over
-        them, ``tls`` and the pg_hba.conf ``hba``; returns once it accepts connections."""
+        them, ``tls`` and the pg_hba.conf ``hba``, through ``launcher`` (a command that runs
+        the one after it: restarts keep it); returns once it accepts connections."""
         bin_dir, account = _bin_dir(), _run_as()
         root = new_root("sparkcdc-postgres-", base_dir)
 
@@ -185,7 +187,7 @@ class ThrowawayPostgres(ThrowawayServer):
                 **(tls.install(root, account) if tls else {}),
                 **(settings or {}),
             }
-            args = [str(bin_dir / "postgres"), "-D", str(root / "data")]
+            args = [*launcher, str(bin_dir / "postgres"), "-D", str(root / "data")]
             args += [f"-c{name}={value}" for name, value in options.items()]
             return cls(port=at, root_dir=root, args=args, process=_spawn(args, root))
 

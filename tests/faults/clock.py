@@ -1,0 +1,72 @@
+"""The database's wall clock, which the campaign can step: its servers run under libfaketime
+(Debian's ``libfaketime``, preloaded) reading their offset from one file every second, with
+their monotonic clocks left alone, as an NTP step leaves them. The ``clock-skew`` fault writes
+an offset of a minute to an hour, ahead or behind, and later zero: the commit times the log
+carries jump while the pipeline's clock does not (heartbeats, lag, history validity times).
+
+Without the library (a machine without the package) the servers run as they are and the fault
+does not apply."""
+
+from __future__ import annotations
+
+import glob
+import os
+import time
+from pathlib import Path
+
+from tests.faults.kinds import Fault, Target
+
+LIBRARY = "/usr/lib/*/faketime/libfaketime.so.1"
+
+
+def faketime_library() -> str | None:
+    found = sorted(glob.glob(LIBRARY))
+    return found[0] if found else None
+
+
+class ServerClock:
+    """The offset file under ``folder`` and the launcher that makes a server read it."""
+
+    def __init__(self, folder: Path) -> None:
+        self.file = folder / "server-clock"
+        self.library = faketime_library()
+        self.set(0)
+
+    def launcher(self) -> list[str]:
+        """The command a server runs through (nothing without the library)."""
+        if self.library is None:
+            return []
+        return [
+            "env", f"LD_PRELOAD={self.library}", f"FAKETIME_TIMESTAMP_FILE={self.file}",
+            "FAKETIME_CACHE_DURATION=1", "FAKETIME_DONT_FAKE_MONOTONIC=1",
+        ]  # fmt: skip
+
+    def set(self, offset_s: int) -> None:
+        """Step the servers' wall clock to ``offset_s`` seconds from the true time (read
+        within a second); the file replaced at once, readable by the servers' account."""
+        tmp = self.file.with_name(self.file.name + ".tmp")
+        tmp.write_text(f"{offset_s:+d}\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, self.file)
+
+
+class ClockSkew(Fault):
+    """The database's clock stepped by a minute to an hour either way while changes are written,
+    held a few seconds, stepped back."""
+
+    name = "clock-skew"
+    writes_during = True
+    SETTLE_S = 1.5  # the servers read the file each second
+
+    def applies(self, source: str, sink: str) -> bool:
+        return faketime_library() is not None and super().applies(source, sink)
+
+    def inject(self, t: Target) -> None:
+        step = t.rng.choice((-1, 1)) * t.rng.randint(60, 3600)
+        t.notes["step_s"] = f"{step:+d}"
+        t.clock.set(step)
+        time.sleep(self.SETTLE_S + t.rng.uniform(2.0, 10.0))
+
+    def heal(self, t: Target) -> None:
+        t.clock.set(0)
+        time.sleep(self.SETTLE_S)
