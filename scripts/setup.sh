@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what sparkcdc needs on a Debian 12 machine, skipping what is already there:
 # MariaDB server binaries (never started as a service: tests and the demo start private
-# servers), Java 17+, Python 3.11+ with venv, then .venv with the packages at the versions
+# servers), Java 17+, Python 3.11+ with venv, libfaketime (the fault campaign), then .venv with
+# the packages at the versions
 # constraints.txt pins.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +34,8 @@ pick_python() {
 }
 PY=$(pick_python || true)
 if [ -z "$PY" ]; then need+=(python3 python3-venv python3-dev); fi
+# the fault campaign's clock-skew fault runs the database servers under libfaketime
+ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || need+=(libfaketime)
 # the compiled row decoder needs a C compiler and Python's headers
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
 has_headers() {

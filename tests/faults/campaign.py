@@ -6,7 +6,8 @@ fault (by turn, ``(S + i) mod`` the number of faults, so consecutive trials cove
 the source and sink it applies to, the phase (:mod:`tests.faults.phases`, among those that apply
 to the source) and the moment; ``--seed S + i --trials 1`` with the same lists replays it.
 ``--phases`` picks the phases (all by default). Writes ``faults/REPORT.md`` and
-``faults/report.json``; exits 1 on any violation."""
+``faults/report.json`` after every trial; ``--resume`` goes on with the campaign those hold
+(the same lists), running only the seeds it has not run. Exits 1 on any violation."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import argparse
 import os
 import random
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from tests.faults.kinds import FAULTS
 from tests.faults.phases import PHASES
-from tests.faults.report import write_report
+from tests.faults.report import read_results, write_report
 from tests.faults.servers import Servers
 from tests.faults.trial import Plan, Result, run_trial
 
@@ -50,20 +52,31 @@ def plan_trial(
 def run_campaign(
     seed: int, trials: int, sources: list[str], sinks: list[str], faults: list[str],
     out: Path, duration: float | None = None, phases: list[str] | None = None,
+    resume: bool = False,
 ) -> list[Result]:  # fmt: skip
-    """Run the trials (stopping early once ``duration`` seconds passed) and write the report."""
+    """Run the trials (stopping early once ``duration`` seconds passed; ``resume``: those the
+    report in ``out`` lacks), writing the report after each; every trial of the report."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    began, results = time.monotonic(), []
+    args = f"--sources {','.join(sources)} --sinks {','.join(sinks)} --faults {','.join(faults)}"
+    args += f" --phases {','.join(PHASES if phases is None else phases)}"
+    results, earlier_s = read_results(out, args) if resume else ([], 0)
+    done, commit = {r.plan.seed for r in results}, _commit()
+    began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="sparkcdc-faults-") as base:
         os.chmod(base, 0o755)  # PostgreSQL's server runs as its own user
         servers = Servers(Path(base))
         try:
             for i in range(trials):
+                if seed + i in done:
+                    continue
                 if duration is not None and time.monotonic() - began > duration:
                     break
                 plan = plan_trial(seed + i, sources, sinks, faults, phases)
                 result = _without_folder(run_trial(plan, servers, Path(base)), base)
+                result.commit = commit
                 results.append(result)
+                wall = earlier_s + round(time.monotonic() - began)
+                write_report(results, out, seed, args, wall)
                 verdict = "ok" if not result.violations else "VIOLATION"
                 print(f"trial {plan.seed}: {plan.fault} {plan.phase} {plan.source} {plan.sink}"
                       f" -> {result.outcome}, {result.wall_s}s, {verdict}", flush=True)  # fmt: skip
@@ -71,10 +84,19 @@ def run_campaign(
                     print(f"  {line}", flush=True)
         finally:
             servers.stop()
-    args = f"--sources {','.join(sources)} --sinks {','.join(sinks)} --faults {','.join(faults)}"
-    args += f" --phases {','.join(PHASES if phases is None else phases)}"
-    write_report(results, out, seed, args, round(time.monotonic() - began))
+    write_report(results, out, seed, args, earlier_s + round(time.monotonic() - began))
     return results
+
+
+def _commit() -> str:
+    """The code's git commit (short), ``+changes`` when its files differ from it."""
+
+    def git(*argv: str) -> str:
+        found = subprocess.run(["git", *argv], capture_output=True, text=True, check=False)
+        return found.stdout.strip() if found.returncode == 0 else ""
+
+    head = git("rev-parse", "--short", "HEAD")
+    return head + ("+changes" if head and git("status", "--porcelain", "src", "tests") else "")
 
 
 def _without_folder(result: Result, base: str) -> Result:
@@ -94,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--faults", default=",".join(FAULTS))
     parser.add_argument("--phases", default=",".join(PHASES))
     parser.add_argument("--out", type=Path, default=Path("faults"))
+    parser.add_argument("--resume", action="store_true",
+                        help="go on with the campaign the report in --out holds")  # fmt: skip
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the servers stop on the way out
     names = args.faults.split(",")
@@ -106,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"known: {', '.join(PHASES)}")  # fmt: skip
     results = run_campaign(args.seed, args.trials, args.sources.split(","),
                            args.sinks.split(","), names, args.out, args.duration,
-                           phases)  # fmt: skip
+                           phases, args.resume)  # fmt: skip
     return 1 if any(r.violations for r in results) else 0
 
 

@@ -1,6 +1,7 @@
 """The campaign's report: ``REPORT.md`` (trials per fault × phase × source × sink, violations,
-recovery time p50/p99 per fault kind, each failing trial's replay command) and ``report.json``
-(every trial)."""
+recovery time p50/p99 per fault kind, each failing trial's replay command, the code each trial
+ran) and ``report.json`` (every trial), written again after each trial; :func:`read_results`
+reads the trials back, so a campaign cut short goes on where it stopped (``--resume``)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,27 @@ from collections import Counter, defaultdict
 from dataclasses import asdict
 from pathlib import Path
 
-from tests.faults.trial import Result
+from tests.faults.trial import Plan, Result
 
 
 def percentile(values: list[float], q: float) -> float:
     """The ``q`` quantile by the nearest rank."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered) + 0.5) - 1))]
+
+
+def read_results(out: Path, args: str) -> tuple[list[Result], int]:
+    """The trials of the report in ``out`` and its wall time (none if there is no report);
+    ValueError if it was a campaign of other lists."""
+    found = out / "report.json"
+    if not found.exists():
+        return [], 0
+    held = json.loads(found.read_text())
+    if held["args"] != args:
+        raise ValueError(f"{found} holds a campaign of other lists ({held['args']}); give the "
+                         "same lists to go on with it, or another --out")  # fmt: skip
+    results = [Result(**{**r, "plan": Plan(**r["plan"])}) for r in held["results"]]
+    return results, int(held["wall_s"])
 
 
 def write_report(results: list[Result], out: Path, seed: int, args: str, wall: int) -> None:
@@ -35,6 +50,12 @@ def _markdown(results: list[Result], seed: int, args: str, wall: int) -> list[st
         f"`scripts/faults.sh --seed {seed} --trials {len(results)} {args}`: {len(results)} "
         f"trials in {wall} s, **{len(failed)} with violations**. Every trial's seed, fault, "
         "phase, timing and result: [report.json](report.json).",
+        "",
+        "Code: "
+        + ", ".join(
+            f"`{c or '?'}` ({n} trials)" for c, n in Counter(r.commit for r in results).items()
+        )
+        + ".",
         "",
         "## Trials per fault × phase × source × sink",
         "",

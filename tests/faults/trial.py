@@ -52,6 +52,7 @@ class Result:
     changes: int = 0
     violations: list[str] = field(default_factory=list)
     notes: dict[str, str] = field(default_factory=dict)
+    commit: str = ""  # the code the trial ran (git's short hash, "+changes" if uncommitted)
 
 
 @dataclass
