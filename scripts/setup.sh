@@ -2,8 +2,7 @@
 # Installs what sparkcdc needs on a Debian 12 machine, skipping what is already there:
 # MariaDB server binaries (never started as a service: tests and the demo start private
 # servers), Java 17+, Python 3.11+ with venv, libfaketime (the fault campaign), then .venv with
-# the packages at the versions
-# constraints.txt pins.
+# the packages at the versions constraints.txt pins.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
