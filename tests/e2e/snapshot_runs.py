@@ -18,7 +18,7 @@ from deltalake import DeltaTable
 from tests.e2e.cli import available_now, crash, start
 from tests.e2e.snapshot_workload import Churn
 
-TRIALS = int(os.environ.get("SPARKCDC_SNAPSHOT_CRASH_TRIALS", "2"))
+TRIALS = int(os.environ.get("SPARKCDC_SNAPSHOT_CRASH_TRIALS", "1"))
 
 
 def replica(path: Path, columns: list[str]) -> list[tuple[Any, ...]]:

@@ -89,6 +89,7 @@ def _holding(root: Path, marker: str) -> list[str]:
     return found
 
 
+@pytest.mark.extended("postgres")
 def test_a_marker_in_left_out_and_masked_data_reaches_no_file(
     source: E2ESource, tmp_path: Path, launch: Launch
 ) -> None:
@@ -134,6 +135,7 @@ def test_a_marker_in_left_out_and_masked_data_reaches_no_file(
     assert code == 0, out  # --quiet: nothing printed when every table is equal
 
 
+@pytest.mark.extended("mysql")
 def test_skipped_deletes_and_truncates_stay_out_of_the_lake_and_verify_says_why(
     source: E2ESource, tmp_path: Path
 ) -> None:

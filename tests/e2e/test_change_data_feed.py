@@ -79,6 +79,7 @@ def replica(path: Path) -> dict[int, str | None]:
     return {r["id"]: r["v"] for r in DeltaTable(str(path)).to_pyarrow_table().to_pylist()}
 
 
+@pytest.mark.extended("postgres")
 def test_load_cdf_of_each_replica_version_is_its_batch_s_net_change(
     source: E2ESource, tmp_path: Path, launch: Callable[[Path], subprocess.Popen[bytes]]
 ) -> None:

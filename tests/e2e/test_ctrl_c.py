@@ -161,6 +161,7 @@ def test_ctrl_c_mid_snapshot_and_mid_stream_then_restart(
     assert identities(lake / "accounts__changelog") == expected
 
 
+@pytest.mark.extended
 @pytest.mark.postgres
 def test_ctrl_c_mid_stream_on_postgres(
     postgres: ThrowawayPostgres, pgdb: str, tmp_path: Path

@@ -132,6 +132,7 @@ def source(request: pytest.FixtureRequest) -> Source:
     return make(request)
 
 
+@pytest.mark.extended("postgres")
 def test_a_streaming_table_of_a_declarative_pipeline_holds_the_snapshot_then_the_changes(
     source: Source, tmp_path: Path
 ) -> None:

@@ -1,6 +1,6 @@
 """Exactly once, tested by crashing: ``kill -9`` of ``sparkcdc run`` (its whole process group:
 driver, JVM and Python workers, as a machine crash would) in the middle of a randomized
-workload (100k+ changes on MariaDB, 50k+ on PostgreSQL), two times here
+workload (100k+ changes on MariaDB, 50k+ on PostgreSQL), once here
 (``SPARKCDC_CRASH_TRIALS``; five in ``scripts/crash_trials.sh``), each time restarting from the
 same checkpoint. Afterwards the replica equals the source row by row, the change log
 holds every source change exactly once (on PostgreSQL: the slot's confirmed position never
@@ -31,7 +31,7 @@ from tests.e2e.workload import ChangeWorkload
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-TRIALS = int(os.environ.get("SPARKCDC_CRASH_TRIALS", "2"))
+TRIALS = int(os.environ.get("SPARKCDC_CRASH_TRIALS", "1"))
 CHANGES = {
     "mysql": int(os.environ.get("SPARKCDC_CRASH_CHANGES", "100000")),
     "postgres": int(os.environ.get("SPARKCDC_PG_CRASH_CHANGES", "50000")),

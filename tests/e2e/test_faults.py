@@ -44,6 +44,7 @@ CHOSEN = os.environ.get("SPARKCDC_FAULT_PHASES", "handoff,pg-streamed")
 RUN_PHASES = [p for p in LATER_PHASES if CHOSEN == "all" or p in CHOSEN.split(",")]
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("phase", RUN_PHASES)
 def test_a_kill_9_in_each_phase_leaves_no_violation(tmp_path: Path, phase: str) -> None:
     seed = PHASE_SEED + LATER_PHASES.index(phase)

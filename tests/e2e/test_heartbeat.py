@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from deltalake import DeltaTable
 
 from sparkcdc.spark.offsets import source_position
@@ -53,6 +54,7 @@ def committed(checkpoint: Path) -> dict[str, Any] | None:
     return source_position(read_offset_file(spark / "offsets" / newest.name).offset)
 
 
+@pytest.mark.extended("mysql")
 def test_the_committed_offset_follows_the_log_so_dropping_it_strands_nothing(
     own_source: E2ESource, launch: Launch, tmp_path: Path
 ) -> None:
@@ -115,6 +117,7 @@ def settled_log_end(source: E2ESource, timeout: float = 10.0) -> Any:
     return end
 
 
+@pytest.mark.extended("postgres")
 def test_available_now_ends_on_a_log_a_new_file_moved_on_without_a_transaction(
     source: E2ESource, tmp_path: Path
 ) -> None:
@@ -135,6 +138,7 @@ def test_available_now_ends_on_a_log_a_new_file_moved_on_without_a_transaction(
     assert sorted(r["id"] for r in replica) == [1, 2]
 
 
+@pytest.mark.extended("postgres")
 def test_a_failing_action_query_stops_the_run_with_its_sentence(
     source: E2ESource, tmp_path: Path
 ) -> None:

@@ -49,6 +49,7 @@ def rows(lake: IcebergLake, db: str) -> list[tuple[Any, ...]]:
     return sorted(tuple(r[c] for c in COLUMNS) for r in held)
 
 
+@pytest.mark.extended
 def test_a_running_pipeline_keeps_its_iceberg_tables_bounded(
     mariadb: ThrowawayMariaDB, db: str, tmp_path: Path, launch: Launch
 ) -> None:

@@ -50,6 +50,7 @@ class Tables:
         return sorted((r["id"], r["version"], r["name"]) for r in self.rows("items"))
 
 
+@pytest.mark.extended("mysql-iceberg", "postgres-delta")
 @pytest.mark.parametrize("sink", ["delta", "iceberg"])
 def test_a_lost_log_stops_with_the_way_out_or_is_read_again(
     own_source: E2ESource, launch: Launch, tmp_path: Path, sink: str

@@ -65,6 +65,7 @@ def test_check_and_run_on_postgresql(
     assert confirmed(postgres, pgdb) > ends
 
 
+@pytest.mark.extended
 def test_a_schema_with_a_dot_in_its_name_is_snapshotted_and_streamed(
     postgres: ThrowawayPostgres, pgdb: str, tmp_path: Path
 ) -> None:

@@ -35,6 +35,7 @@ def _policy(cfg: Path, policy: str) -> None:
     cfg.write_text(text.replace("pipeline: {", f"pipeline: {{schema_changes: {policy}, ", 1))
 
 
+@pytest.mark.extended("postgres")
 def test_a_widened_column_takes_bigger_values_and_exception_holds_a_drop_until_allowed(
     source: E2ESource, tmp_path: Path
 ) -> None:

@@ -26,6 +26,7 @@ from tests.e2e.snapshot_workload import Churn, load_items
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
+@pytest.mark.extended("postgres")
 def test_verify_under_writes_then_names_the_keys_edited_by_hand(
     source: E2ESource, launch: Launch, tmp_path: Path
 ) -> None:
