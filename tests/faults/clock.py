@@ -4,7 +4,7 @@ their monotonic clocks left alone, as an NTP step leaves them. The ``clock-skew`
 an offset of a minute to an hour, ahead or behind, and later zero: the commit times the log
 carries jump while the pipeline's clock does not (heartbeats, lag, history validity times).
 
-Without the library (a machine without the package) the servers run as they are and the fault
+Without it (a machine without the package) the servers run as they are and the fault
 does not apply."""
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from pathlib import Path
 
 from tests.faults.kinds import Fault, Target
 
-LIBRARY = "/usr/lib/*/faketime/libfaketime.so.1"
+PRELOAD_GLOB = "/usr/lib/*/faketime/libfaketime.so.1"
 
 
-def faketime_library() -> str | None:
-    found = sorted(glob.glob(LIBRARY))
+def faketime_preload() -> str | None:
+    found = sorted(glob.glob(PRELOAD_GLOB))
     return found[0] if found else None
 
 
@@ -29,15 +29,15 @@ class ServerClock:
 
     def __init__(self, folder: Path) -> None:
         self.file = folder / "server-clock"
-        self.library = faketime_library()
+        self.preload = faketime_preload()
         self.set(0)
 
     def launcher(self) -> list[str]:
-        """The command a server runs through (nothing without the library)."""
-        if self.library is None:
+        """The command a server runs through (nothing without the preload)."""
+        if self.preload is None:
             return []
         return [
-            "env", f"LD_PRELOAD={self.library}", f"FAKETIME_TIMESTAMP_FILE={self.file}",
+            "env", f"LD_PRELOAD={self.preload}", f"FAKETIME_TIMESTAMP_FILE={self.file}",
             "FAKETIME_CACHE_DURATION=1", "FAKETIME_DONT_FAKE_MONOTONIC=1",
         ]  # fmt: skip
 
@@ -59,7 +59,7 @@ class ClockSkew(Fault):
     SETTLE_S = 1.5  # the servers read the file each second
 
     def applies(self, source: str, sink: str) -> bool:
-        return faketime_library() is not None and super().applies(source, sink)
+        return faketime_preload() is not None and super().applies(source, sink)
 
     def inject(self, t: Target) -> None:
         step = t.rng.choice((-1, 1)) * t.rng.randint(60, 3600)
