@@ -13,11 +13,12 @@
 # Writes faults/REPORT.md and faults/report.json after every trial and exits non-zero on any
 # violation; --resume goes on with the campaign they hold (the same lists), running only the
 # seeds it has not run. A failing trial's seed replays it: --seed <its seed> --trials 1 with
-# the same lists.
+# the same lists; --keep DIR copies each failing trial's folder (its pipeline file, checkpoint,
+# lake and the runs' logs) into DIR for a look.
 #   scripts/faults.sh [--seed S] [--trials N] [--duration SECONDS] [--sources mysql,postgres]
 #                     [--sinks delta,iceberg,delta-s3] [--faults pipeline-kill9,db-kill9,...]
 #                     [--phases snapshot,handoff,stream,incremental,ddl,big-txn,pg-streamed,
-#                               resnapshot] [--resume] [--out DIR]
+#                               resnapshot] [--resume] [--out DIR] [--keep DIR]
 # The disk-full fault mounts a small tmpfs (root needed; leave it out with --faults otherwise).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -151,3 +151,33 @@ def test_keys_gone_during_a_lost_log_close_their_versions_once(harness: SinkHarn
     assert found is not None
     ends = [r["__end_at"] for r in found.to_pylist() if r["id"] == 2]
     assert [e.timestamp() for e in ends] == [1_700_000_000.5]  # the re-snapshot's newest row
+
+
+def test_after_a_lost_log_the_batch_after_the_gone_keys_commits_over_their_deletes(
+    harness: SinkHarness,
+) -> None:
+    """The re-snapshot's fault again (the campaign's clock-skew trial in that phase): the gone
+    key's deletion commits to the replica, the change log and the history table, and the
+    running sink's next micro-batch (the key inserted again) then writes the same tables. It
+    once held them as they were before and failed its commit ("deleted data files were
+    found")."""
+    sink = opened(harness)
+    first = (Changes(pos=1000).schema(A).change("c", A, after=row(1, "ann"))
+             .change("c", A, after=row(2, "bob")))  # fmt: skip
+    sink.write_batch(Frame(first.table()), 0)
+    reread = Changes(pos=5000).schema(A).change("r", A, after=row(1, "ann"))
+    sink.write_batch(Frame(reread.table()), 1)
+    config = dataclasses.replace(harness.config, history=SPEC)  # type: ignore[attr-defined]
+    make = sink_type(config.type).gone_keys
+    assert make is not None
+    since = positions(harness)[2]
+    assert make(config)(NAME, ("id",), since, BinlogOffset(FILE, 9000), f"{APP}-resnapshot") == 1
+    again = Changes(pos=9500).schema(A).change("c", A, after=row(2, "bea"))
+    sink.write_batch(Frame(again.table()), 2)
+    p = positions(harness)
+    assert len(p) == 5  # c c r | d | c
+    assert history(harness) == [
+        (1, "ann", Decimal("1.00"), p[0], None, True, "c"),
+        (2, "bea", Decimal("1.00"), p[4], None, True, "c"),
+        (2, "bob", Decimal("1.00"), p[1], p[3], False, "c"),
+    ]

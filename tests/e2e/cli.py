@@ -90,10 +90,18 @@ def log_end(server: ThrowawayMariaDB) -> str:
 
 def purge_binlogs_to(server: ThrowawayMariaDB, file: str, timeout: float = 30.0) -> None:
     """``PURGE BINARY LOGS TO file``, asked again until the server has done it: it keeps a file
-    until its binlog checkpoint (the storage engine's flush) has passed it."""
-    deadline = time.monotonic() + timeout
+    until its binlog checkpoint (the storage engine's flush) has passed it, and while a binlog
+    dump thread reads it; after a few tries such threads, left by a connection that was cut
+    (the server has not noticed yet), are ended."""
+    began = time.monotonic()
     while server.query("SHOW BINARY LOGS")[0][0] != file:
-        assert time.monotonic() < deadline, f"the server kept its binlogs before {file}"
+        waited = time.monotonic() - began
+        assert waited < timeout, f"the server kept its binlogs before {file}"
+        if waited > 2.0:
+            for row in server.query("SHOW PROCESSLIST"):
+                if str(row[4]).startswith("Binlog Dump"):
+                    with contextlib.suppress(Exception):  # it may have ended meanwhile
+                        server.execute(f"KILL {int(row[0])}")
         server.execute(f"PURGE BINARY LOGS TO '{file}'")
         time.sleep(0.2)
 

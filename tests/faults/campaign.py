@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -53,9 +54,11 @@ def run_campaign(
     seed: int, trials: int, sources: list[str], sinks: list[str], faults: list[str],
     out: Path, duration: float | None = None, phases: list[str] | None = None,
     resume: bool = False,
+    keep: Path | None = None,
 ) -> list[Result]:  # fmt: skip
     """Run the trials (stopping early once ``duration`` seconds passed; ``resume``: those the
-    report in ``out`` lacks), writing the report after each; every trial of the report."""
+    report in ``out`` lacks), writing the report after each; every trial of the report.
+    ``keep``: a failed trial's folder (configuration, checkpoint, lake, logs) copied there."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     args = f"--sources {','.join(sources)} --sinks {','.join(sinks)} --faults {','.join(faults)}"
     args += f" --phases {','.join(PHASES if phases is None else phases)}"
@@ -73,6 +76,9 @@ def run_campaign(
                     break
                 plan = plan_trial(seed + i, sources, sinks, faults, phases)
                 result = _without_folder(run_trial(plan, servers, Path(base)), base)
+                if keep is not None and result.violations:
+                    shutil.copytree(Path(base) / f"trial-{plan.seed}", keep / f"trial-{plan.seed}",
+                                    symlinks=True, dirs_exist_ok=True)  # fmt: skip
                 result.commit = commit
                 results.append(result)
                 wall = earlier_s + round(time.monotonic() - began)
@@ -116,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--faults", default=",".join(FAULTS))
     parser.add_argument("--phases", default=",".join(PHASES))
     parser.add_argument("--out", type=Path, default=Path("faults"))
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="copy each failed trial's folder into this folder"
+    )
     parser.add_argument("--resume", action="store_true",
                         help="go on with the campaign the report in --out holds")  # fmt: skip
     args = parser.parse_args(argv)
@@ -130,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"known: {', '.join(PHASES)}")  # fmt: skip
     results = run_campaign(args.seed, args.trials, args.sources.split(","),
                            args.sinks.split(","), names, args.out, args.duration,
-                           phases, args.resume)  # fmt: skip
+                           phases, args.resume, args.keep)  # fmt: skip
     return 1 if any(r.violations for r in results) else 0
 
 

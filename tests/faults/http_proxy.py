@@ -10,7 +10,8 @@ behaviour, switchable at any moment, decides the request's fate:
             the same way (a streaming PUT or a multipart upload's part never held whole)
     Errors  the body read and dropped, then the status (500 or 503) answered with S3's XML
             error body and ``Retry-After`` when given; the connection kept open unless
-            ``close`` (then ``Connection: close`` and closed)
+            ``close`` (then ``Connection: close`` and closed); with ``methods``, only requests
+            of those methods (``PUT``: uploads and their parts), the others as Pass
     Slow    forwarded as Pass after ``delay`` seconds, both bodies throttled to ``rate`` bytes
             a second when given
 
@@ -45,6 +46,7 @@ class Errors:
     status: int = 503
     retry_after: int | None = None
     close: bool = False
+    methods: tuple[str, ...] = ()  # only requests of these methods fail (none named: all)
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,7 @@ class _Link:
         if head is None:
             return False
         behaviour = self.proxy.behaviour
-        if isinstance(behaviour, Errors):
+        if isinstance(behaviour, Errors) and head.method in (behaviour.methods or (head.method,)):
             return self._refuse(head, behaviour)
         if isinstance(behaviour, Slow):
             self.proxy.counts["slowed"] += 1

@@ -45,18 +45,22 @@ class StoreFault:
 
 
 class StoreErrors(StoreFault):
-    """Every request answered 500 (InternalError) or 503 (SlowDown, with ``Retry-After`` or
-    without) for a few seconds up to 20, the connection kept open or closed after each."""
+    """Every request (or every PUT alone: uploads begin, their parts fail) answered 500
+    (InternalError) or 503 (SlowDown, with ``Retry-After`` or without) for a few seconds up to
+    20, the connection kept open or closed after each."""
 
     name = "s3-errors"
 
     def inject(self, t: StoreTarget) -> None:
         status = t.rng.choice((500, 503))
         retry_after = t.rng.choice((None, 1)) if status == 503 else None
-        errors = Errors(status, retry_after, close=t.rng.random() < 0.5)
+        methods = t.rng.choice(((), ("PUT",)))
+        errors = Errors(status, retry_after, close=t.rng.random() < 0.5, methods=methods)
         held = t.rng.uniform(2.0, 20.0)
-        t.notes["errors"] = f"{status}{' Retry-After 1' if retry_after else ''}" + (
-            ", connection closed" if errors.close else ""
+        t.notes["errors"] = (
+            f"{status}{' Retry-After 1' if retry_after else ''}"
+            + (", connection closed" if errors.close else "")
+            + (" to PUT requests" if methods else "")
         )
         t.notes["held_s"] = f"{held:.1f}"
         _proxy(t).set(errors)

@@ -7,6 +7,8 @@ way out, never the store's raw answer, and the batch written again commits each 
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -135,3 +137,23 @@ def test_s3_slow_answers_are_waited_for(s3: MotoS3, proxy: StoreProxy) -> None:
     proxy.set(Pass())
     assert proxy.counts["slowed"] > 0
     assert held(s3, lake)[0] == [(1, "1.00"), (2, "0.00"), (3, "1.00")]
+
+
+def test_s3_errors_while_a_snapshot_chunk_uploads_never_leave_its_file_missing(
+    s3: MotoS3, proxy: StoreProxy, tmp_path: Path
+) -> None:
+    """Found by the campaign (s3-errors in the initial snapshot, PostgreSQL → Delta on S3): a
+    chunk's data file uploaded while the store failed was committed but never stored, as
+    ``pyarrow.fs.copy_files`` only printed its upload's last error. Every upload that returns
+    has stored the whole file."""
+    lake = through(s3, proxy)
+    direct = LakeStorage(lake.uri, s3.options())
+    chunk = tmp_path / "chunk.parquet"
+    chunk.write_bytes(os.urandom(300_000))
+    for n in range(3):  # the upload begins (POST), its part fails (PUT)
+        proxy.set(Errors(500 if n % 2 else 503, methods=("PUT",)), heal_after=2.0 + n)
+        target = lake.join("shop", "accounts", f"part-{n}.snappy.parquet")
+        lake.copy_in(str(chunk), target)
+        stored = direct.filesystem.get_file_info(direct._where(target))
+        assert stored.size == chunk.stat().st_size, (n, stored)
+    assert proxy.counts["failed"] > 0

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Literal, NotRequired, Protocol, TypedDict
 
 import pyarrow as pa
 
+from sparkcdc.core.errors import SinkError, SparkCDCError
 from sparkcdc.core.json_value import JSONObject
 from sparkcdc.core.schema_policy import SchemaPolicy
 from sparkcdc.core.table_name import TableName
@@ -190,6 +191,18 @@ class Sink(ABC):
     def upkeep_at_end(self) -> None:
         """The query ended by itself and Spark committed every batch: the tables' upkeep if
         it is due (nothing for a sink that keeps none)."""
+
+
+def batch_failed(exc: BaseException, batch_id: int, label: str) -> BaseException:
+    """``exc`` as the sink's one sentence if no step of the batch named it (an OSError such as a
+    full disk, from a file beside the tables): the batch and the table format (``label``)
+    named; any other exception as it is."""
+    if isinstance(exc, OSError) and not isinstance(exc, SparkCDCError):
+        return SinkError(
+            f"writing batch {batch_id} to {label} failed: {exc}; once that is fixed, run the "
+            "pipeline again: it goes on from its last committed batch, writing nothing twice."
+        )
+    return exc
 
 
 class TableRead(Protocol):

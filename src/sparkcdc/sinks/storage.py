@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import shutil
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ R = TypeVar("R")
 
 LOCAL_SCHEMES = ("", "file")
 CONNECT_TIMEOUT_S = 5.0
+UPLOAD_CHUNK = 8 << 20  # bytes handed to an upload at a time
 
 
 def _retried(
@@ -143,8 +145,18 @@ class LakeStorage:
 
     @_retried
     def copy_in(self, source: str, path: str) -> None:
-        """Copy the local file ``source`` to ``path`` in the lake (a streamed upload)."""
-        fs.copy_files(source, self._where(path), destination_filesystem=self.filesystem)
+        """Copy the local file ``source`` to ``path`` in the lake (a streamed upload), closed
+        here so that a failed upload raises: ``pyarrow.fs.copy_files`` closes its stream as
+        it drops it, and an upload's last error is then only printed, the file never stored.
+        The stored size is checked against the file's."""
+        where = self._where(path)
+        size = os.path.getsize(source)
+        with open(source, "rb") as given, self.filesystem.open_output_stream(where) as out:
+            shutil.copyfileobj(given, out, UPLOAD_CHUNK)
+        stored = self.filesystem.get_file_info(where)
+        if stored.type == fs.FileType.NotFound or stored.size != size:
+            raise store_retry.ShortUpload(f"the upload of {path} stored {stored.size} of its "
+                                          f"{size} bytes")  # fmt: skip
 
     @_retried
     def exists(self, path: str) -> bool:

@@ -57,10 +57,14 @@ _AWS_SDK_CODES = {
 _WAITED = re.compile(r" in (\d+(?:\.\d+)?)s, after \d+ retries")  # delta-rs's own retries
 
 
+class ShortUpload(OSError):
+    """An upload that ended without an error but stored less than its file: tried again."""
+
+
 def transient(exc: BaseException) -> bool:
     """Whether ``exc`` (or an error it came from) is the store saying "later"."""
     for found in _chain(exc):
-        if isinstance(found, StoreUnavailable):
+        if isinstance(found, (StoreUnavailable, ShortUpload)):
             return True
         if isinstance(found, FileNotFoundError):
             return False

@@ -126,4 +126,10 @@ class Schedule:
                              self.last_s)  # fmt: skip
 
     def _save(self, at: float) -> None:
-        self.sink.write_text(self.state, json.dumps({"at": at}))
+        """Keep the time of the last run; a lake that takes no file now (its disk full) is
+        logged and left: the schedule runs from this process's clock until a later save."""
+        try:
+            self.sink.write_text(self.state, json.dumps({"at": at}))
+        except OSError as exc:
+            log.warning("the upkeep's time could not be kept in %s (%s); it is kept again "
+                        "after its next run", self.state, exc)  # fmt: skip

@@ -104,6 +104,7 @@ from sparkcdc.sinks.port import (
     Mark,
     Sink,
     SinkFigures,
+    batch_failed,
 )
 from sparkcdc.sinks.storage import LakeStorage, as_storage
 from sparkcdc.sinks.upkeep import Schedule
@@ -184,7 +185,7 @@ class DeltaSink(Sink):
             self.write(read.envelope, int(batch_id), read_s=read_s, images=read.images,
                        open_end=read.open_end)  # fmt: skip
         except BaseException as exc:
-            self.error = self._store_failed(exc) or exc
+            self.error = self._store_failed(exc) or batch_failed(exc, batch_id, "Delta")
             if self.error is not exc:
                 raise self.error from exc
             raise

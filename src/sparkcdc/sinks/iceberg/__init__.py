@@ -54,7 +54,7 @@ def open_sink(config: SinkConfig, context: SinkContext) -> Sink:
     from sparkcdc.sinks.storage import LakeStorage
     from sparkcdc.sinks.upkeep import Schedule
 
-    tables = IcebergTables(open_catalog(config))
+    tables = IcebergTables.of(open_catalog(config), anew=True)
     lake, every = LakeStorage(config.path, config.storage_options), config.maintenance
     schedule = Schedule(lake, IcebergKeeper(tables), every.compact_every, every.retain)
     return IcebergSink(config, app_id=context.app_id, mark=context.mark, upkeep=schedule,
@@ -69,7 +69,7 @@ def keeper(config: SinkConfig) -> TableKeeper:
     from sparkcdc.sinks.iceberg.tables import IcebergTables
     from sparkcdc.sinks.iceberg.upkeep import IcebergKeeper
 
-    return IcebergKeeper(IcebergTables(open_catalog(config)))
+    return IcebergKeeper(IcebergTables.of(open_catalog(config)))
 
 
 def reader(config: SinkConfig) -> TableRead:
@@ -107,7 +107,7 @@ def gone_keys(config: SinkConfig) -> GoneKeys:
     from sparkcdc.sinks.iceberg.gone_keys import IcebergGoneKeys
     from sparkcdc.sinks.iceberg.tables import IcebergTables
 
-    return IcebergGoneKeys(IcebergTables(open_catalog(config)), config.history)
+    return IcebergGoneKeys(IcebergTables.of(open_catalog(config)), config.history)
 
 
 def batch_holders(config: SinkConfig, app: str, batch_id: int) -> list[str]:
@@ -117,7 +117,7 @@ def batch_holders(config: SinkConfig, app: str, batch_id: int) -> list[str]:
     from sparkcdc.sinks.iceberg.tables import IcebergTables, holds
     from sparkcdc.sinks.iceberg.upkeep import IcebergKeeper
 
-    found = IcebergTables(open_catalog(config))
+    found = IcebergTables.of(open_catalog(config))
     held = []
     for name in IcebergKeeper(found).tables():
         db, table = name.split(".", 1)

@@ -70,7 +70,15 @@ from sparkcdc.sinks.changes.schema_rows import read_schema_rows
 from sparkcdc.sinks.iceberg import history, tables
 from sparkcdc.sinks.iceberg.catalog import open_catalog
 from sparkcdc.sinks.iceberg.tables import IcebergTables, Identifier
-from sparkcdc.sinks.port import BatchFrame, ChunkRef, Mark, Sink, SinkFigures, TableKind
+from sparkcdc.sinks.port import (
+    BatchFrame,
+    ChunkRef,
+    Mark,
+    Sink,
+    SinkFigures,
+    TableKind,
+    batch_failed,
+)
 from sparkcdc.sinks.storage import LakeStorage
 from sparkcdc.sinks.upkeep import Schedule
 
@@ -94,7 +102,7 @@ class IcebergSink(Sink):
         schema_changes: SchemaPolicy | None = None,
         transactions: bool = False,
     ) -> None:
-        self.tables = tables or IcebergTables(open_catalog(config))
+        self.tables = tables or IcebergTables.of(open_catalog(config), anew=True)
         self.history = config.history  # sink.history: the tables' SCD type 2 tables
         self._resets: dict[TableName, Reset] = {}  # the batch's TRUNCATEs and DROPs
         self.transactions = transactions  # BEGIN/END records (module docstring)
@@ -128,7 +136,9 @@ class IcebergSink(Sink):
             self.write(read.envelope, batch_id, read.images, time.perf_counter() - started,
                        open_end=read.open_end)  # fmt: skip
         except BaseException as exc:
-            self.error = exc
+            self.error = batch_failed(exc, batch_id, "Iceberg")
+            if self.error is not exc:
+                raise self.error from exc
             raise
 
     def figures(self) -> SinkFigures:

@@ -48,6 +48,8 @@ BATCH_PROPERTY = "sparkcdc.batch."  # + the pipeline's id: a table property
 CHANGELOG_SUFFIX = "__changelog"
 
 Identifier = tuple[str, str]
+_SHARED: dict[int, IcebergTables] = {}  # by the catalog's id (:meth:`IcebergTables.of`)
+_SHARED_LOCK = threading.Lock()
 
 
 class IcebergTables:
@@ -59,6 +61,18 @@ class IcebergTables:
         self.catalog = catalog
         self._tables: dict[Identifier, Table] = {}
         self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, catalog: Catalog, anew: bool = False) -> IcebergTables:
+        """The tables of ``catalog`` this process writes through: one object per catalog, so
+        that a commit of one part (the sink, its upkeep, a re-snapshot's deletion of gone keys)
+        leaves no other part holding an older version of the table. ``anew``: none kept from
+        before (a sink opened for a run reads its tables as they are now)."""
+        with _SHARED_LOCK:
+            found = _SHARED.get(id(catalog))
+            if anew or found is None or found.catalog is not catalog:
+                found = _SHARED[id(catalog)] = cls(catalog)
+            return found
 
     def replica(self, name: TableName) -> str:
         return f"{name[0]}.{name[1]}"
