@@ -16,11 +16,13 @@ import pytest
 from deltalake import DeltaTable
 
 from sparkcdc.core.errors import StoreUnavailable
+from sparkcdc.core.offset_events import notice_batch
 from sparkcdc.sinks import store_retry
 from sparkcdc.sinks.delta.lake_check import check_lake
 from sparkcdc.sinks.delta.sink import DeltaSink
 from sparkcdc.sinks.storage import LakeStorage
-from tests.cases.envelopes import Changes
+from sparkcdc.sources.mysql.offset import BinlogOffset
+from tests.cases.envelopes import FILE, Changes
 from tests.cases.s3 import SECRET_KEY, MotoS3
 from tests.cases.schemas import ACCOUNTS
 from tests.faults.http_proxy import Errors, Pass, Slow
@@ -157,3 +159,19 @@ def test_s3_errors_while_a_snapshot_chunk_uploads_never_leave_its_file_missing(
         stored = direct.filesystem.get_file_info(direct._where(target))
         assert stored.size == chunk.stat().st_size, (n, stored)
     assert proxy.counts["failed"] > 0
+
+
+def test_s3_slow_incremental_snapshot_ends_beside_changes_in_one_batch(
+    s3: MotoS3, proxy: StoreProxy
+) -> None:
+    """Found by the campaign (s3-slow during an incremental snapshot, PostgreSQL → Delta on
+    S3): the slow store put the snapshot's last notice, ``completed``, which names no table,
+    into the batch of a table's changes. The sink opened a table of that empty name, which a
+    folder shrugs off and object storage refuses ("empty path segment"), every run again."""
+    lake = through(s3, proxy)
+    sink = DeltaSink(lake, APP)
+    sink.write_batch(batch(0), 0)
+    changes = batch(1).rows
+    done = notice_batch([("", "", {"type": "completed"})], BinlogOffset(FILE, 9000), 0)
+    sink.write_batch(Frame(pa.concat_tables([changes, pa.Table.from_batches([done])])), 1)
+    assert held(s3, lake)[0] == [(1, "1.00"), (2, "0.00"), (3, "1.00")]

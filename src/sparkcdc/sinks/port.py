@@ -193,16 +193,21 @@ class Sink(ABC):
         it is due (nothing for a sink that keeps none)."""
 
 
-def batch_failed(exc: BaseException, batch_id: int, label: str) -> BaseException:
-    """``exc`` as the sink's one sentence if no step of the batch named it (an OSError such as a
-    full disk, from a file beside the tables): the batch and the table format (``label``)
-    named; any other exception as it is."""
-    if isinstance(exc, OSError) and not isinstance(exc, SparkCDCError):
-        return SinkError(
-            f"writing batch {batch_id} to {label} failed: {exc}; once that is fixed, run the "
-            "pipeline again: it goes on from its last committed batch, writing nothing twice."
-        )
-    return exc
+def batch_failed(
+    exc: BaseException, batch_id: int, label: str, own: tuple[type[Exception], ...] = ()
+) -> BaseException:
+    """``exc`` as the sink's one sentence if no step of the batch named it: an OSError (a full
+    disk, a file beside the tables) or an error of the table format's library (``own``), the
+    batch and the table format (``label``) named; anything else (Spark's own errors, which name
+    a lost process) as it is."""
+    if isinstance(exc, SparkCDCError) or not isinstance(exc, (OSError, *own)):
+        return exc
+    said = str(exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
+    return SinkError(
+        f"writing batch {batch_id} to {label} failed: {' '.join(said.split())}; once that is "
+        "fixed, run the pipeline again: it goes on from its last committed batch, writing "
+        "nothing twice."
+    )
 
 
 class TableRead(Protocol):

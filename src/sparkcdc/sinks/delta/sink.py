@@ -84,6 +84,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from deltalake.exceptions import DeltaError
 
 from sparkcdc.core.errors import StoreUnavailable
 from sparkcdc.core.event import OP_CHUNK, OP_NOTICE, OP_SCHEMA
@@ -185,7 +186,8 @@ class DeltaSink(Sink):
             self.write(read.envelope, int(batch_id), read_s=read_s, images=read.images,
                        open_end=read.open_end)  # fmt: skip
         except BaseException as exc:
-            self.error = self._store_failed(exc) or batch_failed(exc, batch_id, "Delta")
+            failed = self._store_failed(exc)
+            self.error = failed or batch_failed(exc, batch_id, "Delta", (DeltaError,))
             if self.error is not exc:
                 raise self.error from exc
             raise
@@ -287,7 +289,7 @@ class DeltaSink(Sink):
         paths = [
             path(TableName(t["db"], t["table"]))
             for t in found
-            if t["db"] is not None and t["table"] is not None
+            if t["db"] and t["table"]  # a notice of the whole snapshot names no table
             for path in (self.lake.replica, self.lake.changelog)
         ]
         if len(paths) > 2:

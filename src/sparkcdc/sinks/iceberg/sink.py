@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.exceptions import CommitFailedException, ValidationException
 from pyiceberg.table import Table
 
 from sparkcdc.config.model import SinkConfig
@@ -81,6 +81,8 @@ from sparkcdc.sinks.port import (
 )
 from sparkcdc.sinks.storage import LakeStorage
 from sparkcdc.sinks.upkeep import Schedule
+
+ICEBERG_ERRORS = (CommitFailedException, ValidationException)  # pyiceberg's, named as is
 
 log = logging.getLogger("sparkcdc.sink")
 
@@ -136,7 +138,7 @@ class IcebergSink(Sink):
             self.write(read.envelope, batch_id, read.images, time.perf_counter() - started,
                        open_end=read.open_end)  # fmt: skip
         except BaseException as exc:
-            self.error = batch_failed(exc, batch_id, "Iceberg")
+            self.error = batch_failed(exc, batch_id, "Iceberg", ICEBERG_ERRORS)
             if self.error is not exc:
                 raise self.error from exc
             raise
