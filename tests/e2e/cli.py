@@ -89,20 +89,26 @@ def log_end(server: ThrowawayMariaDB) -> str:
 
 
 def purge_binlogs_to(server: ThrowawayMariaDB, file: str, timeout: float = 30.0) -> None:
-    """``PURGE BINARY LOGS TO file``, asked again until the server has done it: it keeps a file
-    until its binlog checkpoint (the storage engine's flush) has passed it, and while a binlog
-    dump thread reads it; after a few tries such threads, left by a connection that was cut
-    (the server has not noticed yet), are ended."""
+    """``PURGE BINARY LOGS TO file``, asked again until the server has done it. It keeps a file
+    until its binlog checkpoint has passed it, which waits for InnoDB to flush its log (once a
+    second at ``innodb_flush_log_at_trx_commit=2``, or never on an idle server): so the log is
+    flushed (``FLUSH ENGINE LOGS``) between tries. It also keeps a file a binlog dump thread
+    reads, and a dump thread whose connection was cut lives on until the server notices: after
+    a few tries such threads are ended."""
     began = time.monotonic()
+    said: list[tuple[object, ...]] = []
     while server.query("SHOW BINARY LOGS")[0][0] != file:
         waited = time.monotonic() - began
-        assert waited < timeout, f"the server kept its binlogs before {file}"
+        assert waited < timeout, f"the server kept its binlogs before {file}: {said}"
         if waited > 2.0:
             for row in server.query("SHOW PROCESSLIST"):
                 if str(row[4]).startswith("Binlog Dump"):
                     with contextlib.suppress(Exception):  # it may have ended meanwhile
                         server.execute(f"KILL {int(row[0])}")
-        server.execute(f"PURGE BINARY LOGS TO '{file}'")
+        with contextlib.closing(server.connect()) as conn, conn.cursor() as cur:
+            for sql in ("FLUSH ENGINE LOGS", f"PURGE BINARY LOGS TO '{file}'", "SHOW WARNINGS"):
+                cur.execute(sql)
+            said = list(cur.fetchall()) or said  # why a file was kept, if the server says
         time.sleep(0.2)
 
 
