@@ -197,7 +197,7 @@ def batch_failed(
     exc: BaseException, batch_id: int, label: str, own: tuple[type[Exception], ...] = ()
 ) -> BaseException:
     """``exc`` as the sink's one sentence if no step of the batch named it: an OSError (a full
-    disk, a file beside the tables) or an error of the table format's library (``own``), the
+    disk, a file beside the tables) or an error of the table format's own package (``own``), the
     batch and the table format (``label``) named; anything else (Spark's own errors, which name
     a lost process) as it is."""
     if isinstance(exc, SparkCDCError) or not isinstance(exc, (OSError, *own)):
