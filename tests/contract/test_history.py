@@ -19,14 +19,17 @@ import pytest
 from deltalake import DeltaTable
 
 from sparkcdc.core.history_spec import HistorySpec, TableHistory
+from sparkcdc.core.schema import TableSchema
 from sparkcdc.core.table_name import TableName
 from sparkcdc.sinks.history import history_location, read_history
 from sparkcdc.sinks.port import Sink, SinkContext
 from sparkcdc.sinks.registry import open_sink, sink_type
 from sparkcdc.sources.mysql.offset import BinlogOffset
+from sparkcdc.sources.mysql.schema.column_types import column
 from tests.cases.envelopes import FILE, Changes
 from tests.cases.schemas import ACCOUNTS as A
 from tests.contract.sink_harness import DeltaHarness, IcebergHarness, SinkHarness
+from tests.e2e.history_check import compare_history, rebuild_history
 
 APP = "history-app"
 NAME = TableName("shop", "accounts")
@@ -181,3 +184,45 @@ def test_after_a_lost_log_the_batch_after_the_gone_keys_commits_over_their_delet
         (2, "bea", Decimal("1.00"), p[4], None, True, "c"),
         (2, "bob", Decimal("1.00"), p[1], p[3], False, "c"),
     ]
+
+
+NOTED = TableSchema("shop", "accounts", (*A.columns, column("note", "varchar", length=20)),
+                    primary_key=A.key)  # fmt: skip
+
+
+def test_ddl_in_flight_leaves_the_versions_before_it_in_its_batch_as_logged(
+    harness: SinkHarness,
+) -> None:
+    """The campaign's network cut during a schema change (seed 3060): one micro-batch held the
+    workload's first changes, then ``ADD COLUMN note … DEFAULT 'n'``, then more. The replica
+    rightly gave the rows changed before the ALTER its default (the source gave it to every row
+    it held), but the history table took it too, in versions the change log, and the same
+    changes in micro-batches of their own, hold with a null note."""
+    sink = opened(harness)
+    first = Changes(pos=1000).schema(A).change("c", A, after=row(1, "ann"))
+    sink.write_batch(Frame(first.table()), 0)
+    noted = {**row(2, "bob"), "note": "n"}
+    batch = (Changes(pos=2000).change("c", A, after=row(2, "bob"))
+             .change("u", A, row(1, "ann"), row(1, "amy"))
+             .alter(A, NOTED, "ALTER TABLE accounts ADD COLUMN note VARCHAR(20) DEFAULT 'n'",
+                    {"fill": {"note": "n"}})
+             .change("u", NOTED, noted, {**noted, "owner": "bo"}))  # fmt: skip
+    sink.write_batch(Frame(batch.table()), 1)
+
+    config = dataclasses.replace(harness.config, history=SPEC)  # type: ignore[attr-defined]
+    reader = sink_type(config.type).reader
+    assert reader is not None
+    replica = reader(config)(NAME, "replica")
+    assert replica is not None
+    assert sorted((r["owner"], r["note"]) for r in replica.to_pylist()) == [
+        ("amy", "n"),
+        ("bo", "n"),
+    ]
+    logged = reader(config)(NAME, "changelog")
+    found = read_history(config, NAME)
+    assert logged is not None and found is not None
+    rows = logged.select(["op", "before", "after", "source"]).to_pylist()
+    expected = rebuild_history(rows, ["id"], tracked=["id", "owner", "note"])
+    compare_history(expected, found.to_pylist(), ["id"], "shop.accounts__history")
+    notes = sorted((r["owner"], r["note"]) for r in found.to_pylist())
+    assert notes == [("amy", None), ("ann", None), ("bo", "n"), ("bob", None)]

@@ -9,7 +9,9 @@ nothing (:mod:`.commits`). The commit is the replica's copy-on-write upsert
 (:mod:`.rewrite`, delta-rs's MERGE where it must) keyed on the table's key and
 ``__start_position``; a history table has no change data feed. It gains the columns the replica
 gains and takes the types the replica is retyped to; a column dropped from the replica stays
-(earlier versions hold its values; later ones hold null), as in the change log.
+(earlier versions hold its values; later ones hold null), as in the change log. Versions hold
+the images as the change log does: a column added holds null in the versions of changes before
+it, even when its ALTER gave the replica's rows a default in the same batch.
 """
 
 from __future__ import annotations

@@ -85,7 +85,9 @@ class TableWriter:
             replica = Replica(self.lake.replica(name), self.app_id, self.batch_id)
             images = (before, _whole(after))
             after = unchanged.fill(left, rows, images, latest.key, replica, reset_at, label)
-        merged_after = after  # rows changed before a schema change get what it gave the rest
+        # the replica's rows changed before a schema change get what it gave the rest; the change
+        # log and the history keep the images as logged
+        merged_after = after
         if effects:
             merged_after = apply_to_images(effects, rows.column("_pos").combine_chunks(),
                                                     _whole(after))  # fmt: skip
@@ -107,12 +109,12 @@ class TableWriter:
                 wrote = chunk_rows.append_chunks(
                     log_path, changelog, replica_path, merged_after, self.app_id, self.batch_id
                 )
-                self._history(name, latest.key, columns, rows, before, _whole(merged_after))
+                self._history(name, latest.key, columns, rows, before, _whole(after))
                 return wrote, _op_counts(rows)
             merged = partial(latest_changes, rows, before, _whole(merged_after), columns,
                              latest.key, reset_at)  # fmt: skip
             wrote = self._log_and_merge(name, changelog, merged, latest.key, reset_at)
-            self._history(name, latest.key, columns, rows, before, _whole(merged_after))
+            self._history(name, latest.key, columns, rows, before, _whole(after))
         except SinkError:
             raise
         except Exception as exc:

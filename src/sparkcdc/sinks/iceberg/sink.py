@@ -229,7 +229,7 @@ class IcebergSink(Sink):
             replica = _ReplicaBefore(self.tables, name, self.app_id, batch_id)
             images = (before, after)
             after = unchanged.fill(left, rows, images, latest.key, replica, reset_at, str(name))
-        merged_after = after
+        merged_after = after  # the replica's; the change log and the history keep the images
         if effects:
             positions = rows.column("_pos").combine_chunks()
             merged_after = apply_to_images(effects, positions, after)
@@ -251,7 +251,7 @@ class IcebergSink(Sink):
                          lambda t: tables.append_once(t, changelog, props))  # fmt: skip
             self._commit(tables.replica_id(name), lambda t: tables.upsert_once(
                 t, upserts, actions.select(key), key, reset_at is not None, props))  # fmt: skip
-            self._history(HistoryBatch(name, latest.key, columns, rows, before, merged_after,
+            self._history(HistoryBatch(name, latest.key, columns, rows, before, after,
                                        self._resets.get(name)), batch_id)  # fmt: skip
         except SinkError:
             raise
