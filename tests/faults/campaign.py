@@ -22,14 +22,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.faults.kinds import FAULTS
+from tests.faults.kinds import CLUSTER_SINK, FAULTS
 from tests.faults.phases import PHASES
 from tests.faults.report import read_results, write_report
 from tests.faults.servers import Servers
 from tests.faults.trial import Plan, Result, run_trial
 
 SOURCES = ("mysql", "postgres")
-SINKS = ("delta", "iceberg", "delta-s3")
+SINKS = ("delta", "iceberg", "delta-s3", CLUSTER_SINK)
 
 
 def plan_trial(

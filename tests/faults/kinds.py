@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from tests.faults.clock import ServerClock
 
 RECONNECT_LIMIT = 20.0  # the campaign's source.reconnect_timeout, seconds
+CLUSTER_SINK = "delta-cluster"  # a Delta folder lake, the pipeline on a standalone Spark cluster
 
 
 class Target(Protocol):
@@ -37,21 +38,28 @@ class Target(Protocol):
     notes: dict[str, str]
     torn_copies: dict[Path, bytes]  # files a fault cut short, as they were
     clock: ServerClock  # the database's wall clock (tests.faults.clock)
+    cluster: Any  # the standalone cluster of a delta-cluster trial (tests.cases.cluster), else None
 
 
 class Fault:
     """One fault kind. ``writes_pause``: the database goes away, so the workload pauses;
     ``writes_during``: more changes are written while the fault is held (the lake's faults:
-    the sink must have something to write)."""
+    the sink must have something to write); ``on_cluster``: the fault's trials run on the
+    standalone cluster (sink ``delta-cluster``), and only they do."""
 
     name: ClassVar[str]
     only_source: ClassVar[str | None] = None
     local_lake: ClassVar[bool] = False
+    on_cluster: ClassVar[bool] = False
     writes_pause: ClassVar[bool] = False
     writes_during: ClassVar[bool] = False
 
     def applies(self, source: str, sink: str) -> bool:
-        return self.only_source in (None, source) and not (self.local_lake and "s3" in sink)
+        return (
+            self.only_source in (None, source)
+            and not (self.local_lake and "s3" in sink)
+            and (sink == CLUSTER_SINK) == self.on_cluster
+        )
 
     def inject(self, t: Target) -> None:
         raise NotImplementedError
@@ -171,14 +179,14 @@ class DiskFull(Fault):
 
 
 from tests.faults.clock import ClockSkew  # noqa: E402  (subclasses of Fault)
-from tests.faults.process_kills import SourceKill, WorkerKill  # noqa: E402
+from tests.faults.process_kills import SourceKill, WorkerKill, WorkerMachineKill  # noqa: E402
 
 FAULTS: dict[str, Fault] = {
     f.name: f
     for f in (
         PipelineKill(), DatabaseKill(), DatabaseRestart(), WalsenderTerminate(),
         ProxyCut(long=False), ProxyCut(long=True), TornCheckpoint(), DiskFull(),
-        SourceKill(), WorkerKill(), ClockSkew(),
+        SourceKill(), WorkerKill(), WorkerMachineKill(), ClockSkew(),
     )
 }  # fmt: skip
 # the object store's 500/503 and slowness (Fault's interface, through the trial's HTTP proxy)

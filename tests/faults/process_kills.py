@@ -1,7 +1,8 @@
 """kill -9 of one process inside a running pipeline instead of its whole group: the driver-side
 source process alone (Spark's Python streaming source runner, where the log reader lives), or
 one Python task worker (a child forked by Spark's Python worker daemon); found as
-:mod:`tests.faults.processes` says, the pid and command killed noted.
+:mod:`tests.faults.processes` says, the pid and command killed noted. On the standalone
+cluster: one worker JVM with its executor and their Python workers (a worker machine's crash).
 
 Imported by :mod:`tests.faults.kinds` (which registers these kinds), after its base class."""
 
@@ -65,3 +66,21 @@ class WorkerKill(Fault):
         if not workers:
             raise RuntimeError("no Python task worker found")
         _kill(t, t.rng.choice(workers), "an idle task worker")
+
+
+class WorkerMachineKill(Fault):
+    """kill -9 of one worker of the standalone cluster the pipeline runs on, with its executor
+    and their Python workers (a worker machine's crash); the worker started again after a
+    while, as the machine coming back."""
+
+    name = "worker-jvm-kill9"
+    on_cluster = True
+
+    def inject(self, t: Target) -> None:
+        n = t.rng.randrange(len(t.cluster.workers))
+        t.cluster.kill_worker(n)
+        t.notes["killed"] = f"worker {n} of the cluster, its executor and Python workers"
+        time.sleep(t.rng.uniform(0.5, 8.0))
+
+    def heal(self, t: Target) -> None:
+        t.cluster.restart_worker(int(t.notes["killed"].split()[1]))

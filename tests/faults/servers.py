@@ -1,6 +1,6 @@
-"""The campaign's servers, each its own and started once on demand: MariaDB, PostgreSQL and
-moto's S3 server, in one temporary folder; a database per trial. The databases run on a clock
-the campaign can step (:mod:`tests.faults.clock`)."""
+"""The campaign's servers, each its own and started once on demand: MariaDB, PostgreSQL,
+moto's S3 server and a Spark standalone cluster, in one temporary folder; a database per
+trial. The databases run on a clock the campaign can step (:mod:`tests.faults.clock`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 
 from sparkcdc.sources.mysql.throwaway import ThrowawayMariaDB
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres
+from tests.cases.cluster import StandaloneCluster
 from tests.cases.s3 import MotoS3, storage_options
 from tests.e2e.workload import DDL, PG_DDL
 from tests.faults.clock import ServerClock
@@ -23,6 +24,7 @@ class Servers:
         self._mariadb: ThrowawayMariaDB | None = None
         self._postgres: ThrowawayPostgres | None = None
         self._s3: MotoS3 | None = None
+        self._cluster: StandaloneCluster | None = None
         self._bucket = ""
 
     @property
@@ -49,6 +51,15 @@ class Servers:
         if self._s3 is None:
             self._s3 = MotoS3()
         return self._s3
+
+    @property
+    def cluster(self) -> StandaloneCluster:
+        """A master and two workers of one core each, separate JVMs (the cluster trials')."""
+        if self._cluster is None:
+            root = self.base / "spark-cluster"
+            root.mkdir(exist_ok=True)
+            self._cluster = StandaloneCluster(root, workers=2, cores=1)
+        return self._cluster
 
     def s3_lake(self, existing: bool = False, endpoint: str | None = None) -> tuple[str, str]:
         """A lake URL in a new bucket of the S3 server (``existing``: the last one) and the
@@ -84,7 +95,7 @@ class Servers:
         pg.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
 
     def stop(self) -> None:
-        for server in (self._mariadb, self._postgres, self._s3):
+        for server in (self._mariadb, self._postgres, self._s3, self._cluster):
             if server is not None:
                 with contextlib.suppress(Exception):
                     server.stop()

@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.cli import write_config
+from tests.e2e.cluster_runs import spark_settings
 from tests.e2e.history_check import assert_history_matches, keep_history
 from tests.e2e.iceberg_lake import IcebergLake, as_iceberg
 from tests.e2e.workload import MARIADB, POSTGRES, ChangeWorkload
 from tests.faults.checker import Identity, LakeTables, check_trial, source_accounts
 from tests.faults.clock import ServerClock
-from tests.faults.kinds import FAULTS, RECONNECT_LIMIT, Fault
+from tests.faults.kinds import CLUSTER_SINK, FAULTS, RECONNECT_LIMIT, Fault
 from tests.faults.lakes import DeltaTables, IcebergTables
 from tests.faults.phases import Phase, phase_of
 from tests.faults.pipeline import Pipeline, one_sentence
@@ -69,6 +70,7 @@ class Trial:
     rng: random.Random
     notes: dict[str, str]
     clock: ServerClock
+    cluster: Any = None  # the standalone cluster the pipeline runs on (sink delta-cluster)
     torn_copies: dict[Path, bytes] = field(default_factory=dict)
     http_proxy: StoreProxy | None = None  # between the pipeline and an S3 lake
 
@@ -92,12 +94,15 @@ def pipeline_file(plan: Plan, tmp: Path, servers: Servers, port: int, db: str,
         pg = servers.postgres
         pattern, kind, user, password = r"public\.accounts", "postgres", pg.user, pg.password
         extra += f", database: {db}"
-    lake, sink = None, ""
+    lake, sink, spark = None, "", ""
     if plan.sink == "delta-s3":
         lake, sink = servers.s3_lake(endpoint=s3_endpoint)
+    if plan.sink == CLUSTER_SINK:  # both workers' cores
+        spark = spark_settings(servers.cluster, cores=2)
     cfg = write_config(
         tmp, _At(port), pattern, startup=phase.startup, kind=kind, user=user, password=password,
         extra_source=extra, lake=lake, extra_sink=sink, max_bytes=phase.max_bytes,
+        extra_pipeline=spark,
     )  # fmt: skip
     cfg = as_iceberg(cfg) if plan.sink == "iceberg" else cfg
     return cfg if plan.sink == "delta-s3" else keep_history(cfg)  # the checker reads a folder
@@ -148,8 +153,9 @@ def _run(plan: Plan, servers: Servers, tmp: Path, fault: Fault, result: Result) 
     http_proxy = StoreProxy(servers.s3.port) if plan.sink == "delta-s3" else None
     endpoint = http_proxy.endpoint if http_proxy is not None else None
     cfg = pipeline_file(plan, tmp, servers, proxy.port, db, endpoint)
+    cluster = servers.cluster if plan.sink == CLUSTER_SINK else None
     trial = Trial(plan.source, db, server, proxy, Pipeline(cfg, tmp), tmp / "checkpoint",
-                  tmp / "lake", rng, result.notes, servers.clock,
+                  tmp / "lake", rng, result.notes, servers.clock, cluster,
                   http_proxy=http_proxy)  # fmt: skip
     preloaded: Counter[Identity] = Counter(("c", k, 0) for k in range(1, phase.preload + 1))
     committed = Counter(preloaded)
