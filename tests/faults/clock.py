@@ -1,8 +1,14 @@
 """The database's wall clock, which the campaign can step: its servers run under libfaketime
-(Debian's ``libfaketime``, preloaded) reading their offset from one file every second, with
+(Debian's ``libfaketime``, preloaded) reading their offset from a file every second, with
 their monotonic clocks left alone, as an NTP step leaves them. The ``clock-skew`` fault writes
 an offset of a minute to an hour, ahead or behind, and later zero: the commit times the log
 carries jump while the pipeline's clock does not (heartbeats, lag, history validity times).
+
+Each server has a clock of its own, so a trial steps its own database's alone, and a server
+whose clock was stepped is restarted after its trial
+(:meth:`tests.faults.servers.Servers.after_trial`): a timed wait begun before a step back
+lasts as much longer as the step, and MariaDB's binlog checkpoint, which a later trial's
+``PURGE BINARY LOGS`` waits for, was seen stalled for minutes in trials after one.
 
 Without it (a machine without the package) the servers run as they are and the fault
 does not apply."""
@@ -25,10 +31,10 @@ def faketime_preload() -> str | None:
 
 
 class ServerClock:
-    """The offset file under ``folder`` and the launcher that makes a server read it."""
+    """The offset file ``file`` and the launcher that makes a server read it."""
 
-    def __init__(self, folder: Path) -> None:
-        self.file = folder / "server-clock"
+    def __init__(self, file: Path) -> None:
+        self.file = file
         self.preload = faketime_preload()
         self.set(0)
 

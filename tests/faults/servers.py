@@ -20,7 +20,10 @@ from tests.faults.clock import ServerClock
 class Servers:
     def __init__(self, base: Path) -> None:
         self.base = base
-        self.clock = ServerClock(base)
+        self.clocks = {
+            "mysql": ServerClock(base / "mariadb-clock"),
+            "postgres": ServerClock(base / "postgres-clock"),
+        }
         self._mariadb: ThrowawayMariaDB | None = None
         self._postgres: ThrowawayPostgres | None = None
         self._s3: MotoS3 | None = None
@@ -31,7 +34,7 @@ class Servers:
     def mariadb(self) -> ThrowawayMariaDB:
         if self._mariadb is None:
             self._mariadb = ThrowawayMariaDB.start(
-                base_dir=str(self.base), launcher=self.clock.launcher()
+                base_dir=str(self.base), launcher=self.clocks["mysql"].launcher()
             )
         return self._mariadb
 
@@ -39,12 +42,21 @@ class Servers:
     def postgres(self) -> ThrowawayPostgres:
         if self._postgres is None:
             self._postgres = ThrowawayPostgres.start(
-                base_dir=str(self.base), launcher=self.clock.launcher()
+                base_dir=str(self.base), launcher=self.clocks["postgres"].launcher()
             )
         return self._postgres
 
     def server(self, source: str) -> Any:
         return self.mariadb if source == "mysql" else self.postgres
+
+    def after_trial(self, source: str, fault: str) -> None:
+        """Leave the next trial a server as a new one: the ``source`` server restarted cleanly
+        after a trial that stepped its clock (:mod:`tests.faults.clock`)."""
+        if fault == "clock-skew":
+            self.clocks[source].set(0)
+            server = self.server(source)
+            server.stop(remove=False)
+            server.restart()
 
     @property
     def s3(self) -> MotoS3:

@@ -155,7 +155,7 @@ def _run(plan: Plan, servers: Servers, tmp: Path, fault: Fault, result: Result) 
     cfg = pipeline_file(plan, tmp, servers, proxy.port, db, endpoint)
     cluster = servers.cluster if plan.sink == CLUSTER_SINK else None
     trial = Trial(plan.source, db, server, proxy, Pipeline(cfg, tmp), tmp / "checkpoint",
-                  tmp / "lake", rng, result.notes, servers.clock, cluster,
+                  tmp / "lake", rng, result.notes, servers.clocks[plan.source], cluster,
                   http_proxy=http_proxy)  # fmt: skip
     preloaded: Counter[Identity] = Counter(("c", k, 0) for k in range(1, phase.preload + 1))
     committed = Counter(preloaded)
@@ -181,6 +181,7 @@ def _run(plan: Plan, servers: Servers, tmp: Path, fault: Fault, result: Result) 
     finally:
         with contextlib.suppress(Exception):
             servers.drop_database(plan.source, db)
+        servers.after_trial(plan.source, plan.fault)
 
 
 def _history_violations(plan: Plan, tmp: Path, db: str) -> list[str]:
