@@ -1,4 +1,5 @@
-"""The campaign's report: ``REPORT.md`` (trials per fault × phase × source × sink, violations,
+"""The campaign's report: ``REPORT.md`` (trials per fault × phase and source, × sink and ×
+outcome, then per fault × phase × source × sink, violations,
 recovery time p50/p99 per fault kind, each failing trial's replay command, the code each trial
 ran) and ``report.json`` (every trial), written again after each trial; :func:`read_results`
 reads the trials back, so a campaign cut short goes on where it stopped (``--resume``)."""
@@ -6,7 +7,9 @@ reads the trials back, so a campaign cut short goes on where it stopped (``--res
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -16,7 +19,7 @@ from tests.faults.trial import Plan, Result
 def percentile(values: list[float], q: float) -> float:
     """The ``q`` quantile by the nearest rank."""
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered) + 0.5) - 1))]
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
 def read_results(out: Path, args: str) -> tuple[list[Result], int]:
@@ -44,6 +47,7 @@ def write_report(results: list[Result], out: Path, seed: int, args: str, wall: i
 
 def _markdown(results: list[Result], seed: int, args: str, wall: int) -> list[str]:
     failed = [r for r in results if r.violations]
+    codes = Counter(r.commit for r in results).items()
     lines = [
         "# Fault campaign",
         "",
@@ -51,35 +55,13 @@ def _markdown(results: list[Result], seed: int, args: str, wall: int) -> list[st
         f"trials in {wall} s, **{len(failed)} with violations**. Every trial's seed, fault, "
         "phase, timing and result: [report.json](report.json).",
         "",
-        "Code: "
-        + ", ".join(
-            f"`{c or '?'}` ({n} trials)" for c, n in Counter(r.commit for r in results).items()
-        )
-        + ".",
-        "",
-        "## Trials per fault × phase × source × sink",
-        "",
-        "| fault | phase (planned → seen) | source | sink | trials | outcomes | violations |",
-        "|---|---|---|---|---|---|---|",
+        "Code: " + ", ".join(f"`{c or '?'}` ({n} trials)" for c, n in codes) + ".",
     ]
-    cells: dict[tuple[str, str, str, str], list[Result]] = defaultdict(list)
-    for r in results:
-        phase = f"{r.plan.phase} → {r.phase_seen or '?'}"
-        cells[(r.plan.fault, phase, r.plan.source, r.plan.sink)].append(r)
-    for (fault, phase, source, sink), rs in sorted(cells.items()):
-        outcomes = ", ".join(f"{o} ×{n}" for o, n in Counter(r.outcome for r in rs).items())
-        bad = sum(1 for r in rs if r.violations)
-        lines.append(f"| {fault} | {phase} | {source} | {sink} | {len(rs)} | {outcomes} | {bad} |")
-    lines += ["", "## Recovery time per fault kind (heal → replica equals source)", "",
-              "| fault | trials | p50 s | p99 s |", "|---|---|---|---|"]  # fmt: skip
-    per_fault: dict[str, list[float]] = defaultdict(list)
-    for r in results:
-        if r.recovery_s is not None:
-            per_fault[r.plan.fault].append(r.recovery_s)
-    for fault, times in sorted(per_fault.items()):
-        lines.append(
-            f"| {fault} | {len(times)} | {percentile(times, 0.5):g} | {percentile(times, 0.99):g} |"
-        )
+    lines += _matrix(results, "phase", lambda r: r.phase_seen or "?", by_source=True)
+    lines += _matrix(results, "sink", lambda r: r.plan.sink, by_source=False)
+    lines += _matrix(results, "outcome", lambda r: r.outcome or "?", by_source=False)
+    lines += _cells(results)
+    lines += _recovery(results)
     lines += ["", "## Violations", ""]
     if not failed:
         lines.append("None.")
@@ -91,4 +73,55 @@ def _markdown(results: list[Result], seed: int, args: str, wall: int) -> list[st
     if sentences:
         lines += ["", "## The sentences the pipeline ended with", ""]
         lines += [f"- {s}" for s in sentences]
+    return lines
+
+
+def _matrix(
+    results: list[Result], what: str, column: Callable[[Result], str], by_source: bool
+) -> list[str]:
+    """Trials per fault (rows) and ``what`` (columns); ``by_source``: each cell as MariaDB +
+    PostgreSQL trials."""
+    columns = sorted({column(r) for r in results})
+    title = f"## Trials per fault × {what}" + (" (MariaDB + PostgreSQL)" if by_source else "")
+    lines = ["", title, "", f"| fault | {' | '.join(columns)} | all |",
+             "|---|" + "---:|" * (len(columns) + 1)]  # fmt: skip
+    for fault in sorted({r.plan.fault for r in results}):
+        mine = [r for r in results if r.plan.fault == fault]
+        cells = []
+        for c in columns:
+            here = [r for r in mine if column(r) == c]
+            mysql = sum(1 for r in here if r.plan.source == "mysql")
+            cells.append(
+                "" if not here else f"{mysql}+{len(here) - mysql}" if by_source else str(len(here))
+            )
+        lines.append(f"| {fault} | {' | '.join(cells)} | {len(mine)} |")
+    return lines
+
+
+def _cells(results: list[Result]) -> list[str]:
+    lines = ["", "## Trials per fault × phase × source × sink", "",
+             "| fault | phase (planned → seen) | source | sink | trials | outcomes | violations |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    cells: dict[tuple[str, str, str, str], list[Result]] = defaultdict(list)
+    for r in results:
+        phase = f"{r.plan.phase} → {r.phase_seen or '?'}"
+        cells[(r.plan.fault, phase, r.plan.source, r.plan.sink)].append(r)
+    for (fault, phase, source, sink), rs in sorted(cells.items()):
+        outcomes = ", ".join(f"{o} ×{n}" for o, n in Counter(r.outcome for r in rs).items())
+        bad = sum(1 for r in rs if r.violations)
+        lines.append(f"| {fault} | {phase} | {source} | {sink} | {len(rs)} | {outcomes} | {bad} |")
+    return lines
+
+
+def _recovery(results: list[Result]) -> list[str]:
+    lines = ["", "## Recovery time per fault kind (heal → replica equals source)", "",
+             "| fault | trials | p50 s | p99 s |", "|---|---|---|---|"]  # fmt: skip
+    per_fault: dict[str, list[float]] = defaultdict(list)
+    for r in results:
+        if r.recovery_s is not None:
+            per_fault[r.plan.fault].append(r.recovery_s)
+    for fault, times in sorted(per_fault.items()):
+        lines.append(
+            f"| {fault} | {len(times)} | {percentile(times, 0.5):g} | {percentile(times, 0.99):g} |"
+        )
     return lines
