@@ -12,6 +12,7 @@ as does every row."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Iterator
 
@@ -52,8 +53,9 @@ def proxy(own_server: ThrowawayPostgres) -> Iterator[TcpProxy]:
 
 
 def open_reader(
-    server: ThrowawayPostgres, timeout: float = 60.0, port: int | None = None
-) -> tuple[PgLogReader, EventStore]:
+    server: ThrowawayPostgres, timeout: float = 60.0, port: int | None = None,
+    store: EventStore | None = None,
+) -> tuple[PgLogReader, EventStore]:  # fmt: skip
     config = SourceConfig(
         server.host, port or server.port, server.user, server.password, (r"public\.t",),
         startup="latest", type="postgres", reconnect_timeout=timeout,
@@ -61,7 +63,7 @@ def open_reader(
     )  # fmt: skip
     source = PostgresSource(config)
     start = source.startup_offset("latest")
-    store = EventStore()
+    store = store or EventStore()
     reader = source.open_reader(start, store, "", 64)
     assert isinstance(reader, PgLogReader)
     reader.start()
@@ -180,3 +182,38 @@ def test_pg_walsender_gone_for_good_is_one_sentence(own_server: ThrowawayPostgre
         assert "source.reconnect_timeout" in str(error)
     finally:
         reader.stop()
+
+
+ROWS = 400_000  # more than the socket buffers hold: much is still on the server's side
+
+
+def test_db_kill9_in_a_big_transaction_delivered_in_pieces_resumes_without_duplicates(
+    own_server: ThrowawayPostgres, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The fault campaign's ``db-kill9`` during ``big-txn`` (seed 6007): one transaction larger
+    than the store, delivered in pieces, its server gone while the reader waits for room. The
+    reader resumes at the last piece it put and drops the rows before it, but the rows it had
+    collected after that piece from the lost connection were kept, and the resumed stream's
+    first Relation message handed them on as rows of the transaction: its resume counter ran
+    ahead, and as many rows arrived twice."""
+    caplog.set_level(logging.INFO, logger="sparkcdc.reader")
+    reader, store = open_reader(own_server, store=EventStore(max_bytes=64 * 1024))
+    try:
+        own_server.execute(f"INSERT INTO t SELECT i, i FROM generate_series(0, {ROWS - 1}) i")
+        first = collect(reader, store, lambda ids: len(ids) >= 640)
+        time.sleep(1.0)  # the reader waits for room, holding what it received
+        own_server.kill()  # kill -9: what the walsender had not sent is gone with it
+        own_server.restart()
+        rest = collect(reader, store, lambda ids: len(first) + len(ids) >= ROWS)
+        time.sleep(1.0)  # a late duplicate would arrive now
+        rest += collect(reader, store, lambda ids: True)
+        assert reader.error is None, reader.error
+        resumed = [r.getMessage() for r in caplog.records if "streaming slot" in r.getMessage()]
+        assert len(resumed) == 2 and "changes" in resumed[1], resumed  # inside the transaction
+        both = first + rest
+        assert len(both) - len(set(both)) == 0, "rows arrived twice"
+        assert sorted(both) == list(range(ROWS))
+        assert reader.stats().reconnects >= 1
+    finally:
+        reader.stop()
+        own_server.execute("SELECT pg_drop_replication_slot('reconnect')")

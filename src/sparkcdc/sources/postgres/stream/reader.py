@@ -241,6 +241,10 @@ class PgLogReader(LogThread):
         stream.send_status(force=True)  # the acknowledged position, at once
         self._resume, self._boundary = (resume if resume.skip else None), resume.lsn
         self.cutter.reset()
+        # rows of the lost connection collected for the cutter: read again from ``resume``
+        # (kept, a Relation message flushed them into the resumed transaction, whose resume
+        # counter then dropped as many of its rows too few)
+        self._run_rows = self._run_table = None
         self._streamed.reset()
         self._mark_connected()
         log.info(
