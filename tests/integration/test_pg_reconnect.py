@@ -24,6 +24,7 @@ from sparkcdc.sources.postgres.settings import PostgresSettings
 from sparkcdc.sources.postgres.source import PostgresSource
 from sparkcdc.sources.postgres.stream.reader import PgLogReader
 from sparkcdc.sources.postgres.throwaway import ThrowawayPostgres, throwaway_postgres
+from sparkcdc.sources.throwaway import ThrowawayServerError
 from sparkcdc.store.ring import EventStore
 from tests.faults.proxy import TcpProxy
 
@@ -201,9 +202,19 @@ def test_db_kill9_in_a_big_transaction_delivered_in_pieces_resumes_without_dupli
     try:
         own_server.execute(f"INSERT INTO t SELECT i, i FROM generate_series(0, {ROWS - 1}) i")
         first = collect(reader, store, lambda ids: len(ids) >= 640)
-        time.sleep(1.0)  # the reader waits for room, holding what it received
+        deadline = time.monotonic() + 30
+        while not store.full:  # until the reader waits for room, holding what it received
+            assert time.monotonic() < deadline, "the store never filled"
+            time.sleep(0.05)
         own_server.kill()  # kill -9: what the walsender had not sent is gone with it
-        own_server.restart()
+        started_by = time.monotonic() + 30
+        while True:  # a backend of the killed server may hold its shared memory a moment
+            try:
+                own_server.restart()
+                break
+            except ThrowawayServerError:
+                assert time.monotonic() < started_by, "the server did not start again"
+                time.sleep(0.2)
         rest = collect(reader, store, lambda ids: len(first) + len(ids) >= ROWS)
         time.sleep(1.0)  # a late duplicate would arrive now
         rest += collect(reader, store, lambda ids: True)
